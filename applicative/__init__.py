@@ -1,0 +1,37 @@
+"""applicative: transformers written once against Functor, Applicative, Counit and Ring.
+
+The protocol layer (``Functor``, ``Applicative``, ``Counit``, ``Module``,
+``Ring``), the structures that instantiate it (``Vec``, ``Compose``), and the
+linear algebra written once over them (``dot``, ``mul_mm``, ...). The law
+suite is ``applicative.laws``.
+"""
+
+from applicative.compose import Compose as Compose
+from applicative.compose import ComposeOf as ComposeOf
+from applicative.instances.vector import Vec as Vec
+from applicative.instances.vector import VecOf as VecOf
+from applicative.instances.vector import matrix as matrix
+from applicative.instances.vector import vector as vector
+from applicative.linalg import FastLinalg as FastLinalg
+from applicative.linalg import dot as dot
+from applicative.linalg import generic_only as generic_only
+from applicative.linalg import linear as linear
+from applicative.linalg import mul_mm as mul_mm
+from applicative.linalg import mul_mmt as mul_mmt
+from applicative.linalg import mul_mv as mul_mv
+from applicative.linalg import mul_vm as mul_vm
+from applicative.linalg import outer as outer
+from applicative.protocols import ARITHMETIC as ARITHMETIC
+from applicative.protocols import Applicative as Applicative
+from applicative.protocols import Arithmetic as Arithmetic
+from applicative.protocols import Counit as Counit
+from applicative.protocols import Dim as Dim
+from applicative.protocols import Functor as Functor
+from applicative.protocols import Module as Module
+from applicative.protocols import Pointwise as Pointwise
+from applicative.protocols import Real as Real
+from applicative.protocols import Ring as Ring
+from applicative.protocols import ap as ap
+from applicative.protocols import arithmetic as arithmetic
+from applicative.protocols import counit as counit
+from applicative.protocols import lift_a2 as lift_a2

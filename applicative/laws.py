@@ -1,0 +1,209 @@
+"""The law suite: every law of every abstraction, checked with hypothesis.
+
+A law is an equation; each abstraction's module states its laws as functions
+returning both sides (``functor.identity_law`` ...). Here they are gathered
+in ``LAWS`` and checked on random structures:
+
+    check_laws(vec_triples())          # all laws for Vec, or
+    check_law("pair associativity", vec_triples())
+
+A strategy yields triples ``(x, y, z)`` of structures that can be paired (same
+brand, same size for a Vec) holding scalar arrays. Equality is structural
+(same pytree, same tags and sizes) with leaves close to ``rtol``/``atol``.
+An instance whose ``fmap`` is exact only for some maps (Chebyshev functions
+applying a nonlinearity on a grid) passes its own ``maps`` and tolerances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import hypothesis
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from applicative.compose import Compose
+from applicative.instances.vector import matrix, vector
+from applicative.protocols import algebra, applicative, functor
+from applicative.protocols.algebra import ARITHMETIC, Module, Pointwise
+from applicative.protocols.applicative import Applicative
+from applicative.protocols.counit import additivity_law, counit, homogeneity_law, pairing_law
+from applicative.protocols.kinds import Dim
+
+# Law-test structures are existential in brand and element: Any is "some type".
+X = Applicative[Any, Any]
+Triple = tuple[X, X, X]
+Element = Callable[[Any], Any]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Maps:
+    """The element maps the laws are checked with, and the element Module."""
+
+    f: Element = lambda a: 2.0 * a - 1.0
+    g: Element = jnp.tanh
+    module: Module[Any] = ARITHMETIC
+
+
+def _laws(m: Maps) -> dict[str, Callable[[X, X, X], tuple[object, object]]]:
+    return {
+        "functor identity": lambda x, y, z: functor.identity_law(x),
+        "functor composition": lambda x, y, z: functor.composition_law(x, m.f, m.g),
+        "pair naturality": lambda x, y, z: applicative.naturality_law(x, y, m.f, m.g),
+        "pair associativity": lambda x, y, z: applicative.associativity_law(x, y, z),
+        "pair left unit": lambda x, y, z: applicative.left_unit_law(y, 0.0),
+        "pair right unit": lambda x, y, z: applicative.right_unit_law(y, 0.0),
+        "pure naturality": lambda x, y, z: applicative.pure_naturality_law(y, counit(x, m.module), m.g),
+        "counit additivity": lambda x, y, z: additivity_law(m.module, x, y),
+        "counit homogeneity": lambda x, y, z: homogeneity_law(m.module, -1.5, x),
+        "counit respects pairing": lambda x, y, z: pairing_law(m.module, x, y),
+    }
+
+
+LAWS: tuple[str, ...] = tuple(_laws(Maps()))
+"""The names of all structure laws."""
+
+
+def assert_close(lhs: object, rhs: object, *, rtol: float = 1e-10, atol: float = 1e-10, what: str = "") -> None:
+    """Assert two pytrees have the same structure (tags and sizes included) and close leaves."""
+    left, right = jax.tree_util.tree_structure(lhs), jax.tree_util.tree_structure(rhs)
+    if str(left) != str(right):
+        raise AssertionError(f"{what}: structures differ:\n  {left}\n  {right}")
+    for a, b in zip(jax.tree_util.tree_leaves(lhs), jax.tree_util.tree_leaves(rhs), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol, err_msg=what)
+
+
+def check_law(
+    law: str,
+    structures: st.SearchStrategy[Triple],
+    *,
+    maps: Maps = Maps(),
+    rtol: float = 1e-10,
+    atol: float = 1e-10,
+    max_examples: int = 20,
+) -> None:
+    """Check one law on ``max_examples`` random triples; raise AssertionError naming it."""
+    equation = _laws(maps)[law]
+
+    @hypothesis.settings(max_examples=max_examples, deadline=None, database=None)
+    @hypothesis.given(structures)
+    def run(xyz: Triple) -> None:
+        lhs, rhs = equation(*xyz)
+        assert_close(lhs, rhs, rtol=rtol, atol=atol, what=law)
+
+    run()
+
+
+def check_laws(structures: st.SearchStrategy[Triple], **options: object) -> None:
+    """Check every law in ``LAWS``."""
+    for law in LAWS:
+        check_law(law, structures, **options)  # type: ignore[arg-type]
+
+
+# Algebra laws, for a Module or Ring on values drawn from ``values``.
+
+MODULE_LAWS: tuple[str, ...] = (
+    "add associativity",
+    "add commutativity",
+    "zero unit",
+    "scale distributivity",
+    "scale compatibility",
+)
+RING_LAWS: tuple[str, ...] = (*MODULE_LAWS, "mul associativity", "mul distributivity")
+
+
+def check_algebra_laws(
+    m: Module[T], values: st.SearchStrategy[T], *, rtol: float = 1e-10, atol: float = 1e-10, max_examples: int = 30
+) -> None:
+    """Check the Module laws of ``m`` (and the Ring laws if it is a Ring)."""
+    r, s = 0.75, -2.0
+
+    @hypothesis.settings(max_examples=max_examples, deadline=None, database=None)
+    @hypothesis.given(values, values, values)
+    def run(a: T, b: T, c: T) -> None:
+        equations: dict[str, tuple[T, T]] = {
+            "add associativity": algebra.add_associativity_law(m, a, b, c),
+            "add commutativity": algebra.add_commutativity_law(m, a, b),
+            "zero unit": algebra.zero_unit_law(m, a),
+            "scale distributivity": algebra.scale_distributivity_law(m, r, a, b),
+            "scale compatibility": algebra.scale_compatibility_law(m, r, s, a),
+        }
+        if isinstance(m, algebra.Ring):
+            equations["mul associativity"] = algebra.mul_associativity_law(m, a, b, c)
+            equations["mul distributivity"] = algebra.mul_distributivity_law(m, a, b, c)
+        for law, (lhs, rhs) in equations.items():
+            assert_close(lhs, rhs, rtol=rtol, atol=atol, what=f"{m!r}: {law}")
+
+    run()
+
+
+# Strategies for the library's instances.
+
+
+class Law(Dim):
+    """The dimension tag of law-test vectors."""
+
+
+class LawInner(Dim):
+    """The inner dimension tag of law-test matrices."""
+
+
+def _arrays(shape: tuple[int, ...], dtype: type = np.float64) -> st.SearchStrategy[np.ndarray]:
+    return hnp.arrays(dtype, shape, elements=st.floats(-10, 10, allow_nan=False, width=64))
+
+
+def _triples(shapes: st.SearchStrategy[tuple[int, ...]], build: Callable[[np.ndarray], X]) -> st.SearchStrategy[Triple]:
+    def three(shape: tuple[int, ...]) -> st.SearchStrategy[Triple]:
+        return st.tuples(*(_arrays(shape).map(build) for _ in range(3)))
+
+    return shapes.flatmap(three)
+
+
+def vec_triples(max_size: int = 6) -> st.SearchStrategy[Triple]:
+    """Triples of ``Vec[Law, Array]`` of one random size."""
+    return _triples(st.tuples(st.integers(1, max_size)), lambda a: vector(a, Law))
+
+
+def matrix_triples(max_size: int = 5) -> st.SearchStrategy[Triple]:
+    """Triples of ``Vec[Law, Vec[LawInner, Array]]``, seen as Vecs whose elements are Vecs."""
+    sizes = st.tuples(st.integers(1, max_size), st.integers(1, max_size))
+    return _triples(sizes, lambda a: matrix(a, Law, LawInner))
+
+
+def compose_triples(max_size: int = 5) -> st.SearchStrategy[Triple]:
+    """Triples of ``Compose[VecOf[Law], VecOf[LawInner], Array]``: a grid of scalars."""
+    sizes = st.tuples(st.integers(1, max_size), st.integers(1, max_size))
+    return _triples(sizes, lambda a: Compose(matrix(a, Law, LawInner)))
+
+
+def _rowwise(f: Element) -> Element:
+    return lambda row: row.fmap(f)
+
+
+INSTANCES: dict[str, tuple[Callable[[], st.SearchStrategy[Triple]], Maps]] = {
+    "Vec": (vec_triples, Maps()),
+    "Vec of Vec": (matrix_triples, Maps(_rowwise(Maps.f), _rowwise(Maps.g), Pointwise(ARITHMETIC))),
+    "Compose Vec Vec": (compose_triples, Maps()),
+}
+"""Law-test strategies of the library's instances, and the element maps to use, by name."""
+
+__all__ = [
+    "INSTANCES",
+    "LAWS",
+    "MODULE_LAWS",
+    "RING_LAWS",
+    "Maps",
+    "assert_close",
+    "check_algebra_laws",
+    "check_law",
+    "check_laws",
+    "compose_triples",
+    "matrix_triples",
+    "vec_triples",
+]

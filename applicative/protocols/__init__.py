@@ -1,0 +1,16 @@
+"""The protocol layer: brands and dimension tags, Functor, Applicative, Counit, Module and Ring."""
+
+from applicative.protocols.algebra import ARITHMETIC as ARITHMETIC
+from applicative.protocols.algebra import Arithmetic as Arithmetic
+from applicative.protocols.algebra import Module as Module
+from applicative.protocols.algebra import Pointwise as Pointwise
+from applicative.protocols.algebra import Real as Real
+from applicative.protocols.algebra import Ring as Ring
+from applicative.protocols.algebra import arithmetic as arithmetic
+from applicative.protocols.applicative import Applicative as Applicative
+from applicative.protocols.applicative import ap as ap
+from applicative.protocols.applicative import lift_a2 as lift_a2
+from applicative.protocols.counit import Counit as Counit
+from applicative.protocols.counit import counit as counit
+from applicative.protocols.functor import Functor as Functor
+from applicative.protocols.kinds import Dim as Dim

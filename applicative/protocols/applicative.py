@@ -1,0 +1,91 @@
+"""Applicative: functors with a zip-like ``pair`` and a ``pure`` (the monoidal form).
+
+``pair`` is the laxator ``F a x F b -> F (a, b)``; ``pure`` is taken relative
+to an existing value (``x.pure(b)``: a Vec knows its length, a Tree's pure is
+a leaf), since Python cannot dispatch on a return type. ``ap`` and
+``lift_a2`` are derived:
+
+    lift_a2(f, x, y) = fmap(uncurry f, pair(x, y))
+    ap(fs, xs)       = fmap(uncurry ($), pair(fs, xs))
+
+Laws (checked for every instance by ``applicative.laws``):
+
+    naturality:     pair(fmap(f, x), fmap(g, y)) = fmap(f x g, pair(x, y))
+    associativity:  fmap(assoc, pair(pair(x, y), z)) = pair(x, pair(y, z))
+    left unit:      fmap(snd, pair(y.pure(u), y)) = y
+    right unit:     fmap(fst, pair(y, y.pure(u))) = y
+    pure natural:   fmap(f, y.pure(a)) = y.pure(f(a))
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import TypeVar
+
+from applicative.protocols.functor import Functor
+from applicative.protocols.kinds import A_co, B, C, F
+
+D = TypeVar("D")
+
+
+class Applicative(Functor[F, A_co]):
+    """A functor with ``pair`` (zip elements) and ``pure`` (a constant shaped like ``self``)."""
+
+    @abstractmethod
+    def fmap(self, f: Callable[[A_co], B]) -> Applicative[F, B]:
+        """Apply ``f`` to every element, keeping the shape."""
+
+    @abstractmethod
+    def pair(self, other: Applicative[F, B]) -> Applicative[F, tuple[A_co, B]]:
+        """Zip two structures of the same brand into one of pairs."""
+
+    @abstractmethod
+    def pure(self, b: B) -> Applicative[F, B]:
+        """The constant structure with value ``b``, shaped as the unit of ``pair`` with ``self``."""
+
+
+def lift_a2(f: Callable[[B, C], D], x: Applicative[F, B], y: Applicative[F, C]) -> Applicative[F, D]:
+    """liftA2 f x y = fmap (uncurry f) (pair x y)."""
+    return x.pair(y).fmap(lambda p: f(p[0], p[1]))
+
+
+def ap(fs: Applicative[F, Callable[[B], C]], xs: Applicative[F, B]) -> Applicative[F, C]:
+    """fs <*> xs = fmap (uncurry ($)) (pair fs xs).
+
+    Elements of a stacked structure must be pytrees, so a structure of functions
+    holds pytree functions such as ``jax.tree_util.Partial``.
+    """
+    return fs.pair(xs).fmap(lambda p: p[0](p[1]))
+
+
+# The laws, each as (left side, right side) of an equation.
+
+
+def naturality_law(
+    x: Applicative[F, B], y: Applicative[F, B], f: Callable[[B], C], g: Callable[[B], C]
+) -> tuple[Applicative[F, tuple[C, C]], Applicative[F, tuple[C, C]]]:
+    """pair(fmap(f, x), fmap(g, y)) = fmap(f x g, pair(x, y))."""
+    return x.fmap(f).pair(y.fmap(g)), x.pair(y).fmap(lambda p: (f(p[0]), g(p[1])))
+
+
+def associativity_law(
+    x: Applicative[F, B], y: Applicative[F, C], z: Applicative[F, D]
+) -> tuple[Applicative[F, tuple[B, tuple[C, D]]], Applicative[F, tuple[B, tuple[C, D]]]]:
+    """fmap(assoc, pair(pair(x, y), z)) = pair(x, pair(y, z))."""
+    return x.pair(y).pair(z).fmap(lambda p: (p[0][0], (p[0][1], p[1]))), x.pair(y.pair(z))
+
+
+def left_unit_law(y: Applicative[F, B], u: C) -> tuple[Applicative[F, B], Applicative[F, B]]:
+    """fmap(snd, pair(y.pure(u), y)) = y."""
+    return y.pure(u).pair(y).fmap(lambda p: p[1]), y
+
+
+def right_unit_law(y: Applicative[F, B], u: C) -> tuple[Applicative[F, B], Applicative[F, B]]:
+    """fmap(fst, pair(y, y.pure(u))) = y."""
+    return y.pair(y.pure(u)).fmap(lambda p: p[0]), y
+
+
+def pure_naturality_law(y: Applicative[F, B], a: C, f: Callable[[C], D]) -> tuple[Applicative[F, D], Applicative[F, D]]:
+    """fmap(f, y.pure(a)) = y.pure(f(a))."""
+    return y.pure(a).fmap(f), y.pure(f(a))

@@ -1,0 +1,231 @@
+"""The derived linear algebra: fast paths == generic definitions == numpy float64,
+jitted == eager, gradients == finite differences, clear dimension errors."""
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+from applicative import (
+    Arithmetic,
+    Compose,
+    Dim,
+    Ring,
+    Vec,
+    dot,
+    generic_only,
+    linear,
+    matrix,
+    mul_mm,
+    mul_mmt,
+    mul_mv,
+    mul_vm,
+    outer,
+    vector,
+)
+from tests.dims import Hidden, Model, Out, Seq
+
+rng = np.random.default_rng(1)
+S, D, H = 5, 4, 3  # sizes of Seq, Model, Hidden
+
+# Each case: the operation on arrays through Vec, and its numpy float64 reference.
+Case = tuple[Callable[..., jax.Array], Callable[..., np.ndarray], tuple[tuple[int, ...], ...]]
+CASES: dict[str, Case] = {
+    "dot": (lambda a, b: dot(vector(a, Model), vector(b, Model)), np.dot, ((D,), (D,))),
+    "outer": (lambda a, b: outer(vector(a, Seq), vector(b, Model)).to_array(), np.outer, ((S,), (D,))),
+    "mul_mv": (lambda m, v: mul_mv(matrix(m, Seq, Model), vector(v, Model)).to_array(), np.matmul, ((S, D), (D,))),
+    "mul_vm": (lambda v, m: mul_vm(vector(v, Seq), matrix(m, Seq, Model)).to_array(), np.matmul, ((S,), (S, D))),
+    "mul_mm": (
+        lambda a, b: mul_mm(matrix(a, Seq, Model), matrix(b, Model, Hidden)).to_array(),
+        np.matmul,
+        ((S, D), (D, H)),
+    ),
+    "mul_mmt": (
+        lambda a, b: mul_mmt(matrix(a, Seq, Model), matrix(b, Hidden, Model)).to_array(),
+        lambda a, b: b @ a.T,
+        ((S, D), (H, D)),
+    ),
+    "linear": (
+        lambda w, c, x: linear(matrix(w, Hidden, Model), vector(c, Hidden), vector(x, Model)).to_array(),
+        lambda w, c, x: w @ x + c,
+        ((H, D), (H,), (D,)),
+    ),
+}
+
+
+def _args(shapes: tuple[tuple[int, ...], ...], dtype: type = np.float64) -> list[np.ndarray]:
+    return [rng.normal(size=s).astype(dtype) for s in shapes]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fast_generic_and_numpy_agree(name: str) -> None:
+    op, reference, shapes = CASES[name]
+    args = _args(shapes)
+    expected = reference(*args)
+    np.testing.assert_allclose(op(*args), expected, rtol=1e-12, atol=1e-12)
+    with generic_only():
+        np.testing.assert_allclose(op(*args), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_jit_equals_eager(name: str) -> None:
+    op, reference, shapes = CASES[name]
+    args = _args(shapes)
+    for context in (contextlib.nullcontext, generic_only):
+        with context():
+            eager, jitted = op(*args), jax.jit(op)(*args)
+        np.testing.assert_allclose(jitted, eager, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jitted, reference(*args), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_gradients_match_finite_differences(name: str) -> None:
+    op, _, shapes = CASES[name]
+    args = _args(shapes)
+    check_grads(op, args, order=1, modes=("rev", "fwd"))
+    with generic_only():
+        check_grads(op, args, order=1, modes=("rev",))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_float32_stays_float32(name: str) -> None:
+    op, reference, shapes = CASES[name]
+    args = _args(shapes, np.float32)
+    out = op(*args)
+    assert out.dtype == jnp.float32
+    np.testing.assert_allclose(out, reference(*[a.astype(np.float64) for a in args]), rtol=1e-5, atol=1e-5)
+
+
+def test_complex_matrices() -> None:
+    a = rng.normal(size=(S, D)) + 1j * rng.normal(size=(S, D))
+    b = rng.normal(size=(D, H)) + 1j * rng.normal(size=(D, H))
+    for context in (contextlib.nullcontext, generic_only):
+        with context():
+            out = mul_mm(matrix(a, Seq, Model), matrix(b, Model, Hidden)).to_array()
+        np.testing.assert_allclose(out, a @ b, rtol=1e-12)
+
+
+@dataclass(frozen=True)
+class MaxPlus(Ring[jax.Array]):
+    """The tropical semiring: add = max, mul = +; generic code must honour it."""
+
+    def zero(self, like: jax.Array) -> jax.Array:
+        return jnp.full_like(like, -jnp.inf)
+
+    def add(self, a: jax.Array, b: jax.Array) -> jax.Array:
+        return jax.tree_util.tree_map(jnp.maximum, a, b)
+
+    def scale(self, r: float | jax.Array, a: jax.Array) -> jax.Array:
+        return jax.tree_util.tree_map(lambda leaf: leaf + jnp.log(r), a)
+
+    def mul(self, a: jax.Array, b: jax.Array) -> jax.Array:
+        return a + b
+
+
+def test_a_non_arithmetic_ring_runs_the_generic_definition() -> None:
+    a, b = rng.normal(size=(S, D)), rng.normal(size=(D, H))
+    out = mul_mm(matrix(a, Seq, Model), matrix(b, Model, Hidden), MaxPlus()).to_array()
+    np.testing.assert_allclose(out, np.max(a[:, :, None] + b[None, :, :], axis=1), rtol=1e-14)
+    np.testing.assert_allclose(dot(vector(a[0], Model), vector(b[:, 0], Model), MaxPlus()), out[0, 0])
+
+
+def test_generic_definitions_cover_other_structures() -> None:
+    # The Frobenius inner product of two grids, as the dot product of Compose structures.
+    x, y = rng.normal(size=(S, D)), rng.normal(size=(S, D))
+    gx, gy = Compose(matrix(x, Seq, Model)), Compose(matrix(y, Seq, Model))
+    np.testing.assert_allclose(dot(gx, gy), np.sum(x * y), rtol=1e-12)
+    # A Vec of pairs is not dense: the fast path declines and the generic one runs.
+    pairs = vector(x[:, 0], Seq).pair(vector(x[:, 1], Seq))
+    np.testing.assert_allclose(
+        dot(pairs.fmap(lambda p: p[0] * p[1]), vector(np.ones(S), Seq)), np.dot(x[:, 0], x[:, 1]), rtol=1e-12
+    )
+
+
+def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> jax.Array:
+    """Generic scores, a row softmax through counit, and the weighted values."""
+    scores = mul_mmt(matrix(k, Seq, Model), matrix(q, Out, Model))  # one row per query
+
+    def softmax(row: Vec[Seq, jax.Array]) -> Vec[Seq, jax.Array]:
+        e = row.fmap(jnp.exp)
+        total = e.counit()
+        return e.fmap(lambda a: a / total)
+
+    return mul_mm(scores.fmap(softmax), matrix(v, Seq, Hidden)).to_array()
+
+
+def _attention_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    s = q @ k.T
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return (p / p.sum(axis=1, keepdims=True)) @ v
+
+
+class Batch(Dim):
+    """Many rows."""
+
+
+class Three(Dim):
+    """A small feature axis: the size at which XLA:CPU's fusion went wrong."""
+
+
+@pytest.mark.parametrize(("dtype", "rows"), [(np.float32, 36000), (np.float64, 20000)])
+def test_jit_regression_vmapped_matvec_then_reduction(dtype: type, rows: int) -> None:
+    # jax-ml/jax#39103: XLA:CPU's YNNPACK fusion of a vmapped small matvec and
+    # a reduction gives O(1) errors under jit for 16k-43k rows; jaxlib 0.10.2
+    # in float32 and float64, 0.10.1 in float32. The pinned 0.9.0 is correct.
+    m = rng.normal(size=(3, 3)).astype(dtype)
+    x = rng.normal(size=(rows, 3)).astype(dtype)
+    expected = (x.astype(np.float64) @ m.T.astype(np.float64)).sum(axis=1)
+
+    def row_sums(m: np.ndarray, x: np.ndarray) -> jax.Array:
+        w = matrix(m, Three, Three)
+        return matrix(x, Batch, Three).fmap(lambda r: mul_mv(w, r).counit()).to_array()
+
+    for context in (contextlib.nullcontext, generic_only):
+        with context():
+            jitted = jax.jit(row_sums)(m, x)
+        np.testing.assert_allclose(jitted, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("queries", "keys", "model"), [(4, 3, 2), (8, 5, 4), (16, 16, 8), (64, 32, 16)])
+def test_jit_regression_nested_vmap_dot_then_row_softmax(dtype: type, queries: int, keys: int, model: int) -> None:
+    # The pattern DESIGN.md reports jaxlib 0.10.2 getting wrong on CPU: jitted
+    # generic attention with a row softmax, wrong by O(1) while eager was right.
+    q, k = rng.normal(size=(queries, model)).astype(dtype), rng.normal(size=(keys, model)).astype(dtype)
+    v = rng.normal(size=(keys, 3)).astype(dtype)
+    expected = _attention_numpy(*(a.astype(np.float64) for a in (q, k, v)))
+    tol = 1e-12 if dtype == np.float64 else 2e-5
+    for context in (generic_only, contextlib.nullcontext):
+        with context():
+            eager, jitted = _attention(q, k, v), jax.jit(_attention)(q, k, v)
+        np.testing.assert_allclose(eager, expected, rtol=tol, atol=tol)
+        np.testing.assert_allclose(jitted, expected, rtol=tol, atol=tol)
+
+
+MISMATCHES = {
+    "dot": lambda: dot(vector(np.ones(3), Model), vector(np.ones(4), Model)),
+    "mul_mv": lambda: mul_mv(matrix(np.ones((2, 3)), Seq, Model), vector(np.ones(3), Hidden)),  # type: ignore[misc]
+    "mul_vm": lambda: mul_vm(vector(np.ones(3), Seq), matrix(np.ones((4, 2)), Seq, Model)),
+    "mul_mm": lambda: mul_mm(matrix(np.ones((2, 3)), Seq, Model), matrix(np.ones((3, 2)), Hidden, Model)),  # type: ignore[misc]
+    "mul_mmt": lambda: mul_mmt(matrix(np.ones((2, 3)), Seq, Model), matrix(np.ones((3, 2)), Hidden, Model)),  # type: ignore[misc]
+}
+
+
+MISMATCH = r"dimension mismatch: Vec\[\w+\] of size \d vs Vec\[\w+\] of size \d"
+
+
+@pytest.mark.parametrize("name", list(MISMATCHES))
+def test_dimension_mismatches_name_both_sides(name: str) -> None:
+    for context in (contextlib.nullcontext, generic_only):
+        with context(), pytest.raises(ValueError, match=MISMATCH):
+            MISMATCHES[name]()
+
+
+def test_default_ring_is_ordinary_arithmetic() -> None:
+    a, b = rng.normal(size=D), rng.normal(size=D)
+    assert dot(vector(a, Model), vector(b, Model), Arithmetic()) == dot(vector(a, Model), vector(b, Model))

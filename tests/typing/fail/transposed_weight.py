@@ -1,0 +1,20 @@
+"""A transposed weight: the inner dimension of x (Model) is not the outer one of w (Hidden)."""
+
+import numpy as np
+
+from applicative import Dim, matrix, mul_mm, mul_mv, vector
+
+
+class Seq(Dim): ...
+
+
+class Model(Dim): ...
+
+
+class Hidden(Dim): ...
+
+
+x = matrix(np.ones((2, 3)), Seq, Model)
+w_transposed = matrix(np.ones((4, 3)), Hidden, Model)
+mul_mm(x, w_transposed)  # E: Cannot infer value of type parameter "M" of "mul_mm"
+mul_mv(x, vector(np.ones(4), Hidden))  # E: Cannot infer value of type parameter "M" of "mul_mv"
