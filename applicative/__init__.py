@@ -8,11 +8,16 @@ suite is ``applicative.laws``.
 
 from applicative.compose import Compose as Compose
 from applicative.compose import ComposeOf as ComposeOf
+from applicative.instances.sequence import causal_mask as causal_mask
+from applicative.instances.sequence import one_hot as one_hot
+from applicative.instances.sequence import sinusoidal_positions as sinusoidal_positions
 from applicative.instances.vector import Vec as Vec
 from applicative.instances.vector import VecOf as VecOf
+from applicative.instances.vector import as_vec as as_vec
 from applicative.instances.vector import matrix as matrix
 from applicative.instances.vector import vector as vector
 from applicative.linalg import FastLinalg as FastLinalg
+from applicative.linalg import add as add
 from applicative.linalg import dot as dot
 from applicative.linalg import generic_only as generic_only
 from applicative.linalg import linear as linear
@@ -21,6 +26,7 @@ from applicative.linalg import mul_mmt as mul_mmt
 from applicative.linalg import mul_mv as mul_mv
 from applicative.linalg import mul_vm as mul_vm
 from applicative.linalg import outer as outer
+from applicative.linalg import sum_mul_mmt as sum_mul_mmt
 from applicative.protocols import ARITHMETIC as ARITHMETIC
 from applicative.protocols import Applicative as Applicative
 from applicative.protocols import Arithmetic as Arithmetic

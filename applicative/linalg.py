@@ -13,7 +13,9 @@ With matrices as structures of rows (``matrix(x, R, C)`` is ``Vec[R, Vec[C, _]]`
     mul_vm(v, m)   = counit (fmap (\\(x, row) -> fmap (x *) row) (pair v m))   v^T m
     mul_mm(a, b)   = fmap (`mul_vm` b) a                           a b
     mul_mmt(a, b)  = fmap (mul_mv a) b                             b a^T  (apply a to each row of b)
-    linear(w, c, x) = c + mul_mv(w, x)                             W x + c
+    sum_mul_mmt(a, b) = counit (fmap (uncurry mul_mmt) (pair a b))  sum_f b_f a_f^T
+    linear(w, c, x) = add(c, mul_mv(w, x))                        W x + c
+    add(a, b)      = fmap (uncurry add) (pair a b)                 a + b
 
 ``mul_mmt`` follows the reference (``mulMMT = fmap . mulMV``): the second
 argument gives the outer structure, so attention scores are
@@ -36,10 +38,10 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, TypeVar, cast, overload
 
-from applicative.protocols.algebra import Arithmetic, Pointwise, Ring, arithmetic
+from applicative.protocols.algebra import Arithmetic, Module, Pointwise, Ring, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.counit import counit
-from applicative.protocols.kinds import F, G, H, K, M, N, R
+from applicative.protocols.kinds import F, G, H, I, K, L, M, N, R
 
 if TYPE_CHECKING:
     from applicative.instances.vector import Vec
@@ -74,6 +76,9 @@ class FastLinalg:
     def fast_mul_mmt(self, b: object) -> object | None:
         return None
 
+    def fast_sum_mul_mmt(self, b: object) -> object | None:
+        return None
+
 
 _use_fast_paths: ContextVar[bool] = ContextVar("use_fast_paths", default=True)
 
@@ -96,6 +101,16 @@ def _fast(ring: Ring[R], a: object, call: Callable[[FastLinalg], object | None])
 
 def _ring(ring: Ring[R] | None) -> Ring[R]:
     return ring if ring is not None else arithmetic()
+
+
+@overload
+def add(a: Vec[N, T], b: Vec[N, T], module: Module[T] | None = None) -> Vec[N, T]: ...
+@overload
+def add(a: Applicative[F, T], b: Applicative[F, T], module: Module[T] | None = None) -> Applicative[F, T]: ...
+def add(a: Applicative[F, T], b: Applicative[F, T], module: Module[T] | None = None) -> Applicative[F, T]:
+    """The pointwise sum of two structures (of scalars, or of anything ``module`` adds)."""
+    m = module if module is not None else arithmetic()
+    return a.pair(b).fmap(lambda p: m.add(p[0], p[1]))
 
 
 def dot(a: Applicative[F, R], b: Applicative[F, R], ring: Ring[R] | None = None) -> R:
@@ -200,6 +215,35 @@ def mul_mmt(
 
 
 @overload
+def sum_mul_mmt(
+    a: Vec[N, Vec[M, Vec[K, R]]], b: Vec[N, Vec[L, Vec[K, R]]], ring: Ring[R] | None = None
+) -> Vec[L, Vec[M, R]]: ...
+@overload
+def sum_mul_mmt(
+    a: Applicative[F, Applicative[G, Applicative[H, R]]],
+    b: Applicative[F, Applicative[I, Applicative[H, R]]],
+    ring: Ring[R] | None = None,
+) -> Applicative[I, Applicative[G, R]]: ...
+def sum_mul_mmt(
+    a: Applicative[F, Applicative[G, Applicative[H, R]]],
+    b: Applicative[F, Applicative[I, Applicative[H, R]]],
+    ring: Ring[R] | None = None,
+) -> Applicative[I, Applicative[G, R]]:
+    """sum_f mul_mmt(a_f, b_f): contract over the outer structure and the innermost one.
+
+    Multi-head attention's output projection, sum over heads of W_h o_h (W_o times the
+    concatenated heads): written as one contraction, it is one matmul for a Vec.
+    """
+    r = _ring(ring)
+    fast = _fast(r, a, lambda f: f.fast_sum_mul_mmt(b))
+    if fast is not None:
+        return cast(Applicative[I, Applicative[G, R]], fast)
+    products = a.pair(b).fmap(lambda p: mul_mmt(p[0], p[1], r))
+    lifted: Pointwise[I, Applicative[G, R]] = Pointwise(Pointwise(r))
+    return counit(products, lifted)
+
+
+@overload
 def linear(w: Vec[N, Vec[M, R]], c: Vec[N, R], x: Vec[M, R], ring: Ring[R] | None = None) -> Vec[N, R]: ...
 @overload
 def linear(
@@ -216,4 +260,4 @@ def linear(
 ) -> Applicative[G, R]:
     """The affine map x -> W x + c (weights indexed [out][in], as in the reference)."""
     r = _ring(ring)
-    return c.pair(mul_mv(w, x, r)).fmap(lambda p: r.add(p[0], p[1]))
+    return add(c, mul_mv(w, x, r), r)

@@ -4,6 +4,7 @@ jitted == eager, gradients == finite differences, clear dimension errors."""
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -26,12 +27,20 @@ from applicative import (
     mul_mv,
     mul_vm,
     outer,
+    sum_mul_mmt,
     vector,
 )
 from tests.dims import Hidden, Model, Out, Seq
 
 rng = np.random.default_rng(1)
 S, D, H = 5, 4, 3  # sizes of Seq, Model, Hidden
+
+
+def _tensor(x: np.ndarray, a: type[Dim], b: type[Dim], c: type[Dim]) -> Vec[Any, Vec[Any, Vec[Any, jax.Array]]]:
+    """A Vec of Vecs of Vecs of the entries of a 3-D array."""
+    x = jnp.asarray(x)
+    return Vec(Vec(Vec(x, c, x.shape[2]), b, x.shape[1]), a, x.shape[0])
+
 
 # Each case: the operation on arrays through Vec, and its numpy float64 reference.
 Case = tuple[Callable[..., jax.Array], Callable[..., np.ndarray], tuple[tuple[int, ...], ...]]
@@ -49,6 +58,11 @@ CASES: dict[str, Case] = {
         lambda a, b: mul_mmt(matrix(a, Seq, Model), matrix(b, Hidden, Model)).to_array(),
         lambda a, b: b @ a.T,
         ((S, D), (H, D)),
+    ),
+    "sum_mul_mmt": (
+        lambda a, b: sum_mul_mmt(_tensor(a, Out, Seq, Model), _tensor(b, Out, Hidden, Model)).to_array(),
+        lambda a, b: np.einsum("fgh,fkh->kg", a, b),
+        ((2, S, D), (2, H, D)),
     ),
     "linear": (
         lambda w, c, x: linear(matrix(w, Hidden, Model), vector(c, Hidden), vector(x, Model)).to_array(),
@@ -216,6 +230,9 @@ MISMATCHES = {
 }
 
 
+MISMATCHES["sum_mul_mmt"] = lambda: sum_mul_mmt(
+    _tensor(np.ones((2, 3, 4)), Out, Seq, Model), _tensor(np.ones((2, 3, 5)), Out, Hidden, Model)
+)
 MISMATCH = r"dimension mismatch: Vec\[\w+\] of size \d vs Vec\[\w+\] of size \d"
 
 

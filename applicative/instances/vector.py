@@ -125,7 +125,9 @@ class Vec(Applicative[VecOf[N], A_co], Counit[VecOf[N], A_co], FastLinalg):
         if (m := _dense2(self)) is None or (x := _dense1(v)) is None:
             return None
         _check_same_dim("mul_mv", m[2], x[1])
-        return Vec(m[0] @ x[0], *m[1])
+        # Contract x's axis with W's columns (x W^T, no transpose op): under vmap
+        # the batched operand is then on the left and its axes come out first.
+        return Vec(jnp.tensordot(x[0], m[0], axes=(0, 1)), *m[1])
 
     def fast_mul_vm(self, m: object) -> Vec[Dim, jax.Array] | None:
         if (x := _dense1(self)) is None or (w := _dense2(m)) is None:
@@ -143,7 +145,14 @@ class Vec(Applicative[VecOf[N], A_co], Counit[VecOf[N], A_co], FastLinalg):
         if (x := _dense2(self)) is None or (w := _dense2(b)) is None:
             return None
         _check_same_dim("mul_mmt", x[2], w[2])
-        return _vec2(w[0] @ x[0].T, w[1], x[1])
+        return _vec2(jnp.tensordot(w[0], x[0], axes=(1, 1)), w[1], x[1])
+
+    def fast_sum_mul_mmt(self, b: object) -> Vec[Dim, Vec[Dim, jax.Array]] | None:
+        if (x := _dense3(self)) is None or (w := _dense3(b)) is None:
+            return None
+        _check_same_dim("sum_mul_mmt", x[1], w[1])
+        _check_same_dim("sum_mul_mmt", x[3], w[3])
+        return _vec2(jnp.tensordot(w[0], x[0], axes=((0, 2), (0, 2))), w[2], x[2])
 
 
 Axis = tuple[type, int]
@@ -173,8 +182,24 @@ def _dense2(m: object) -> tuple[jax.Array, Axis, Axis] | None:
     return None
 
 
+def _dense3(t: object) -> tuple[jax.Array, Axis, Axis, Axis] | None:
+    """A Vec of Vecs of Vecs of scalars as (3-D array, its three axes), else None."""
+    if not (isinstance(t, Vec) and isinstance(t.data, Vec) and isinstance(u := t.data.data, Vec)):
+        return None
+    if isinstance(u.data, jax.Array) and u.data.ndim == 3:
+        return u.data, (t.tag, t.size), (t.data.tag, t.data.size), (u.tag, u.size)
+    return None
+
+
 def _vec2(x: jax.Array, rows: Axis, cols: Axis) -> Vec[Dim, Vec[Dim, jax.Array]]:
     return Vec(Vec(x, *cols), *rows)
+
+
+def as_vec(x: Applicative[VecOf[N], B]) -> Vec[N, B]:
+    """The Vec behind a generic result whose brand says it is one (checked): ``as_vec(model(x)).to_array()``."""
+    if not isinstance(x, Vec):
+        raise TypeError(f"as_vec: expected a Vec, got {type(x).__name__}")
+    return x
 
 
 def vector(x: ArrayLike, tag: type[N]) -> Vec[N, jax.Array]:

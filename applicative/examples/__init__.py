@@ -1,0 +1,1 @@
+"""Runnable examples: ``python -m applicative.examples.<name>``."""

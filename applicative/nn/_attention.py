@@ -1,0 +1,267 @@
+"""Attention written once: a score, a normalisation of the whole score structure, values.
+
+    attention(q, k, v) = mul_mm(normalise(score(q, k), mask, d_k), v)
+
+with queries ``I (H a)``, keys ``F (H a)``, values ``F (G a)`` and result
+``I (G a)``: queries may live on another structure than keys and values
+(cross attention). The scores ``I (F a)`` hold one row per query, over the
+keys (the reference's ``queries mulMMT keys`` is transposed; we use
+``mul_mmt(keys, queries)``). ``d_k`` is the measure of the key features.
+
+Scores: ``DotProduct`` q.k; ``Multiplicative`` q^T W k; ``Additive``
+u^T tanh(W1 k + W2 q). Normalisations (applied to each row, masked keys
+excluded): ``Softmax`` softmax(s / sqrt(d_k)) (standard, the default),
+``ReferenceSoftmax`` e^s / (sqrt(d_k) sum e^s) (reference 002 as written:
+rows sum to 1/sqrt(d_k)), ``ReluAttention`` relu(s / sqrt(d_k)) / measure(keys)
+(reference 000, section 1.9: a ReLU attention module is a cubic spline).
+
+``MultiHeadAttention`` holds its heads as a structure (a ``Vec`` over a head
+dimension): each head attends and projects back to the model features, and
+the heads are summed with ``counit``, which is ``W_o concat(heads)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from applicative.linalg import add, dot, mul_mm, mul_mmt, outer, sum_mul_mmt
+from applicative.nn._base import Matrix, compiled_init, init_each, measure, module, normal_like, static
+from applicative.nn._linear import Linear
+from applicative.protocols.algebra import ARITHMETIC, Pointwise
+from applicative.protocols.applicative import Applicative
+from applicative.protocols.counit import counit
+from applicative.protocols.kinds import F, G, H, I
+
+D = TypeVar("D")  # features of the queries' source (the model)
+E = TypeVar("E")  # features of the keys' and values' source
+Hk = TypeVar("Hk")  # query/key features of a head
+Hv = TypeVar("Hv")  # value features of a head
+Heads = TypeVar("Heads")  # the structure of heads
+
+
+# Scores
+
+
+class Score(Protocol):
+    """(queries I (H a), keys F (H a)) -> scores I (F a)."""
+
+    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Any: ...
+
+
+@module
+class DotProduct:
+    """s_ij = q_i . k_j."""
+
+    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Any:
+        return mul_mmt(keys, queries)
+
+    @staticmethod
+    def init(key: jax.Array, features: Applicative[H, Array]) -> DotProduct:
+        return DOT_PRODUCT
+
+
+DOT_PRODUCT = DotProduct()
+
+
+@module
+class Multiplicative(Generic[H]):
+    """s_ij = q_i^T W k_j (Luong)."""
+
+    weight: Applicative[H, Applicative[H, Array]]
+
+    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Any:
+        return mul_mmt(mul_mmt(self.weight, keys), queries)
+
+    @staticmethod
+    def init(key: jax.Array, features: Applicative[H, Array]) -> Multiplicative[H]:
+        return Multiplicative(normal_like(key, outer(features, features), 1.0 / jnp.sqrt(measure(features))))
+
+
+@module
+class Additive(Generic[H]):
+    """s_ij = u^T tanh(W1 k_j + W2 q_i) (Bahdanau)."""
+
+    keys: Linear[H, H]
+    queries: Linear[H, H]
+    u: Applicative[H, Array]
+
+    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Any:
+        projected_keys = keys.fmap(self.keys)
+        return queries.fmap(self.queries).fmap(
+            lambda q: projected_keys.fmap(lambda k: dot(self.u, add(k, q).fmap(jnp.tanh)))
+        )
+
+    @staticmethod
+    def init(key: jax.Array, features: Applicative[H, Array]) -> Additive[H]:
+        k1, k2, k3 = jax.random.split(key, 3)
+        u = normal_like(k3, features, 1.0 / jnp.sqrt(measure(features)))
+        return Additive(Linear.init(k1, features, features, bias=False), Linear.init(k2, features, features), u)
+
+
+# Normalisations
+
+
+class Normalisation(Protocol):
+    """(scores I (F a), mask I (F bool) or None, d_k) -> weights I (F a), acting on the whole
+    score structure; hashable (it is static metadata of a model)."""
+
+    def __call__(self, scores: Matrix[I, F], mask: Matrix[I, F] | None, d_k: jax.Array) -> Matrix[I, F]: ...
+
+
+def _rowwise(scores: Matrix[I, F], mask: Matrix[I, F] | None, f: Callable[[Any, Any], Any]) -> Matrix[I, F]:
+    if mask is None:
+        return scores.fmap(lambda row: f(row, None))
+    return scores.pair(mask).fmap(lambda p: f(p[0], p[1]))
+
+
+def _leaf_max(x: object) -> jax.Array:
+    return jnp.max(jnp.stack([jnp.max(leaf) for leaf in jax.tree_util.tree_leaves(x)]))
+
+
+def _softmax_row(row: Applicative[F, jax.Array], keep: Applicative[F, jax.Array] | None) -> Applicative[F, jax.Array]:
+    """e^s / counit(e^s) over the kept entries; an all-masked row gives zeros."""
+    if keep is not None:
+        row = row.pair(keep).fmap(lambda p: jnp.where(p[1], p[0], -jnp.inf))
+    # Any constant shift gives the same softmax; the largest score keeps exp bounded.
+    shift = jax.lax.stop_gradient(_leaf_max(row))
+    e = row.fmap(lambda s: jnp.exp(s - jnp.where(jnp.isfinite(shift), shift, 0.0)))
+    total = counit(e)
+    return e.fmap(lambda a: a / jnp.where(total > 0, total, 1.0))
+
+
+@dataclass(frozen=True)
+class Softmax:
+    """softmax(s / sqrt(d_k)) over each row (the standard normalisation)."""
+
+    def __call__(self, scores: Matrix[I, F], mask: Matrix[I, F] | None, d_k: jax.Array) -> Matrix[I, F]:
+        scale = 1.0 / jnp.sqrt(d_k)
+        return _rowwise(scores, mask, lambda row, keep: _softmax_row(row.fmap(lambda s: s * scale), keep))
+
+
+@dataclass(frozen=True)
+class ReferenceSoftmax:
+    """e^s / (sqrt(d_k) sum e^s): reference 002's scaled softmax as written (rows sum to 1/sqrt(d_k))."""
+
+    def __call__(self, scores: Matrix[I, F], mask: Matrix[I, F] | None, d_k: jax.Array) -> Matrix[I, F]:
+        scale = 1.0 / jnp.sqrt(d_k)
+        return _rowwise(scores, mask, lambda row, keep: _softmax_row(row, keep).fmap(lambda a: a * scale))
+
+
+@dataclass(frozen=True)
+class ReluAttention:
+    """relu(s / sqrt(d_k)) / measure(keys): masked entries are 0 (reference 000, section 1.9)."""
+
+    def __call__(self, scores: Matrix[I, F], mask: Matrix[I, F] | None, d_k: jax.Array) -> Matrix[I, F]:
+        scale = 1.0 / jnp.sqrt(d_k)
+
+        def row_relu(row: Applicative[F, jax.Array], keep: Applicative[F, jax.Array] | None) -> Any:
+            per_key = scale / measure(row)
+            out = row.fmap(lambda s: jax.nn.relu(s) * per_key)
+            return out if keep is None else out.pair(keep).fmap(lambda p: jnp.where(p[1], p[0], 0.0))
+
+        return _rowwise(scores, mask, row_relu)
+
+
+SOFTMAX = Softmax()
+
+
+def attention(
+    queries: Matrix[I, H],
+    keys: Matrix[F, H],
+    values: Matrix[F, G],
+    *,
+    score: Score = DOT_PRODUCT,
+    normalise: Normalisation = SOFTMAX,
+    mask: Matrix[I, F] | None = None,
+) -> Matrix[I, G]:
+    """mul_mm(normalise(score(queries, keys), mask, d_k), values); ``mask`` is True where a query may see a key."""
+    d_k = measure(counit(keys, Pointwise(ARITHMETIC)))
+    weights: Matrix[I, F] = normalise(score(queries, keys), mask, d_k)
+    return mul_mm(weights, values)
+
+
+# Heads
+
+
+@module
+class AttentionHead(Generic[D, E, Hk, Hv]):
+    """One head: project queries (from D) and keys/values (from E) and attend; ``output``
+    (D from Hv) projects its result back to the model features."""
+
+    query: Linear[D, Hk]
+    key: Linear[E, Hk]
+    value: Linear[E, Hv]
+    output: Matrix[D, Hv]
+    score: Score
+
+    def attend(
+        self, x: Matrix[I, D], source: Matrix[F, E], mask: Matrix[I, F] | None, normalise: Normalisation
+    ) -> Matrix[I, Hv]:
+        """attention(query x, key source, value source), before the output projection."""
+        return attention(
+            x.fmap(self.query),
+            source.fmap(self.key),
+            source.fmap(self.value),
+            score=self.score,
+            normalise=normalise,
+            mask=mask,
+        )
+
+
+@module
+class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
+    """sum over heads of W_o^h attention_h(x, source), plus a bias (W_o times the concatenated heads)."""
+
+    heads: Applicative[Heads, AttentionHead[D, E, Hk, Hv]]
+    bias: Applicative[D, Array]
+    normalise: Normalisation = static(SOFTMAX)
+
+    def __call__(
+        self, x: Matrix[I, D], source: Matrix[F, E] | None = None, mask: Matrix[I, F] | None = None
+    ) -> Matrix[I, D]:
+        """Self-attention over ``x``, or cross attention from ``x`` to ``source``."""
+        kv: Any = x if source is None else source
+        attended = self.heads.fmap(lambda head: head.attend(x, kv, mask, self.normalise))
+        # One contraction over heads and value features, not a sum of per-head products.
+        projected = sum_mul_mmt(self.heads.fmap(lambda head: head.output), attended)
+        return projected.fmap(lambda row: add(row, self.bias))
+
+    @staticmethod
+    @compiled_init
+    def init(
+        key: jax.Array,
+        *,
+        heads: Applicative[Heads, Any],
+        model: Applicative[D, Array],
+        head_features: Applicative[Hk, Array],
+        value_features: Applicative[Hv, Array] | None = None,
+        source: Applicative[E, Array] | None = None,
+        score: type[DotProduct] | type[Multiplicative[Any]] | type[Additive[Any]] = DotProduct,
+        normalise: Normalisation = SOFTMAX,
+    ) -> MultiHeadAttention[Heads, D, E, Hk, Hv]:
+        """Templates give the shapes: ``heads`` (e.g. a Vec over a head dimension), the model
+        features, a head's query/key features, its value features (default: the same) and
+        the source's features for cross attention (default: the model's)."""
+        values: Any = head_features if value_features is None else value_features
+        src: Any = model if source is None else source
+
+        def one_head(k: jax.Array) -> AttentionHead[D, E, Hk, Hv]:
+            kq, kk, kv, ko, ks = jax.random.split(k, 5)
+            # The heads' outputs are summed: scale their projections by 1/sqrt(measure(heads)).
+            out_scale = 1.0 / jnp.sqrt(measure(values) * measure(heads))
+            return AttentionHead(
+                Linear.init(kq, model, head_features),
+                Linear.init(kk, src, head_features),
+                Linear.init(kv, src, values),
+                normal_like(ko, outer(model, values), out_scale),
+                score.init(ks, head_features),
+            )
+
+        zeros: Any = ARITHMETIC.zero(model)
+        return MultiHeadAttention(init_each(key, heads, one_head), zeros, normalise)

@@ -1,0 +1,38 @@
+"""``Linear``: the affine map x -> W x + b between two structures (the reference's ``linear``)."""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from applicative.linalg import add, mul_mv, outer
+from applicative.nn._base import measure, module, normal_like
+from applicative.protocols.algebra import Module, arithmetic
+from applicative.protocols.applicative import Applicative
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+@module
+class Linear(Generic[In, Out]):
+    """(W x + b)_o = sum_i W_oi x_i + b_o, with ``weight`` indexed [out][in]."""
+
+    weight: Applicative[Out, Applicative[In, Array]]
+    bias: Applicative[Out, Array] | None
+
+    def __call__(self, x: Applicative[In, Array]) -> Applicative[Out, Array]:
+        y = mul_mv(self.weight, x)
+        return y if self.bias is None else add(y, self.bias)
+
+    @staticmethod
+    def init(
+        key: jax.Array, inputs: Applicative[In, Array], outputs: Applicative[Out, Array], *, bias: bool = True
+    ) -> Linear[In, Out]:
+        """Weights N(0, 1 / measure(inputs)) (LeCun), zero bias; ``inputs``/``outputs`` are templates."""
+        weight = normal_like(key, outer(outputs, inputs), 1.0 / jnp.sqrt(measure(inputs)))
+        zeros: Module[Applicative[Out, Array]] = arithmetic()
+        return Linear(weight, zeros.zero(outputs) if bias else None)

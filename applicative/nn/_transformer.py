@@ -1,0 +1,264 @@
+"""The transformer family, written once: encoder, decoder, encoder-decoder.
+
+    encoder layer:  x <- x + attention(norm x);           x <- x + fmap mlp (norm x)
+    decoder layer:  x <- x + masked attention(norm x);
+                    x <- x + attention(norm x, memory);    x <- x + fmap mlp (norm x)
+
+(pre-norm; with ``layer_norm=False`` these are the reference's residual
+layers). An ``Encoder`` or ``Decoder`` embeds its input (a linear map per
+position, plus positional encodings), runs its layers, normalises and
+unembeds; an ``EncoderDecoder`` feeds the encoder's states to the decoder's
+cross attention. A sequence is any structure ``S (D a)``; masks are
+structures of booleans (``causal_mask`` for Vec sequences).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import jax
+from jax import Array
+
+from applicative.linalg import add
+from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation
+from applicative.nn._base import Matrix, compiled_init, module, static
+from applicative.nn._linear import Linear
+from applicative.nn._mlp import MLP, LayerNorm
+from applicative.protocols.applicative import Applicative
+from applicative.protocols.kinds import F, I
+
+S = TypeVar("S")  # the sequence structure
+V = TypeVar("V")  # input features (a one-hot vocabulary, or measurements)
+D = TypeVar("D")  # model features
+E = TypeVar("E")  # the encoder's model features, seen from a decoder
+Out = TypeVar("Out")  # output features
+Heads = TypeVar("Heads")
+Hk = TypeVar("Hk")
+Hidden = TypeVar("Hidden")
+
+
+def _norm(norm: LayerNorm[D] | None, x: Matrix[I, D]) -> Matrix[I, D]:
+    return x if norm is None else x.fmap(norm)
+
+
+@module
+class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
+    """Self-attention and an MLP, each with a residual connection and an optional pre-norm."""
+
+    attention: MultiHeadAttention[Heads, D, D, Hk, Hk]
+    mlp: MLP[D, Hidden]
+    norms: tuple[LayerNorm[D], LayerNorm[D]] | None
+
+    def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None) -> Matrix[S, D]:
+        n1, n2 = self.norms if self.norms is not None else (None, None)
+        x = add(x, self.attention(_norm(n1, x), mask=mask))
+        return add(x, _norm(n2, x).fmap(self.mlp))
+
+
+@module
+class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
+    """Masked self-attention, cross attention to a memory (if ``cross``), and an MLP."""
+
+    attention: MultiHeadAttention[Heads, D, D, Hk, Hk]
+    cross: MultiHeadAttention[Heads, D, E, Hk, Hk] | None
+    mlp: MLP[D, Hidden]
+    norms: tuple[LayerNorm[D], LayerNorm[D], LayerNorm[D]] | None
+
+    def __call__(
+        self,
+        x: Matrix[S, D],
+        mask: Matrix[S, S],
+        memory: Matrix[F, E] | None = None,
+        memory_mask: Matrix[S, F] | None = None,
+    ) -> Matrix[S, D]:
+        n1, n2, n3 = self.norms if self.norms is not None else (None, None, None)
+        x = add(x, self.attention(_norm(n1, x), mask=mask))
+        if self.cross is not None:
+            if memory is None:
+                raise ValueError("DecoderLayer: this layer attends to an encoder's output; pass memory=")
+            x = add(x, self.cross(_norm(n2, x), memory, memory_mask))
+        return add(x, _norm(n3, x).fmap(self.mlp))
+
+
+@module
+class Embedding(Generic[S, V, D]):
+    """A linear map per position, plus positional encodings (fixed unless ``learned``)."""
+
+    linear: Linear[V, D]
+    positions: Matrix[S, D] | None
+    learned: bool = static(False)
+
+    def __call__(self, x: Matrix[S, V]) -> Matrix[S, D]:
+        embedded = x.fmap(self.linear)
+        if self.positions is None:
+            return embedded
+        positions = self.positions if self.learned else jax.lax.stop_gradient(self.positions)
+        return add(embedded, positions)
+
+
+@module
+class Encoder(Generic[S, V, Heads, D, Hk, Hidden, Out]):
+    """embed, encoder layers, final norm, unembed (``unembed=None`` inside an encoder-decoder)."""
+
+    embed: Embedding[S, V, D]
+    layers: tuple[EncoderLayer[Heads, D, Hk, Hidden], ...]
+    norm: LayerNorm[D] | None
+    unembed: Linear[D, Out] | None
+
+    def encode(self, x: Matrix[S, V], mask: Matrix[S, S] | None = None) -> Matrix[S, D]:
+        """The final states, before unembedding."""
+        h = self.embed(x)
+        for layer in self.layers:
+            h = layer(h, mask)
+        return _norm(self.norm, h)
+
+    def __call__(self, x: Matrix[S, V], mask: Matrix[S, S] | None = None) -> Matrix[S, Out]:
+        if self.unembed is None:
+            raise ValueError("Encoder: built without an unembedding; use encode()")
+        return self.encode(x, mask).fmap(self.unembed)
+
+
+@module
+class Decoder(Generic[S, V, Heads, D, E, Hk, Hidden, Out]):
+    """embed, decoder layers (masked self-attention; cross attention if built with a source), norm, unembed."""
+
+    embed: Embedding[S, V, D]
+    layers: tuple[DecoderLayer[Heads, D, E, Hk, Hidden], ...]
+    norm: LayerNorm[D] | None
+    unembed: Linear[D, Out]
+
+    def __call__(
+        self,
+        x: Matrix[S, V],
+        mask: Matrix[S, S],
+        memory: Matrix[F, E] | None = None,
+        memory_mask: Matrix[S, F] | None = None,
+    ) -> Matrix[S, Out]:
+        h = self.embed(x)
+        for layer in self.layers:
+            h = layer(h, mask, memory, memory_mask)
+        return _norm(self.norm, h).fmap(self.unembed)
+
+
+@module
+class EncoderDecoder(Generic[S, V, Heads, D, Hk, Hidden, Out]):
+    """decoder(target, mask, memory = encoder.encode(source))."""
+
+    encoder: Encoder[Any, Any, Heads, D, Hk, Hidden, Any]
+    decoder: Decoder[S, V, Heads, D, D, Hk, Hidden, Out]
+
+    def __call__(
+        self,
+        source: Matrix[F, Any],
+        target: Matrix[S, V],
+        target_mask: Matrix[S, S],
+        source_mask: Matrix[F, F] | None = None,
+        cross_mask: Matrix[S, F] | None = None,
+    ) -> Matrix[S, Out]:
+        return self.decoder(target, target_mask, self.encoder.encode(source, source_mask), cross_mask)
+
+
+# Initialisers: templates give every shape (see applicative.nn._base).
+
+
+def _layer_parts(
+    key: Array,
+    *,
+    model: Applicative[D, Array],
+    hidden: Applicative[Hidden, Array],
+    heads: Applicative[Heads, Any],
+    head_features: Applicative[Hk, Array],
+    source: Applicative[Any, Array] | None,
+    score: Any,
+    normalise: Normalisation,
+    activation: Callable[[Array], Array],
+) -> tuple[MultiHeadAttention[Heads, D, D, Hk, Hk], MultiHeadAttention[Heads, D, Any, Hk, Hk] | None, MLP[D, Hidden]]:
+    k1, k2, k3 = jax.random.split(key, 3)
+    kw: dict[str, Any] = {"heads": heads, "model": model, "head_features": head_features}
+    attention = MultiHeadAttention.init(k1, **kw, score=score, normalise=normalise)
+    cross = None if source is None else MultiHeadAttention.init(k2, **kw, source=source, normalise=normalise)
+    return attention, cross, MLP.init(k3, model, hidden, activation)
+
+
+def _embedding(
+    key: Array,
+    inputs: Applicative[V, Array],
+    model: Applicative[D, Array],
+    positions: Matrix[S, D] | None,
+    learned: bool,
+) -> Embedding[S, V, D]:
+    return Embedding(Linear.init(key, inputs, model), positions, learned)
+
+
+@compiled_init
+def init_encoder(
+    key: Array,
+    *,
+    inputs: Applicative[V, Array],
+    model: Applicative[D, Array],
+    hidden: Applicative[Hidden, Array],
+    heads: Applicative[Heads, Any],
+    head_features: Applicative[Hk, Array],
+    layers: int,
+    outputs: Applicative[Out, Array] | None,
+    positions: Matrix[S, D] | None = None,
+    learned_positions: bool = False,
+    layer_norm: bool = True,
+    score: Any = DotProduct,
+    normalise: Normalisation = SOFTMAX,
+    activation: Callable[[Array], Array] = jax.nn.relu,
+) -> Encoder[S, V, Heads, D, Hk, Hidden, Out]:
+    """An encoder; every shape comes from a template (``outputs=None``: no unembedding)."""
+    keys = jax.random.split(key, layers + 2)
+    stack = []
+    for k in keys[:layers]:
+        attention, _, mlp = _layer_parts(
+            k, model=model, hidden=hidden, heads=heads, head_features=head_features,
+            source=None, score=score, normalise=normalise, activation=activation,
+        )  # fmt: skip
+        norms = (LayerNorm.init(model), LayerNorm.init(model)) if layer_norm else None
+        stack.append(EncoderLayer(attention, mlp, norms))
+    return Encoder(
+        _embedding(keys[layers], inputs, model, positions, learned_positions),
+        tuple(stack),
+        LayerNorm.init(model) if layer_norm else None,
+        None if outputs is None else Linear.init(keys[layers + 1], model, outputs),
+    )
+
+
+@compiled_init
+def init_decoder(
+    key: Array,
+    *,
+    inputs: Applicative[V, Array],
+    model: Applicative[D, Array],
+    hidden: Applicative[Hidden, Array],
+    heads: Applicative[Heads, Any],
+    head_features: Applicative[Hk, Array],
+    layers: int,
+    outputs: Applicative[Out, Array],
+    source: Applicative[E, Array] | None = None,
+    positions: Matrix[S, D] | None = None,
+    learned_positions: bool = False,
+    layer_norm: bool = True,
+    score: Any = DotProduct,
+    normalise: Normalisation = SOFTMAX,
+    activation: Callable[[Array], Array] = jax.nn.relu,
+) -> Decoder[S, V, Heads, D, E, Hk, Hidden, Out]:
+    """A decoder; with ``source`` (the encoder's feature template) each layer also attends to a memory."""
+    keys = jax.random.split(key, layers + 2)
+    stack = []
+    for k in keys[:layers]:
+        attention, cross, mlp = _layer_parts(
+            k, model=model, hidden=hidden, heads=heads, head_features=head_features,
+            source=source, score=score, normalise=normalise, activation=activation,
+        )  # fmt: skip
+        norms = (LayerNorm.init(model), LayerNorm.init(model), LayerNorm.init(model)) if layer_norm else None
+        stack.append(DecoderLayer(attention, cross, mlp, norms))
+    return Decoder(
+        _embedding(keys[layers], inputs, model, positions, learned_positions),
+        tuple(stack),
+        LayerNorm.init(model) if layer_norm else None,
+        Linear.init(keys[layers + 1], model, outputs),
+    )

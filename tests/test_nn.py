@@ -1,0 +1,243 @@
+"""Attention, MLP and the transformer family on Vec, against the float64 numpy
+reference in tests/numpy_reference.py (same weights), plus masks, autoregression,
+jit, and gradients."""
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+from applicative import Dim, Vec, causal_mask, matrix, nn, one_hot, sinusoidal_positions, vector
+from tests import numpy_reference as ref
+from tests.dims import Hidden, Model, Out, Seq
+
+
+class Head(Dim):
+    """Attention heads."""
+
+
+class Key(Dim):
+    """Query/key features of a head."""
+
+
+class Vocab(Dim):
+    """Token vocabulary."""
+
+
+rng = np.random.default_rng(2)
+TOL = {"rtol": 1e-10, "atol": 1e-10}
+
+
+def zeros(n: int, tag: type[Dim]) -> Vec[Any, jax.Array]:
+    return vector(np.zeros(n), tag)
+
+
+SIZES = {"model": zeros(6, Model), "hidden": zeros(10, Hidden), "heads": zeros(3, Head), "head_features": zeros(4, Key)}
+SCORES = [nn.DotProduct, nn.Multiplicative, nn.Additive]
+NORMALISATIONS = [nn.Softmax(), nn.ReferenceSoftmax(), nn.ReluAttention()]
+
+
+def random_mask(rows: int, cols: int) -> np.ndarray:
+    mask = rng.random((rows, cols)) < 0.6
+    mask[0] = False  # a fully masked row attends to nothing
+    return mask
+
+
+@pytest.mark.parametrize("normalise", NORMALISATIONS, ids=lambda n: type(n).__name__)
+@pytest.mark.parametrize("score", SCORES, ids=lambda s: s.__name__)
+@pytest.mark.parametrize("masked", [False, True])
+def test_attention_matches_numpy(score: Any, normalise: Any, masked: bool) -> None:
+    # Cross-structure shapes: 3 queries (Out), 5 keys/values (Seq), values of another width.
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    mask = random_mask(3, 5) if masked else None
+    s = score.init(jax.random.key(0), zeros(4, Key))
+    out = nn.attention(
+        matrix(q, Out, Key),
+        matrix(k, Seq, Key),
+        matrix(v, Seq, Hidden),
+        score=s,
+        normalise=normalise,
+        mask=None if mask is None else matrix(mask, Out, Seq),
+    )
+    assert (out.tag, out[0].tag) == (Out, Hidden)
+    np.testing.assert_allclose(out.to_array(), ref.attention(q, k, v, s, normalise, mask), **TOL)
+
+
+def test_a_fully_masked_row_gives_zeros() -> None:
+    q, k, v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
+    mask = np.array([[False, False, False], [True, False, True]])
+    out = nn.attention(matrix(q, Out, Key), matrix(k, Seq, Key), matrix(v, Seq, Hidden), mask=matrix(mask, Out, Seq))
+    np.testing.assert_array_equal(out.to_array()[0], 0.0)
+
+
+def test_reference_softmax_rows_sum_to_one_over_sqrt_dk() -> None:
+    # The reference's own formula, kept as an option: its rows sum to 1/sqrt(d_k).
+    scores = matrix(rng.normal(size=(3, 5)), Out, Seq)
+    rows = nn.ReferenceSoftmax()(scores, None, jnp.asarray(16.0)).to_array().sum(axis=1)
+    np.testing.assert_allclose(rows, 0.25, **TOL)
+
+
+@pytest.mark.parametrize("normalise", NORMALISATIONS, ids=lambda n: type(n).__name__)
+def test_multi_head_attention_matches_numpy(normalise: Any) -> None:
+    mha = nn.MultiHeadAttention.init(jax.random.key(1), **{k: SIZES[k] for k in ("model", "heads", "head_features")},
+                                     normalise=normalise)  # fmt: skip
+    mha = jax.tree_util.tree_map(lambda a: a + 0.1 * rng.normal(size=a.shape), mha)  # non-zero biases
+    x = rng.normal(size=(5, 6))
+    mask = np.tril(np.ones((5, 5), bool))
+    out = mha(matrix(x, Seq, Model), mask=matrix(mask, Seq, Seq))
+    np.testing.assert_allclose(out.to_array(), ref.multi_head(mha, x, x, mask), **TOL)
+
+
+def test_cross_attention_between_structures_matches_numpy() -> None:
+    mha = nn.MultiHeadAttention.init(jax.random.key(2), **{k: SIZES[k] for k in ("model", "heads", "head_features")},
+                                     source=zeros(7, Hidden))  # fmt: skip
+    x, memory = rng.normal(size=(4, 6)), rng.normal(size=(9, 7))
+    out = mha(matrix(x, Out, Model), matrix(memory, Seq, Hidden))
+    assert out.tag is Out
+    np.testing.assert_allclose(out.to_array(), ref.multi_head(mha, x, memory, None), **TOL)
+
+
+def _encoder(key: int, **options: Any) -> nn.Encoder[Any, Any, Any, Any, Any, Any, Any]:
+    noise = np.random.default_rng(key)
+    enc = nn.init_encoder(jax.random.key(key), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2,
+                          positions=sinusoidal_positions(5, Seq, 6, Model), **SIZES, **options)  # fmt: skip
+    # Perturb every parameter so that biases, gains and shifts all matter.
+    return jax.tree_util.tree_map(lambda a: a + 0.1 * noise.normal(size=a.shape), enc)
+
+
+@pytest.mark.parametrize("layer_norm", [True, False])
+def test_encoder_layer_and_encoder_match_numpy(layer_norm: bool) -> None:
+    enc = _encoder(3, layer_norm=layer_norm)
+    x = rng.normal(size=(5, 8))
+    h = rng.normal(size=(5, 6))
+    layer = enc.layers[0]
+    np.testing.assert_allclose(layer(matrix(h, Seq, Model)).to_array(), ref.encoder_layer(layer, h), **TOL)
+    expected = ref.linear(enc.unembed, ref.encode(enc, x))
+    np.testing.assert_allclose(enc(matrix(x, Seq, Vocab)).to_array(), expected, **TOL)
+    np.testing.assert_allclose(jax.jit(enc)(matrix(x, Seq, Vocab)).to_array(), expected, **TOL)
+
+
+def test_encoder_decoder_matches_numpy() -> None:
+    encoder = nn.init_encoder(jax.random.key(4), inputs=zeros(8, Vocab), outputs=None, layers=2, **SIZES)
+    decoder = nn.init_decoder(jax.random.key(5), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2,
+                              source=SIZES["model"], **SIZES)  # fmt: skip
+    model = jax.tree_util.tree_map(lambda a: a + 0.1 * rng.normal(size=a.shape), nn.EncoderDecoder(encoder, decoder))
+    source, target = rng.normal(size=(7, 8)), rng.normal(size=(4, 8))
+    causal = np.tril(np.ones((4, 4), bool))
+    out = jax.jit(lambda m, s, t: m(s, t, causal_mask(4, Out)))(
+        model, matrix(source, Seq, Vocab), matrix(target, Out, Vocab)
+    )
+    expected = ref.decoder(model.decoder, target, causal, ref.encode(model.encoder, source), None)
+    np.testing.assert_allclose(out.to_array(), expected, **TOL)
+
+
+def test_decoder_is_autoregressive() -> None:
+    dec = nn.init_decoder(jax.random.key(6), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2, **SIZES)
+    run = jax.jit(lambda x, mask: dec(matrix(x, Seq, Vocab), matrix(mask, Seq, Seq)).to_array())
+    causal, full = np.tril(np.ones((6, 6), bool)), np.ones((6, 6), bool)
+    x = rng.normal(size=(6, 8))
+    base = run(x, causal)
+    for t in range(6):
+        changed = x.copy()
+        changed[t] += rng.normal(size=8)
+        out = run(changed, causal)
+        np.testing.assert_allclose(out[:t], base[:t], **TOL)  # earlier outputs unchanged
+        assert np.abs(out[t] - base[t]).max() > 1e-6  # the changed position does change
+    # Without the mask the first output sees the future.
+    assert np.abs(run(changed, full)[0] - base[0]).max() > 1e-6
+
+
+def _fourth_differences(values: np.ndarray) -> np.ndarray:
+    """Delta^4 along the first axis of samples at t - 2h, ..., t + 2h (groups of five)."""
+    f = values.reshape(-1, 5, *values.shape[1:])
+    return f[:, 4] - 4 * f[:, 3] + 6 * f[:, 2] - 4 * f[:, 1] + f[:, 0]
+
+
+@pytest.mark.parametrize("block", ["attention", "encoder block"])
+def test_relu_transformer_is_piecewise_cubic_along_lines(block: str) -> None:
+    # Reference 000, Theorem 3.3: a ReLU attention module and a ReLU encoder block
+    # are cubic splines, so along a line their fourth differences vanish on every
+    # piece (wherever no ReLU input changes sign within the stencil).
+    line = np.random.default_rng(7)
+    x0, direction = line.normal(size=(5, 6)), line.normal(size=(5, 6))
+    h, centres = 0.005, np.linspace(-1.0, 1.0, 41)
+    ts = (centres[:, None] + h * np.arange(-2, 3)[None, :]).ravel()
+    xs = x0[None] + ts[:, None, None] * direction[None]
+
+    def run(layer: Any) -> np.ndarray:
+        block_fn = layer.attention if block == "attention" else layer
+        return np.asarray(jax.jit(jax.vmap(lambda x: block_fn(matrix(x, Seq, Model)).to_array()))(xs))
+
+    def relu_inputs(layer: Any, x: np.ndarray) -> np.ndarray:
+        heads = [ref.head(layer.attention.heads, h) for h in range(layer.attention.heads.size)]
+        inputs = [ref.linear(p.query, x) @ ref.linear(p.key, x).T for p in heads]
+        if block == "encoder block":
+            inputs.append(ref.linear(layer.mlp.hidden, x + ref.multi_head(layer.attention, x, x, None)))
+        return np.concatenate([a.ravel() for a in inputs])
+
+    layer = _encoder(7, layer_norm=False, normalise=nn.ReluAttention()).layers[0]
+    d4 = _fourth_differences(run(layer))
+    scale = np.abs(run(layer)).max()
+    fine = np.linspace(-2 * h, 2 * h, 17)
+    on_a_piece = np.array(
+        [len({tuple(relu_inputs(layer, x0 + (c + u) * direction) > 0) for u in fine}) == 1 for c in centres]
+    )
+    assert on_a_piece.sum() >= 10, "too few stencils on a single piece to test"
+    assert np.abs(d4[on_a_piece]).max() < 1e-12 * scale  # rounding level (about 4e-15 seen)
+    # Control: with softmax attention the same fourth differences do not vanish.
+    softmax_layer = _encoder(7, layer_norm=False).layers[0]
+    assert np.abs(_fourth_differences(run(softmax_layer))).max() > 1e-10 * scale  # about 7e-9 seen
+
+
+def test_gradients_match_finite_differences() -> None:
+    enc = _encoder(8, learned_positions=True)  # fixed positions stop gradients on purpose
+    x = matrix(rng.normal(size=(5, 8)), Seq, Vocab)
+    check_grads(jax.jit(lambda m, x: m(x).to_array()), (enc, x), order=1, modes=("rev",))
+
+
+def test_positional_encodings() -> None:
+    table = sinusoidal_positions(7, Seq, 6, Model).to_array()
+    p, i = np.arange(7)[:, None], np.arange(3)[None, :]
+    np.testing.assert_allclose(table[:, 0::2], np.sin(p / 10000 ** (2 * i / 6)), **TOL)
+    np.testing.assert_allclose(table[:, 1::2], np.cos(p / 10000 ** (2 * i / 6)), **TOL)
+    x = matrix(rng.normal(size=(5, 8)), Seq, Vocab)
+
+    def loss(enc: Any) -> jax.Array:
+        return jnp.sum(enc(x).to_array() ** 2)
+
+    fixed = _encoder(9)
+    assert not np.any(jax.grad(loss)(fixed).embed.positions.to_array())
+    learned = nn.Encoder(nn.Embedding(fixed.embed.linear, fixed.embed.positions, learned=True), fixed.layers,
+                         fixed.norm, fixed.unembed)  # fmt: skip
+    assert np.all(np.abs(jax.grad(loss)(learned).embed.positions.to_array()).sum(axis=1) > 0)
+
+
+def test_one_hot_tokens_and_bad_tokens() -> None:
+    np.testing.assert_array_equal(one_hot(np.array([2, 0]), Seq, 3, Vocab).to_array(), [[0, 0, 1], [1, 0, 0]])
+    with pytest.raises(ValueError, match=r"tokens must lie in \[0, 3\), got \[0, 3\]"):
+        one_hot(np.array([0, 3]), Seq, 3, Vocab)
+
+
+def test_a_sequence_longer_than_the_positions_is_rejected() -> None:
+    enc = _encoder(10)
+    with pytest.raises(ValueError, match=r"Vec\[Seq\] of size 6 vs Vec\[Seq\] of size 5"):
+        enc(matrix(np.zeros((6, 8)), Seq, Vocab))
+
+
+def test_decoder_with_cross_attention_needs_memory() -> None:
+    dec = nn.init_decoder(jax.random.key(11), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=1,
+                          source=SIZES["model"], **SIZES)  # fmt: skip
+    with pytest.raises(ValueError, match="pass memory="):
+        dec(matrix(np.zeros((3, 8)), Seq, Vocab), causal_mask(3, Seq))
+
+
+def test_float32_templates_give_a_float32_model_under_x64() -> None:
+    enc = nn.init_encoder(jax.random.key(12), inputs=vector(np.zeros(8, np.float32), Vocab), layers=1,
+                          outputs=vector(np.zeros(8, np.float32), Vocab),
+                          **{k: vector(np.zeros(v.size, np.float32), v.tag) for k, v in SIZES.items()})  # fmt: skip
+    assert {leaf.dtype for leaf in jax.tree_util.tree_leaves(enc)} == {jnp.dtype(jnp.float32)}
+    out = jax.jit(enc)(one_hot(np.array([1, 2, 3]), Seq, 8, Vocab, jnp.float32))
+    assert out.to_array().dtype == jnp.float32
