@@ -8,6 +8,10 @@ suite is ``applicative.laws``.
 
 from applicative.compose import Compose as Compose
 from applicative.compose import ComposeOf as ComposeOf
+from applicative.instances.chebyshev import Cheb as Cheb
+from applicative.instances.chebyshev import ChebOf as ChebOf
+from applicative.instances.chebyshev import CoefficientSoftmax as CoefficientSoftmax
+from applicative.instances.chebyshev import chebyshev as chebyshev
 from applicative.instances.sequence import causal_mask as causal_mask
 from applicative.instances.sequence import one_hot as one_hot
 from applicative.instances.sequence import sinusoidal_positions as sinusoidal_positions

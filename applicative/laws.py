@@ -28,7 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from applicative.compose import Compose
-from applicative.instances.vector import matrix, vector
+from applicative.instances.chebyshev import Cheb
+from applicative.instances.vector import Vec, matrix, vector
 from applicative.protocols import algebra, applicative, functor
 from applicative.protocols.algebra import ARITHMETIC, Module, Pointwise
 from applicative.protocols.applicative import Applicative
@@ -186,10 +187,50 @@ def _rowwise(f: Element) -> Element:
     return lambda row: row.fmap(f)
 
 
+# Every new resolution compiles its DCTs afresh: the Chebyshev strategies draw
+# from a few resolutions, odd and even, one of them a constant.
+CHEB_SIZES = st.sampled_from([(1,), (4,), (7,)])
+CHEB2_SIZES = st.sampled_from([(1, 3), (4, 2), (3, 5)])
+
+
+def cheb_triples() -> st.SearchStrategy[Triple]:
+    """Triples of ``Cheb[Law, Array]`` of one random resolution."""
+    return _triples(CHEB_SIZES, lambda a: Cheb.from_numpy(a, Law))
+
+
+def cheb2_triples() -> st.SearchStrategy[Triple]:
+    """Triples of ``Cheb[Law, Cheb[LawInner, Array]]``: functions of two variables."""
+    return _triples(CHEB2_SIZES, lambda a: Cheb.from_numpy(a, Law, LawInner))
+
+
+def vec_cheb_triples() -> st.SearchStrategy[Triple]:
+    """Triples of ``Compose`` of a Vec of functions: C functions of one variable."""
+
+    def build(a: np.ndarray) -> X:
+        # Stacked storage: the Vec's elements are functions whose coefficients run along axis 1.
+        functions = Cheb(jnp.asarray(a), LawInner, a.shape[1], 2 * a.shape[1])
+        return Compose(Vec.stack(functions, Law))
+
+    return _triples(CHEB2_SIZES, build)
+
+
+def cheb_vec_triples() -> st.SearchStrategy[Triple]:
+    """Triples of ``Compose`` of a function with Vec values: a function with C channels."""
+    return _triples(CHEB2_SIZES, lambda a: Compose(Cheb.stack(matrix(a, Law, LawInner).data, Law)))
+
+
+# fmap is exact on Chebyshev functions for affine maps; nonlinear ones are
+# checked separately, with their bounds (tests/test_chebyshev.py).
+AFFINE = Maps(lambda a: 2.0 * a - 1.0, lambda a: 0.5 * a + 3.0)
+
 INSTANCES: dict[str, tuple[Callable[[], st.SearchStrategy[Triple]], Maps]] = {
     "Vec": (vec_triples, Maps()),
     "Vec of Vec": (matrix_triples, Maps(_rowwise(Maps.f), _rowwise(Maps.g), Pointwise(ARITHMETIC))),
     "Compose Vec Vec": (compose_triples, Maps()),
+    "Cheb": (cheb_triples, AFFINE),
+    "Cheb of Cheb": (cheb2_triples, Maps(_rowwise(AFFINE.f), _rowwise(AFFINE.g), Pointwise(ARITHMETIC))),
+    "Compose Vec Cheb": (vec_cheb_triples, AFFINE),
+    "Compose Cheb Vec": (cheb_vec_triples, AFFINE),
 }
 """Law-test strategies of the library's instances, and the element maps to use, by name."""
 

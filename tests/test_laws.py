@@ -15,7 +15,8 @@ from tests.dims import Seq
 @pytest.mark.parametrize("instance", list(laws.INSTANCES))
 def test_structure_law(instance: str, law: str) -> None:
     strategy, maps = laws.INSTANCES[instance]
-    laws.check_law(law, strategy(), maps=maps)
+    # Chebyshev fmaps run DCTs op by op: fewer examples keep the suite quick.
+    laws.check_law(law, strategy(), maps=maps, max_examples=8 if "Cheb" in instance else 20)
 
 
 @jax.tree_util.register_pytree_node_class
