@@ -15,6 +15,7 @@ structures of booleans (``causal_mask`` for Vec sequences).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import jax
@@ -162,23 +163,38 @@ class EncoderDecoder(Generic[S, V, Heads, D, Hk, Hidden, Out]):
 # Initialisers: templates give every shape (see applicative.nn._base).
 
 
-def _layer_parts(
-    key: Array,
-    *,
-    model: Applicative[D, Array],
-    hidden: Applicative[Hidden, Array],
-    heads: Applicative[Heads, Any],
-    head_features: Applicative[Hk, Array],
-    source: Applicative[Any, Array] | None,
-    score: Any,
-    normalise: Normalisation,
-    activation: Callable[[Array], Array],
-) -> tuple[MultiHeadAttention[Heads, D, D, Hk, Hk], MultiHeadAttention[Heads, D, Any, Hk, Hk] | None, MLP[D, Hidden]]:
-    k1, k2, k3 = jax.random.split(key, 3)
-    kw: dict[str, Any] = {"heads": heads, "model": model, "head_features": head_features}
-    attention = MultiHeadAttention.init(k1, **kw, score=score, normalise=normalise)
-    cross = None if source is None else MultiHeadAttention.init(k2, **kw, source=source, normalise=normalise)
-    return attention, cross, MLP.init(k3, model, hidden, activation)
+@dataclass(frozen=True)
+class _Layers:
+    """What every layer of a stack is built from: templates and choices."""
+
+    model: Applicative[Any, Array]
+    hidden: Applicative[Any, Array]
+    heads: Applicative[Any, Any]
+    head_features: Applicative[Any, Array]
+    layer_norm: bool
+    score: Any
+    normalise: Normalisation
+    activation: Callable[[Array], Array]
+
+    def _parts(self, key: Array, source: Applicative[Any, Array] | None) -> tuple[Any, Any, MLP[Any, Any]]:
+        k1, k2, k3 = jax.random.split(key, 3)
+        kw: dict[str, Any] = {"heads": self.heads, "model": self.model, "head_features": self.head_features}
+        attention = MultiHeadAttention.init(k1, **kw, score=self.score, normalise=self.normalise)
+        cross = None if source is None else MultiHeadAttention.init(k2, **kw, source=source, normalise=self.normalise)
+        return attention, cross, MLP.init(k3, self.model, self.hidden, self.activation)
+
+    def _norms(self, count: int) -> Any:
+        return tuple(LayerNorm.init(self.model) for _ in range(count)) if self.layer_norm else None
+
+    def encoder_layer(self, key: Array) -> EncoderLayer[Any, Any, Any, Any]:
+        attention, _, mlp = self._parts(key, None)
+        return EncoderLayer(attention, mlp, self._norms(2))
+
+    def decoder_layer(
+        self, key: Array, source: Applicative[Any, Array] | None
+    ) -> DecoderLayer[Any, Any, Any, Any, Any]:
+        attention, cross, mlp = self._parts(key, source)
+        return DecoderLayer(attention, cross, mlp, self._norms(3))
 
 
 def _embedding(
@@ -210,18 +226,11 @@ def init_encoder(
     activation: Callable[[Array], Array] = jax.nn.relu,
 ) -> Encoder[S, V, Heads, D, Hk, Hidden, Out]:
     """An encoder; every shape comes from a template (``outputs=None``: no unembedding)."""
+    spec = _Layers(model, hidden, heads, head_features, layer_norm, score, normalise, activation)
     keys = jax.random.split(key, layers + 2)
-    stack = []
-    for k in keys[:layers]:
-        attention, _, mlp = _layer_parts(
-            k, model=model, hidden=hidden, heads=heads, head_features=head_features,
-            source=None, score=score, normalise=normalise, activation=activation,
-        )  # fmt: skip
-        norms = (LayerNorm.init(model), LayerNorm.init(model)) if layer_norm else None
-        stack.append(EncoderLayer(attention, mlp, norms))
     return Encoder(
         _embedding(keys[layers], inputs, model, positions, learned_positions),
-        tuple(stack),
+        tuple(spec.encoder_layer(k) for k in keys[:layers]),
         LayerNorm.init(model) if layer_norm else None,
         None if outputs is None else Linear.init(keys[layers + 1], model, outputs),
     )
@@ -247,18 +256,11 @@ def init_decoder(
     activation: Callable[[Array], Array] = jax.nn.relu,
 ) -> Decoder[S, V, Heads, D, E, Hk, Hidden, Out]:
     """A decoder; with ``source`` (the encoder's feature template) each layer also attends to a memory."""
+    spec = _Layers(model, hidden, heads, head_features, layer_norm, score, normalise, activation)
     keys = jax.random.split(key, layers + 2)
-    stack = []
-    for k in keys[:layers]:
-        attention, cross, mlp = _layer_parts(
-            k, model=model, hidden=hidden, heads=heads, head_features=head_features,
-            source=source, score=score, normalise=normalise, activation=activation,
-        )  # fmt: skip
-        norms = (LayerNorm.init(model), LayerNorm.init(model), LayerNorm.init(model)) if layer_norm else None
-        stack.append(DecoderLayer(attention, cross, mlp, norms))
     return Decoder(
         _embedding(keys[layers], inputs, model, positions, learned_positions),
-        tuple(stack),
+        tuple(spec.decoder_layer(k, source) for k in keys[:layers]),
         LayerNorm.init(model) if layer_norm else None,
         Linear.init(keys[layers + 1], model, outputs),
     )
