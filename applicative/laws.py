@@ -101,10 +101,17 @@ def check_law(
     run()
 
 
-def check_laws(structures: st.SearchStrategy[Triple], **options: object) -> None:
+def check_laws(
+    structures: st.SearchStrategy[Triple],
+    *,
+    maps: Maps = Maps(),
+    rtol: float = 1e-10,
+    atol: float = 1e-10,
+    max_examples: int = 20,
+) -> None:
     """Check every law in ``LAWS``."""
     for law in LAWS:
-        check_law(law, structures, **options)  # type: ignore[arg-type]
+        check_law(law, structures, maps=maps, rtol=rtol, atol=atol, max_examples=max_examples)
 
 
 # Algebra laws, for a Module or Ring on values drawn from ``values``.
@@ -241,10 +248,14 @@ __all__ = [
     "RING_LAWS",
     "Maps",
     "assert_close",
+    "cheb2_triples",
+    "cheb_triples",
+    "cheb_vec_triples",
     "check_algebra_laws",
     "check_law",
     "check_laws",
     "compose_triples",
     "matrix_triples",
+    "vec_cheb_triples",
     "vec_triples",
 ]

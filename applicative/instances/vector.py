@@ -57,7 +57,7 @@ class Vec(Applicative[VecOf[N], A_co], Counit[VecOf[N], A_co], FastLinalg):
         sizes = {jnp.shape(leaf)[0] if jnp.ndim(leaf) else None for leaf in jax.tree_util.tree_leaves(data)}
         if len(sizes) != 1 or None in sizes:
             raise ValueError(f"Vec.stack[{tag.__name__}]: leaves need one common leading axis, got lengths {sizes}")
-        return Vec(data, tag, sizes.pop())  # type: ignore[arg-type]
+        return Vec(data, tag, cast(int, sizes.pop()))
 
     # Functor, Applicative, Counit
 
