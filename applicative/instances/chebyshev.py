@@ -228,21 +228,22 @@ class Cheb(Applicative[ChebOf[N], A_co], Counit[ChebOf[N], A_co], FastLinalg):
         """The coefficient c_n (an element)."""
         return cast(A_co, jax.tree_util.tree_map(lambda leaf: leaf[n], self.data))
 
-    def __call__(self, *points: ArrayLike) -> jax.Array:
-        """Evaluate at points: f(x) for a 1-D series, f(x, y) pointwise (``chebval2d``) for a 2-D one."""
+    def __call__(self, *points: ArrayLike) -> Any:
+        """Evaluate at points: f(x) for a 1-D series, f(x, y) pointwise (``chebval2d``) for a 2-D
+        one. Points of shape S give values of shape S (or, for structured values such as a
+        ``Vec``, that structure with S in front of every leaf)."""
         arrays = [jnp.asarray(p) for p in points]
         if len(arrays) != self.dims:
             raise ValueError(f"Cheb: a {self.dims}-D function is called with {len(arrays)} coordinates")
         for a in arrays:
             if not isinstance(a, jax.core.Tracer) and bool(jnp.any(jnp.abs(a) > 1.0)):
-                raise ValueError(
-                    f"Cheb[{self.tag.__name__}]: evaluation outside [-1, 1] (max |x| = {jnp.abs(a).max()})"
-                )
+                raise ValueError(f"Cheb[{self.tag.__name__}]: evaluation outside [-1, 1] (max |x| {jnp.abs(a).max()})")
         shape = jnp.broadcast_shapes(*(a.shape for a in arrays))
         flat = [jnp.broadcast_to(a, shape).ravel() for a in arrays]
-        return jax.vmap(self._at)(*flat).reshape(shape)
+        values = jax.vmap(self._at)(*flat)
+        return jax.tree_util.tree_map(lambda leaf: leaf.reshape(shape + leaf.shape[1:]), values)
 
-    def _at(self, x: jax.Array, *rest: jax.Array) -> jax.Array:
+    def _at(self, x: jax.Array, *rest: jax.Array) -> Any:
         t = _basis(x, self.size)
         element = jax.tree_util.tree_map(lambda leaf: jnp.tensordot(t.astype(leaf.dtype), leaf, 1), self.data)
         return element._at(*rest) if isinstance(element, Cheb) else element
