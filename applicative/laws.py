@@ -29,6 +29,8 @@ import numpy as np
 
 from applicative.compose import Compose
 from applicative.instances.chebyshev import Cheb
+from applicative.instances.distribution import distribution_triples
+from applicative.instances.tree import tree_triples
 from applicative.instances.vector import Vec, matrix, vector
 from applicative.protocols import algebra, applicative, functor
 from applicative.protocols.algebra import ARITHMETIC, Module, Pointwise
@@ -238,6 +240,8 @@ INSTANCES: dict[str, tuple[Callable[[], st.SearchStrategy[Triple]], Maps]] = {
     "Cheb of Cheb": (cheb2_triples, Maps(_rowwise(AFFINE.f), _rowwise(AFFINE.g), Pointwise(ARITHMETIC))),
     "Compose Vec Cheb": (vec_cheb_triples, AFFINE),
     "Compose Cheb Vec": (cheb_vec_triples, AFFINE),
+    "Tree": (tree_triples, Maps()),
+    "Distribution": (distribution_triples, Maps()),
 }
 """Law-test strategies of the library's instances, and the element maps to use, by name."""
 

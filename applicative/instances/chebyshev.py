@@ -47,7 +47,7 @@ from jax.scipy import fft as jfft
 from jax.typing import ArrayLike
 
 from applicative.linalg import FastLinalg, dot, mul_mv, mul_vm
-from applicative.protocols.algebra import Module, arithmetic
+from applicative.protocols.algebra import Module, arithmetic, sums_leafwise
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.counit import Counit
 from applicative.protocols.kinds import A_co, B, Dim, M, N, check_tag
@@ -215,7 +215,7 @@ class Cheb(Applicative[ChebOf[N], A_co], Counit[ChebOf[N], A_co], FastLinalg):
         """The integral over [-1, 1]."""
         m = module if module is not None else arithmetic()
         w = integral_weights(self.size)
-        if m.leafwise:
+        if sums_leafwise(m, self.data):
             return cast(
                 A_co, jax.tree_util.tree_map(lambda leaf: jnp.tensordot(w.astype(leaf.dtype), leaf, 1), self.data)
             )

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from applicative.linalg import FastLinalg
-from applicative.protocols.algebra import Module, arithmetic
+from applicative.protocols.algebra import Module, arithmetic, sums_leafwise
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.counit import Counit
 from applicative.protocols.kinds import A_co, B, Dim, M, N, check_tag
@@ -79,7 +79,7 @@ class Vec(Applicative[VecOf[N], A_co], Counit[VecOf[N], A_co], FastLinalg):
     def counit(self, module: Module[A_co] | None = None) -> A_co:
         """sum_i x_i (the counting measure)."""
         m = module if module is not None else arithmetic()
-        if m.leafwise:
+        if sums_leafwise(m, self.data):
             return cast(A_co, jax.tree_util.tree_map(lambda leaf: jnp.sum(leaf, axis=0), self.data))
         return functools.reduce(m.add, (self[i] for i in range(self.size)))
 

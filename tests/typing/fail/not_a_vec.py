@@ -3,7 +3,7 @@
 import jax
 import numpy as np
 
-from applicative import Compose, Dim, Vec, matrix
+from applicative import Compose, Dim, Tree, Vec, matrix
 
 
 class Seq(Dim): ...
@@ -19,3 +19,10 @@ def first_row(x: Vec[Seq, Vec[Model, jax.Array]]) -> jax.Array:
 grid = Compose(matrix(np.ones((2, 3)), Seq, Model))
 first_row(grid)  # E: Argument 1 to "first_row" has incompatible type "Compose[VecOf[Seq], VecOf[Model], Array]"
 grid.to_array()  # E: "Compose[VecOf[Seq], VecOf[Model], Array]" has no attribute "to_array"
+
+
+def total(x: Vec[Seq, jax.Array]) -> jax.Array:
+    return x.counit()
+
+
+total(Tree.from_nested((1.0, 2.0)))  # E: Argument 1 to "total" has incompatible type "Tree[float]"; expected "Vec[Seq, Array]"

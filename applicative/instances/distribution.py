@@ -1,0 +1,519 @@
+"""``Distribution[A]`` and ``Quantum[A]``: finite discrete distributions, real and complex.
+
+A value holds n outcomes *stacked* like a ``Vec`` (every leaf of the outcome
+pytree has a leading axis of length n) and a JAX array of n weights:
+probabilities p_i for a ``Distribution``, complex amplitudes a_i for a
+``Quantum`` state. Both are pytrees whose leaves are the outcome leaves and
+the weights, so ``jax.grad`` flows to the weights.
+
+    fmap f    maps every outcome (one ``vmap``) and merges outcomes that became
+              equal, summing their weights
+    pair x y  independent pairing: all (x_i, y_j) with weight w_i v_j
+    pure b    the point mass at b, weight 1
+    counit    Distribution: the expectation       sum_i p_i x_i
+              Quantum: merge equal outcomes (sum amplitudes), then the Born rule
+                       sum_k |A_k|^2 x_k,  A_k = sum of a_i over outcomes equal to x_k
+
+Canonical form. Outcomes are compared *by value*: two outcomes are equal when
+every leaf holds equal numbers (``==`` on the values, so 0.0 == -0.0; NaN
+outcomes cannot be merged and raise). After merging, outcomes are sorted by
+the tuple of their leaf values (complex numbers as (real, imag)), leaves in
+pytree order. Equal distributions then have equal pytrees, which is what the
+law suite compares. ``pair`` of canonical values is canonical without any
+merging (x_i and y_j distinct and sorted give distinct pairs in lexicographic
+order). Zero-weight outcomes are kept: dropping them would make the shape of
+a value depend on its weights, which may be traced.
+
+Merging needs concrete outcomes. Under ``jit`` or ``vmap`` the *outcomes* are
+tracers when the value is an argument; ``fmap`` then maps without merging and
+the result is an equal, non-canonical representation of the same measure
+(call ``merged()`` on a concrete result). Everything computed from it agrees:
+the expectation is linear in the weights, and the Born rule on traced outcomes
+sums amplitudes through an equality matrix, sum_i Re(conj(a_i) sum_{j: x_j = x_i} a_j),
+which equals merging first. Weights may always be traced (``jit``/``grad``
+over probabilities or amplitudes with fixed outcomes merge as usual).
+
+Validation at construction (``Distribution(...)``, ``distribution(...)``,
+``quantum(...)``): weights form a 1-D array matching the outcomes;
+probabilities are non-negative and sum to one, amplitudes have squared
+magnitudes summing to one, within 1e-6 (relative to one); value checks are
+skipped when the weights are tracers. Results of fmap/pair are not checked
+again (independent pairing keeps the total mass; a ``Quantum`` fmap may not,
+see below).
+
+Laws. ``Distribution`` satisfies every law of ``applicative.laws``: functor
+identity and composition, pair naturality, associativity and units, pure
+naturality, and the counit laws (additive, homogeneous, respects pairing).
+``Quantum`` satisfies the functor and applicative laws and homogeneity, but
+*not* "counit respects pairing" nor additivity in general: fmap(fst, pair(x, y))
+merges the outcomes of y coherently, giving |a_i|^2 |sum_j b_j|^2 instead of
+|a_i|^2, and fmap(add) makes coinciding sums x_i + y_j interfere. The Born rule
+is quadratic in the amplitudes; that is the point of interference, and it is
+why a Quantum fmap with a non-injective map need not preserve the norm.
+
+Defects of the reference corrected: its ``pair`` zips the two outcome lists,
+which with ``pure x = [(x, 1)]`` breaks the unit laws (pairing with a point mass
+keeps only the first outcome); its ``fmap`` forgets to map the outcomes; and its
+Quantum counit squares amplitudes without merging equal outcomes first, which
+loses interference.
+
+``MIXTURE`` is the Module of finite measures (add = union with weights added,
+scale = scale the weights, zero = the empty measure); ``mixture(w, ds)`` is the
+generic ``counit`` of the scaled components in it, sum_k w_k D_k.
+
+>>> d = distribution([0.0, 1.0, 2.0], [0.25, 0.25, 0.5])
+>>> float(d.counit())                                   # 0.25 + 2 * 0.5
+1.25
+>>> d.fmap(lambda x: x * 0.0).size                      # all outcomes merge into one
+1
+>>> h = quantum([0.0, 1.0], [2**-0.5, 1j * 2**-0.5])    # a beam splitter: transmit 0, reflect 1
+>>> mz = h.pair(h).fmap(lambda p: abs(p[0] - p[1]))      # which detector: the two paths interfere
+>>> round(float(mz.counit()), 6)                        # always detector 1 (classically: 0.5)
+1.0
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast, overload
+
+import hypothesis.strategies as st
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from applicative.protocols.algebra import Module, Real, arithmetic, sums_leafwise
+from applicative.protocols.applicative import Applicative
+from applicative.protocols.counit import Counit, counit
+from applicative.protocols.kinds import A, A_co, B, F
+
+TOLERANCE = 1e-6
+"""How far the total probability (or squared norm) may be from one at construction."""
+
+W = TypeVar("W", bound="_Finite[Any]")
+
+Weights = ArrayLike | Sequence[complex]
+"""Probabilities or amplitudes: an array, or a list of numbers."""
+
+
+class DistributionOf:
+    """Brand of ``Distribution``: ``Distribution[A]`` is an ``Applicative[DistributionOf, A]``."""
+
+
+class QuantumOf:
+    """Brand of ``Quantum``: ``Quantum[A]`` is an ``Applicative[QuantumOf, A]``."""
+
+
+# Outcomes: stacking, concreteness, canonical keys and merging.
+
+
+def _is_traced(tree: object) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(tree))
+
+
+def _stack(outcomes: object) -> Any:
+    """A list of outcomes stacked along a new leading axis; anything else is taken as already stacked."""
+    if isinstance(outcomes, list):
+        if not outcomes:
+            raise ValueError("a distribution needs at least one outcome")
+        return jax.tree_util.tree_map(lambda *leaves: jnp.stack([jnp.asarray(x) for x in leaves]), *outcomes)
+    return jax.tree_util.tree_map(jnp.asarray, outcomes)
+
+
+def _leading_size(outcomes: object, what: str) -> int:
+    sizes = {jnp.shape(leaf)[0] if jnp.ndim(leaf) else None for leaf in jax.tree_util.tree_leaves(outcomes)}
+    if len(sizes) != 1 or None in sizes:
+        raise ValueError(f"{what}: outcome leaves need one common leading axis (the outcomes), got lengths {sizes}")
+    return cast(int, sizes.pop())
+
+
+def _row_values(leaf: object, n: int) -> list[list[Any]]:
+    """Each outcome's numbers in one leaf, as Python scalars (complex as real, imag; -0.0 as 0.0)."""
+    rows = np.asarray(leaf).reshape(n, -1)
+    if np.iscomplexobj(rows):
+        rows = np.stack([rows.real, rows.imag], axis=-1).reshape(n, -1)
+    if np.issubdtype(rows.dtype, np.inexact):
+        if np.isnan(rows).any():
+            raise ValueError("cannot merge outcomes: an outcome holds NaN, which equals nothing")
+        rows = rows + 0.0  # -0.0 + 0.0 is 0.0: outcomes compare by value
+    values: list[list[Any]] = rows.tolist()
+    return values
+
+
+def _keys(outcomes: object, n: int) -> list[tuple[Any, ...]]:
+    """The canonical key of every outcome: its leaf values, leaves in pytree order."""
+    per_leaf = [_row_values(leaf, n) for leaf in jax.tree_util.tree_leaves(outcomes)]
+    return [tuple(v for rows in per_leaf for v in rows[i]) for i in range(n)]
+
+
+def _merge(outcomes: Any, weights: jax.Array) -> tuple[Any, jax.Array]:
+    """Merge equal outcomes (summing weights) and sort them by key; unchanged if already canonical.
+
+    Outcomes must be concrete; weights may be traced (the sums are a scatter-add)."""
+    n = weights.shape[-1]
+    if n == 0:
+        return outcomes, weights
+    keys = _keys(outcomes, n)
+    order = sorted(range(n), key=keys.__getitem__)
+    distinct = [i for k, i in enumerate(order) if k == 0 or keys[i] != keys[order[k - 1]]]
+    if len(distinct) == n and order == list(range(n)):
+        return outcomes, weights
+    group = {keys[i]: g for g, i in enumerate(distinct)}
+    segment = np.array([group[k] for k in keys])
+    chosen = np.array(distinct)
+    merged = jnp.zeros((*weights.shape[:-1], len(distinct)), weights.dtype).at[..., segment].add(weights)
+    return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[chosen], outcomes), merged
+
+
+def _equal_outcomes(outcomes: Any, n: int) -> jax.Array:
+    """E[i, j] = (outcome i == outcome j), by value, for traced outcomes."""
+    equal = jnp.ones((n, n), bool)
+    for leaf in jax.tree_util.tree_leaves(outcomes):
+        rows = jnp.reshape(leaf, (n, -1))
+        equal = equal & jnp.all(rows[:, None, :] == rows[None, :, :], axis=-1)
+    return equal
+
+
+def _weighted_sum(module: Module[A], weights: jax.Array, outcomes: A, n: int) -> A:
+    """sum_i w_i x_i in ``module`` (a tensordot per leaf when the module is leafwise)."""
+    if sums_leafwise(module, outcomes):
+        return cast(A, jax.tree_util.tree_map(lambda leaf: jnp.tensordot(_like(weights, leaf), leaf, 1), outcomes))
+    terms = (module.scale(weights[i], _at(outcomes, i)) for i in range(n))
+    return functools.reduce(module.add, terms)
+
+
+def _at(outcomes: A, i: int) -> A:
+    """The i-th outcome of a stacked pytree."""
+    return cast(A, jax.tree_util.tree_map(lambda leaf: leaf[i], outcomes))
+
+
+def _like(weights: jax.Array, leaf: jax.Array) -> jax.Array:
+    # Float outcomes keep their dtype (float32 stays float32); integer outcomes are promoted.
+    return weights.astype(leaf.dtype) if jnp.issubdtype(leaf.dtype, jnp.inexact) else weights
+
+
+def _check_weights(name: str, weights: jax.Array, n: int, mass: Callable[[np.ndarray], np.ndarray]) -> None:
+    if weights.ndim != 1 or weights.shape[0] != n:
+        raise ValueError(f"{name}: need one weight per outcome ({n}), got weights of shape {weights.shape}")
+    if n == 0:
+        raise ValueError(f"{name}: needs at least one outcome")
+    if isinstance(weights, jax.core.Tracer):
+        return
+    w = np.asarray(weights)
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name}: weights must be finite, got {w.tolist()}")
+    if not np.iscomplexobj(w) and (w < 0).any():
+        i = int(np.argmax(w < 0))
+        raise ValueError(f"{name}: probabilities must be non-negative, entry {i} is {w[i]}")
+    total = float(np.sum(mass(w)))
+    if abs(total - 1.0) > TOLERANCE:
+        what = "squared magnitudes of the amplitudes" if np.iscomplexobj(w) else "probabilities"
+        raise ValueError(f"{name}: the {what} must sum to one (within {TOLERANCE}), they sum to {total!r}")
+
+
+# The two instances share their representation and most of their operations.
+
+
+class _Finite(Generic[A_co]):
+    """Outcomes stacked along a leading axis, with one weight each (shared by both instances)."""
+
+    zips = False  # pair is the product of two distributions, not a zip of their outcomes
+
+    outcomes: A_co
+    """The outcome pytree with a leading axis of length ``size`` on every leaf."""
+    weights: jax.Array
+    """One weight per outcome: probabilities, or complex amplitudes."""
+
+    @property
+    def size(self) -> int:
+        """The number of outcomes (distinct, once merged)."""
+        return int(self.weights.shape[-1])
+
+    @classmethod
+    def _raw(cls: type[W], outcomes: object, weights: jax.Array) -> W:
+        """No checks, no merging: for results already canonical, unnormalised measures and unflattening."""
+        self = object.__new__(cls)
+        object.__setattr__(self, "outcomes", outcomes)
+        object.__setattr__(self, "weights", weights)
+        return self
+
+    def _init(self, outcomes: object, weights: Weights, mass: Callable[[np.ndarray], np.ndarray]) -> None:
+        name = type(self).__name__
+        stacked = _stack(outcomes)
+        n = _leading_size(stacked, name)
+        w = self._as_weights(weights)
+        _check_weights(name, w, n, mass)
+        if not _is_traced(stacked):
+            stacked, w = _merge(stacked, w)
+        object.__setattr__(self, "outcomes", stacked)
+        object.__setattr__(self, "weights", w)
+
+    @staticmethod
+    def _as_weights(weights: Weights) -> jax.Array:
+        w = jnp.asarray(weights)
+        return w.astype(jnp.result_type(w.dtype, float))
+
+    def _fmapped(self: W, f: Callable[[Any], Any]) -> W:
+        n = self.size
+        if n == 0:  # the empty measure (the zero of MIXTURE): only shapes to map
+            shapes = jax.eval_shape(f, jax.tree_util.tree_map(lambda leaf: leaf[0], self.outcomes))
+            mapped = jax.tree_util.tree_map(lambda s: jnp.zeros((0, *s.shape), s.dtype), shapes)
+            return type(self)._raw(mapped, self.weights)
+        mapped = jax.vmap(f, axis_size=n)(self.outcomes)
+        if _is_traced(mapped):
+            return type(self)._raw(mapped, self.weights)
+        return type(self)._raw(*_merge(mapped, self.weights))
+
+    def _paired(self: W, other: object) -> W:
+        if type(other) is not type(self):
+            raise TypeError(f"pair: {type(self).__name__} paired with {type(other).__name__}")
+        o = cast(_Finite[Any], other)
+        n, m = self.size, o.size
+        xs = jax.tree_util.tree_map(lambda leaf: jnp.repeat(leaf, m, axis=0), self.outcomes)
+        ys = jax.tree_util.tree_map(lambda leaf: jnp.tile(leaf, (n,) + (1,) * (jnp.ndim(leaf) - 1)), o.outcomes)
+        weights = (self.weights[:, None] * o.weights[None, :]).reshape(n * m)
+        return type(self)._raw((xs, ys), weights)
+
+    def _pure(self: W, b: object) -> W:
+        point = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[None], b)
+        return type(self)._raw(point, jnp.ones((1,), self.weights.dtype))
+
+    def merged(self: W) -> W:
+        """The canonical representation (equal outcomes merged, sorted); needs concrete outcomes."""
+        if _is_traced(self.outcomes):
+            raise ValueError(
+                f"{type(self).__name__}.merged: the outcomes are traced (inside jit or vmap), so equal "
+                "outcomes cannot be found; merge the concrete result outside the transformation"
+            )
+        return type(self)._raw(*_merge(self.outcomes, self.weights))
+
+    def items(self) -> list[tuple[Any, Any]]:
+        """The (outcome, weight) pairs, outcomes unstacked."""
+        return [(_at(self.outcomes, i), self.weights[i]) for i in range(self.size)]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(size={self.size}, outcomes={self.outcomes!r}, weights={self.weights!r})"
+
+    # Pytree: the outcome leaves and the weights.
+
+    def tree_flatten(self) -> tuple[tuple[A_co, jax.Array], None]:
+        return (self.outcomes, self.weights), None
+
+    @classmethod
+    def tree_unflatten(cls: type[W], aux: None, children: tuple[Any, Any]) -> W:
+        return cls._raw(children[0], children[1])
+
+
+@jax.tree_util.register_pytree_node_class
+@dataclass(frozen=True, eq=False, init=False, repr=False)
+class Distribution(_Finite[A_co], Applicative[DistributionOf, A_co], Counit[DistributionOf, A_co]):
+    """A finite discrete probability distribution: outcomes x_i with probabilities p_i.
+
+    ``Distribution(outcomes, probabilities)`` takes the outcomes stacked (a pytree
+    whose leaves have a leading axis of length n) or as a list of outcomes,
+    checks that the probabilities are non-negative and sum to one, and merges
+    equal outcomes into the canonical form (see the module docstring)."""
+
+    outcomes: A_co
+    weights: jax.Array
+
+    def __init__(self, outcomes: A_co | list[A_co], probabilities: Weights) -> None:
+        self._init(outcomes, probabilities, lambda w: w)
+
+    def fmap(self, f: Callable[[A_co], B]) -> Distribution[B]:
+        """The law of f(X): map every outcome, merge those that became equal."""
+        return cast("Distribution[B]", self._fmapped(f))
+
+    def pair(self, other: Applicative[DistributionOf, B]) -> Distribution[tuple[A_co, B]]:
+        """The independent joint law of (X, Y): outcomes (x_i, y_j) with probability p_i q_j."""
+        return cast("Distribution[tuple[A_co, B]]", self._paired(other))
+
+    def pure(self, b: B) -> Distribution[B]:
+        """The point mass at b."""
+        return cast(Distribution[B], self._pure(b))
+
+    def counit(self, module: Module[A_co] | None = None) -> A_co:
+        """The expectation sum_i p_i x_i, in ``module`` (ordinary arithmetic by default)."""
+        m = module if module is not None else arithmetic()
+        return _weighted_sum(m, self.weights, self.outcomes, self.size)
+
+    @property
+    def probabilities(self) -> jax.Array:
+        """p_i, one per outcome."""
+        return self.weights
+
+
+@jax.tree_util.register_pytree_node_class
+@dataclass(frozen=True, eq=False, init=False, repr=False)
+class Quantum(_Finite[A_co], Applicative[QuantumOf, A_co], Counit[QuantumOf, A_co]):
+    """A finite quantum state over outcomes x_i with complex amplitudes a_i.
+
+    ``Quantum(outcomes, amplitudes)`` checks that sum |a_i|^2 = 1 (a normalised
+    state) and merges equal outcomes by summing their amplitudes. ``fmap``
+    merges coherently (interference), so with a non-injective map the norm may
+    change; ``pair`` is the tensor product."""
+
+    outcomes: A_co
+    weights: jax.Array
+
+    def __init__(self, outcomes: A_co | list[A_co], amplitudes: Weights) -> None:
+        self._init(outcomes, amplitudes, lambda w: np.abs(w) ** 2)
+
+    @staticmethod
+    def _as_weights(weights: Weights) -> jax.Array:
+        w = jnp.asarray(weights)
+        return w.astype(jnp.result_type(w.dtype, jnp.complex64))
+
+    def fmap(self, f: Callable[[A_co], B]) -> Quantum[B]:
+        """Relabel every outcome by f; outcomes that become equal add their amplitudes (interfere)."""
+        return cast("Quantum[B]", self._fmapped(f))
+
+    def pair(self, other: Applicative[QuantumOf, B]) -> Quantum[tuple[A_co, B]]:
+        """The tensor product: outcomes (x_i, y_j) with amplitude a_i b_j."""
+        return cast("Quantum[tuple[A_co, B]]", self._paired(other))
+
+    def pure(self, b: B) -> Quantum[B]:
+        """The basis state b, amplitude 1."""
+        return cast(Quantum[B], self._pure(b))
+
+    def counit(self, module: Module[A_co] | None = None) -> A_co:
+        """Born's rule after merging equal outcomes: sum_k |A_k|^2 x_k (see the module docstring)."""
+        m = module if module is not None else arithmetic()
+        if _is_traced(self.outcomes):
+            together = _equal_outcomes(self.outcomes, self.size).astype(self.weights.dtype) @ self.weights
+            born = jnp.real(jnp.conj(self.weights) * together)
+            return _weighted_sum(m, born, self.outcomes, self.size)
+        state = self.merged()
+        a = state.weights
+        return _weighted_sum(m, a.real**2 + a.imag**2, state.outcomes, state.size)
+
+    @property
+    def amplitudes(self) -> jax.Array:
+        """a_i, one per outcome."""
+        return self.weights
+
+    @property
+    def probabilities(self) -> jax.Array:
+        """|A_k|^2 of the merged state (Born's rule), one per distinct outcome; needs concrete outcomes."""
+        a = self.merged().weights
+        return a.real**2 + a.imag**2
+
+
+@overload
+def distribution(outcomes: list[A], probabilities: Weights) -> Distribution[A]: ...
+@overload
+def distribution(outcomes: A, probabilities: Weights) -> Distribution[A]: ...
+def distribution(outcomes: A | list[A], probabilities: Weights) -> Distribution[A]:
+    """The distribution with these outcomes (a list, or stacked) and probabilities (checked, merged)."""
+    return Distribution(outcomes, probabilities)
+
+
+@overload
+def quantum(outcomes: list[A], amplitudes: Weights) -> Quantum[A]: ...
+@overload
+def quantum(outcomes: A, amplitudes: Weights) -> Quantum[A]: ...
+def quantum(outcomes: A | list[A], amplitudes: Weights) -> Quantum[A]:
+    """The normalised state with these outcomes (a list, or stacked) and amplitudes (checked, merged)."""
+    return Quantum(outcomes, amplitudes)
+
+
+# Mixtures: the Module of finite measures.
+
+
+@dataclass(frozen=True)
+class Mixture(Module[Distribution[A]]):
+    """Finite measures under mixing: add is the union with weights added (merged), scale multiplies
+    the weights, zero is the empty measure. Not leafwise: the outcome leaves are concatenated, not
+    added. Intermediate values are unnormalised measures (held in a ``Distribution``, unchecked);
+    a combination whose coefficients sum to one is a distribution again.
+
+    Its zero is *not* ``pure(0)`` (the point mass at 0, the zero of the Pointwise lifting of
+    arithmetic): it is the measure with no outcomes, so that zero + D = D."""
+
+    def zero(self, like: Distribution[A]) -> Distribution[A]:
+        def none_of(leaf: jax.Array) -> jax.Array:
+            return jnp.zeros((0, *jnp.shape(leaf)[1:]), jnp.result_type(leaf))
+
+        empty = jax.tree_util.tree_map(none_of, like.outcomes)
+        return Distribution._raw(empty, jnp.zeros((0,), like.weights.dtype))
+
+    def add(self, a: Distribution[A], b: Distribution[A]) -> Distribution[A]:
+        outcomes = jax.tree_util.tree_map(lambda x, y: jnp.concatenate([x, y]), a.outcomes, b.outcomes)
+        weights = jnp.concatenate([a.weights, b.weights])
+        if _is_traced(outcomes):
+            return Distribution._raw(outcomes, weights)
+        return Distribution._raw(*_merge(outcomes, weights))
+
+    def scale(self, r: Real, a: Distribution[A]) -> Distribution[A]:
+        return Distribution._raw(a.outcomes, r * a.weights)
+
+    def __repr__(self) -> str:
+        return "MIXTURE"
+
+
+MIXTURE: Mixture[Any] = Mixture()
+"""The Module of finite measures under mixing."""
+
+
+def mixture(weights: Applicative[F, jax.Array], components: Applicative[F, Distribution[A]]) -> Distribution[A]:
+    """sum_k w_k D_k: the generic counit, in ``MIXTURE``, of the components scaled by the weights.
+
+    The weights must sum to one (checked when concrete); E[sum_k w_k D_k] = sum_k w_k E[D_k]."""
+    scaled = weights.pair(components).fmap(lambda p: MIXTURE.scale(p[0], p[1]))
+    mixed = counit(scaled, cast(Module[Distribution[A]], MIXTURE))
+    _check_weights("mixture", mixed.weights, mixed.size, lambda w: w)
+    return mixed
+
+
+# Law-test strategies: triples of small distributions of float64 scalars.
+
+
+def _outcome_values() -> st.SearchStrategy[float]:
+    # Small integers make merges (coinciding sums, fst of a pair) frequent; other floats make them rare.
+    return st.one_of(st.integers(-3, 3).map(float), st.floats(-10, 10, allow_nan=False, width=64))
+
+
+def _finite(build: Callable[[np.ndarray, np.ndarray], Any], complex_weights: bool) -> st.SearchStrategy[Any]:
+    def one(n: int) -> st.SearchStrategy[Any]:
+        outcomes = st.lists(_outcome_values(), min_size=n, max_size=n).map(np.array)
+        magnitudes = st.lists(st.floats(0.1, 1.0), min_size=n, max_size=n).map(np.array)
+        phases = st.lists(st.floats(-np.pi, np.pi), min_size=n, max_size=n).map(np.array)
+        if not complex_weights:
+            return st.tuples(outcomes, magnitudes).map(lambda t: build(t[0], t[1] / t[1].sum()))
+        return st.tuples(outcomes, magnitudes, phases).map(
+            lambda t: build(t[0], t[1] * np.exp(1j * t[2]) / np.sqrt(np.sum(t[1] ** 2)))
+        )
+
+    return st.integers(1, 3).flatmap(one)
+
+
+def distribution_triples() -> st.SearchStrategy[tuple[Any, Any, Any]]:
+    """Triples of ``Distribution`` of float64 scalars, 1 to 3 outcomes each."""
+    d = _finite(lambda x, p: Distribution(x, p), complex_weights=False)
+    return st.tuples(d, d, d)
+
+
+def quantum_triples() -> st.SearchStrategy[tuple[Any, Any, Any]]:
+    """Triples of normalised ``Quantum`` states of float64 scalars, 1 to 3 outcomes each."""
+    q = _finite(lambda x, a: Quantum(x, a), complex_weights=True)
+    return st.tuples(q, q, q)
+
+
+__all__ = [
+    "MIXTURE",
+    "TOLERANCE",
+    "Distribution",
+    "DistributionOf",
+    "Mixture",
+    "Quantum",
+    "QuantumOf",
+    "Weights",
+    "distribution",
+    "distribution_triples",
+    "mixture",
+    "quantum",
+    "quantum_triples",
+]
