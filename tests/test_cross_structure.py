@@ -5,7 +5,7 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import scipy.fft
 
-from applicative import Cheb, Dim, matrix, nn
+from applicative import Cheb, Dim, Tree, matrix, nn, vector
 from tests.dims import Hidden, Model, Seq
 
 
@@ -46,3 +46,17 @@ def test_function_queries_attend_over_vector_keys() -> None:
     x = np.linspace(-1, 1, 101)
     exact = _softmax_attention(C.chebval(x, q_coefficients).T, k, v)
     np.testing.assert_allclose(out(x).to_array(), exact, atol=1e-4)
+
+
+def test_tree_leaves_attend_over_a_vector_sequence() -> None:
+    # Queries: the leaves of a tree, each a vector; keys and values: a sequence of vectors.
+    # Each leaf's result is ordinary attention of its query over the sequence.
+    leaf_queries = rng.normal(size=(3, 4))
+    q0, q1, q2 = (vector(q, Model) for q in leaf_queries)
+    queries = Tree.from_nested((q0, (q1, q2)))
+    k, v = rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
+    out = nn.attention(queries, matrix(k, Seq, Model), matrix(v, Seq, Hidden))
+    assert isinstance(out, Tree)
+    assert out.shape == queries.shape
+    got = np.stack([np.asarray(leaf.to_array()) for leaf in out.leaves()])
+    np.testing.assert_allclose(got, _softmax_attention(leaf_queries, k, v), rtol=1e-12, atol=1e-12)
