@@ -70,6 +70,7 @@ def _laws(m: Maps) -> dict[str, Callable[[X, X, X], tuple[object, object]]]:
 
 
 LAWS: tuple[str, ...] = tuple(_laws(Maps()))
+_NO_SHRINK = (hypothesis.Phase.explicit, hypothesis.Phase.reuse, hypothesis.Phase.generate)
 """The names of all structure laws."""
 
 
@@ -94,7 +95,8 @@ def check_law(
     """Check one law on ``max_examples`` random triples; raise AssertionError naming it."""
     equation = _laws(maps)[law]
 
-    @hypothesis.settings(max_examples=max_examples, deadline=None, database=None)
+    # No shrinking: each JAX example is slow to trace, and the failing one is reported as found.
+    @hypothesis.settings(max_examples=max_examples, deadline=None, database=None, phases=_NO_SHRINK)
     @hypothesis.given(structures)
     def run(xyz: Triple) -> None:
         lhs, rhs = equation(*xyz)
