@@ -32,6 +32,7 @@ import optax
 from jax import Array
 
 from applicative import Dim, Vec, VecOf, as_vec, one_hot, sinusoidal_positions, vector
+from applicative.examples._training import adamw
 from applicative.nn import Encoder, init_encoder
 
 LENGTH = 8
@@ -145,15 +146,8 @@ def accuracy(model: DigitModel, tokens: Array, targets: Array) -> Array:
 
 
 def optimiser(config: Config, steps: int) -> optax.GradientTransformation:
-    """AdamW on a warmup + cosine schedule; clipping tames the large gradients of the first steps."""
-    schedule = optax.warmup_cosine_decay_schedule(
-        init_value=0.0,
-        peak_value=config.learning_rate,
-        warmup_steps=min(config.warmup, steps // 10),  # a shortened run keeps most of its steps
-        decay_steps=steps,
-        end_value=config.learning_rate / 100,
-    )
-    return optax.chain(optax.clip_by_global_norm(config.clip), optax.adamw(schedule, weight_decay=config.weight_decay))
+    """AdamW on a warmup + cosine schedule, with gradient clipping."""
+    return adamw(steps, config.learning_rate, config.warmup, config.clip, config.weight_decay)
 
 
 def train(
