@@ -47,10 +47,11 @@ from jax.scipy import fft as jfft
 from jax.typing import ArrayLike
 
 from applicative.linalg import FastLinalg, dot, mul_mv, mul_vm
-from applicative.protocols.algebra import Module, arithmetic, sums_leafwise
+from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.counit import Counit
 from applicative.protocols.kinds import A_co, B, Dim, M, N, check_tag
+from applicative.protocols.stacked import element, stacked_size, weighted_sum
 
 
 class ChebOf(Generic[N]):
@@ -166,10 +167,7 @@ class Cheb(Applicative[ChebOf[N], A_co], Counit[ChebOf[N], A_co], FastLinalg):
     def stack(data: B, tag: type[M], points: int | None = None) -> Cheb[M, B]:
         """The series whose coefficients are ``data`` sliced along the leading axis of every leaf."""
         check_tag(tag, "Cheb.stack")
-        sizes = {jnp.shape(leaf)[0] if jnp.ndim(leaf) else None for leaf in jax.tree_util.tree_leaves(data)}
-        if len(sizes) != 1 or None in sizes:
-            raise ValueError(f"Cheb.stack[{tag.__name__}]: leaves need one common leading axis, got lengths {sizes}")
-        n = cast(int, sizes.pop())
+        n = stacked_size(data, f"Cheb.stack[{tag.__name__}]")
         return Cheb(data, tag, n, _points(n, points))
 
     @staticmethod
@@ -214,19 +212,13 @@ class Cheb(Applicative[ChebOf[N], A_co], Counit[ChebOf[N], A_co], FastLinalg):
     def counit(self, module: Module[A_co] | None = None) -> A_co:
         """The integral over [-1, 1]."""
         m = module if module is not None else arithmetic()
-        w = integral_weights(self.size)
-        if sums_leafwise(m, self.data):
-            return cast(
-                A_co, jax.tree_util.tree_map(lambda leaf: jnp.tensordot(w.astype(leaf.dtype), leaf, 1), self.data)
-            )
-        terms = [m.scale(float(w[k]), self.coefficient(k)) for k in range(0, self.size, 2)]
-        return functools.reduce(m.add, terms)
+        return weighted_sum(m, jnp.asarray(integral_weights(self.size)), self.data, self.size)
 
     # Access and conversion
 
     def coefficient(self, n: int) -> A_co:
         """The coefficient c_n (an element)."""
-        return cast(A_co, jax.tree_util.tree_map(lambda leaf: leaf[n], self.data))
+        return element(self.data, n)
 
     def __call__(self, *points: ArrayLike) -> Any:
         """Evaluate at points: f(x) for a 1-D series, f(x, y) pointwise (``chebval2d``) for a 2-D

@@ -74,7 +74,6 @@ generic ``counit`` of the scaled components in it, sum_k w_k D_k.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast, overload
@@ -85,10 +84,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from applicative.protocols.algebra import Module, Real, arithmetic, sums_leafwise
+from applicative.protocols.algebra import Module, Real, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.counit import Counit, counit
 from applicative.protocols.kinds import A, A_co, B, F
+from applicative.protocols.stacked import element, stacked_size, weighted_sum
 
 TOLERANCE = 1e-6
 """How far the total probability (or squared norm) may be from one at construction."""
@@ -121,13 +121,6 @@ def _stack(outcomes: object) -> Any:
             raise ValueError("a distribution needs at least one outcome")
         return jax.tree_util.tree_map(lambda *leaves: jnp.stack([jnp.asarray(x) for x in leaves]), *outcomes)
     return jax.tree_util.tree_map(jnp.asarray, outcomes)
-
-
-def _leading_size(outcomes: object, what: str) -> int:
-    sizes = {jnp.shape(leaf)[0] if jnp.ndim(leaf) else None for leaf in jax.tree_util.tree_leaves(outcomes)}
-    if len(sizes) != 1 or None in sizes:
-        raise ValueError(f"{what}: outcome leaves need one common leading axis (the outcomes), got lengths {sizes}")
-    return cast(int, sizes.pop())
 
 
 def _row_values(leaf: object, n: int) -> list[list[Any]]:
@@ -175,24 +168,6 @@ def _equal_outcomes(outcomes: Any, n: int) -> jax.Array:
         rows = jnp.reshape(leaf, (n, -1))
         equal = equal & jnp.all(rows[:, None, :] == rows[None, :, :], axis=-1)
     return equal
-
-
-def _weighted_sum(module: Module[A], weights: jax.Array, outcomes: A, n: int) -> A:
-    """sum_i w_i x_i in ``module`` (a tensordot per leaf when the module is leafwise)."""
-    if sums_leafwise(module, outcomes):
-        return cast(A, jax.tree_util.tree_map(lambda leaf: jnp.tensordot(_like(weights, leaf), leaf, 1), outcomes))
-    terms = (module.scale(weights[i], _at(outcomes, i)) for i in range(n))
-    return functools.reduce(module.add, terms)
-
-
-def _at(outcomes: A, i: int) -> A:
-    """The i-th outcome of a stacked pytree."""
-    return cast(A, jax.tree_util.tree_map(lambda leaf: leaf[i], outcomes))
-
-
-def _like(weights: jax.Array, leaf: jax.Array) -> jax.Array:
-    # Float outcomes keep their dtype (float32 stays float32); integer outcomes are promoted.
-    return weights.astype(leaf.dtype) if jnp.issubdtype(leaf.dtype, jnp.inexact) else weights
 
 
 def _check_weights(name: str, weights: jax.Array, n: int, mass: Callable[[np.ndarray], np.ndarray]) -> None:
@@ -243,7 +218,7 @@ class _Finite(Generic[A_co]):
     def _init(self, outcomes: object, weights: Weights, mass: Callable[[np.ndarray], np.ndarray]) -> None:
         name = type(self).__name__
         stacked = _stack(outcomes)
-        n = _leading_size(stacked, name)
+        n = stacked_size(stacked, f"{name} outcomes")
         w = self._as_weights(weights)
         _check_weights(name, w, n, mass)
         if not _is_traced(stacked):
@@ -292,7 +267,7 @@ class _Finite(Generic[A_co]):
 
     def items(self) -> list[tuple[Any, Any]]:
         """The (outcome, weight) pairs, outcomes unstacked."""
-        return [(_at(self.outcomes, i), self.weights[i]) for i in range(self.size)]
+        return [(element(self.outcomes, i), self.weights[i]) for i in range(self.size)]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(size={self.size}, outcomes={self.outcomes!r}, weights={self.weights!r})"
@@ -338,7 +313,7 @@ class Distribution(_Finite[A_co], Applicative[DistributionOf, A_co], Counit[Dist
     def counit(self, module: Module[A_co] | None = None) -> A_co:
         """The expectation sum_i p_i x_i, in ``module`` (ordinary arithmetic by default)."""
         m = module if module is not None else arithmetic()
-        return _weighted_sum(m, self.weights, self.outcomes, self.size)
+        return weighted_sum(m, self.weights, self.outcomes, self.size)
 
     @property
     def probabilities(self) -> jax.Array:
@@ -385,10 +360,10 @@ class Quantum(_Finite[A_co], Applicative[QuantumOf, A_co], Counit[QuantumOf, A_c
         if _is_traced(self.outcomes):
             together = _equal_outcomes(self.outcomes, self.size).astype(self.weights.dtype) @ self.weights
             born = jnp.real(jnp.conj(self.weights) * together)
-            return _weighted_sum(m, born, self.outcomes, self.size)
+            return weighted_sum(m, born, self.outcomes, self.size)
         state = self.merged()
         a = state.weights
-        return _weighted_sum(m, a.real**2 + a.imag**2, state.outcomes, state.size)
+        return weighted_sum(m, a.real**2 + a.imag**2, state.outcomes, state.size)
 
     @property
     def amplitudes(self) -> jax.Array:

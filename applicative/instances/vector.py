@@ -20,20 +20,20 @@ both. Under ordinary arithmetic the derived linear algebra uses matmul.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, cast
+from typing import Generic
 
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from applicative.linalg import FastLinalg
-from applicative.protocols.algebra import Module, arithmetic, sums_leafwise
+from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.counit import Counit
 from applicative.protocols.kinds import A_co, B, Dim, M, N, check_tag
+from applicative.protocols.stacked import element, stacked_size, weighted_sum
 
 
 class VecOf(Generic[N]):
@@ -54,10 +54,7 @@ class Vec(Applicative[VecOf[N], A_co], Counit[VecOf[N], A_co], FastLinalg):
     def stack(data: B, tag: type[M]) -> Vec[M, B]:
         """The Vec whose elements are ``data`` sliced along the leading axis of every leaf."""
         check_tag(tag, "Vec.stack")
-        sizes = {jnp.shape(leaf)[0] if jnp.ndim(leaf) else None for leaf in jax.tree_util.tree_leaves(data)}
-        if len(sizes) != 1 or None in sizes:
-            raise ValueError(f"Vec.stack[{tag.__name__}]: leaves need one common leading axis, got lengths {sizes}")
-        return Vec(data, tag, cast(int, sizes.pop()))
+        return Vec(data, tag, stacked_size(data, f"Vec.stack[{tag.__name__}]"))
 
     # Functor, Applicative, Counit
 
@@ -78,14 +75,11 @@ class Vec(Applicative[VecOf[N], A_co], Counit[VecOf[N], A_co], FastLinalg):
 
     def counit(self, module: Module[A_co] | None = None) -> A_co:
         """sum_i x_i (the counting measure)."""
-        m = module if module is not None else arithmetic()
-        if sums_leafwise(m, self.data):
-            return cast(A_co, jax.tree_util.tree_map(lambda leaf: jnp.sum(leaf, axis=0), self.data))
-        return functools.reduce(m.add, (self[i] for i in range(self.size)))
+        return weighted_sum(module if module is not None else arithmetic(), None, self.data, self.size)
 
     def __getitem__(self, i: int) -> A_co:
         """The ``i``-th element."""
-        return cast(A_co, jax.tree_util.tree_map(lambda leaf: leaf[i], self.data))
+        return element(self.data, i)
 
     def to_array(self) -> jax.Array:
         """The stacked array of a Vec (of Vecs ...) of arrays: ``matrix(x, R, C).to_array()`` is x."""

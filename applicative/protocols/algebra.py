@@ -124,15 +124,6 @@ class Pointwise(Module[Applicative[F, A]]):
         return a.fmap(lambda x: self.inner.scale(r, x))
 
 
-def sums_leafwise(module: Module[T], stacked: object) -> bool:
-    """Whether a container may sum its stacked elements leaf by leaf in ``module``: the module is
-    leafwise and the elements contain no structure whose ``pair`` is not a zip."""
-    if not module.leafwise:
-        return False
-    nodes = jax.tree_util.tree_leaves(stacked, is_leaf=lambda x: isinstance(x, Applicative) and not x.zips)
-    return not any(isinstance(node, Applicative) for node in nodes)
-
-
 # The laws, each as (left side, right side) of an equation.
 
 
