@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the repository root
+
+from _timing import race  # bench/, the script's directory
 
 import applicative.nn as nn
 from applicative import Dim, Vec, matrix, vector
@@ -178,28 +178,6 @@ def ref_forward(params: dict[str, Any], xs: jax.Array) -> jax.Array:
 
 def loss_of(f: Callable[[Any, jax.Array], jax.Array]) -> Callable[[Any, jax.Array], jax.Array]:
     return lambda params, xs: jnp.mean(jnp.square(f(params, xs)))
-
-
-def timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    jax.block_until_ready(fn())
-    return time.perf_counter() - start
-
-
-def race(cases: dict[str, Callable[[], Any]], warmup: int, repeats: int) -> dict[str, float]:
-    """Median seconds per case; each repeat runs every case once, in a rotating order."""
-    for _ in range(warmup):
-        for fn in cases.values():
-            jax.block_until_ready(fn())
-    names = list(cases)
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(repeats):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        if r % 2:
-            order.reverse()
-        for name in order:
-            samples[name].append(timed(cases[name]))
-    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def forward_and_grad(

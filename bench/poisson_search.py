@@ -1,0 +1,94 @@
+"""The architecture search behind the default Poisson run: short runs of each choice, side by side.
+
+Each trial trains for a fixed number of steps from the same seed and reports the
+test relative L2 error (mean, median, p95 over 256 held-out sources) and the
+wall time (compilation included; timings from one run are comparable only to
+each other). The choices and the figures we measured are in the README
+("Choosing the architecture").
+
+    python bench/poisson_search.py            # every trial, about 10 minutes on 2 cores
+    python bench/poisson_search.py --only 0 3 # some of them
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import tempfile
+import time
+from typing import Any
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the repository root
+
+from funcformer.model import Config
+from funcformer.poisson.solver import load_solver
+from funcformer.poisson.task import TEST_SEED, load_dataset, relative_l2, summary
+from funcformer.poisson.training import Run, TrainingDiverged, default_cache, train
+
+SMALL: dict[str, Any] = {"channels": 8, "hidden_channels": 16}
+TRIALS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    ("layer norm, lr 1e-3, batch 32", {**SMALL, "layer_norm": True}, {"learning_rate": 1e-3, "batch": 32}),
+    ("no layer norm", {**SMALL, "layer_norm": False}, {"learning_rate": 1e-3, "batch": 32}),
+    ("layer norm, lr 3e-3", {**SMALL, "layer_norm": True}, {"learning_rate": 3e-3, "batch": 32}),
+    (
+        "layer norm, attention along x only",
+        {**SMALL, "layer_norm": True, "axes": "x"},
+        {"learning_rate": 1e-3, "batch": 32},
+    ),
+    (
+        "layer norm, softmax over coefficients",
+        {**SMALL, "layer_norm": True, "normalise": "coefficients"},
+        {"learning_rate": 1e-3, "batch": 32},
+    ),
+    ("no layer norm, lr 3e-3", {**SMALL, "layer_norm": False}, {"learning_rate": 3e-3, "batch": 32}),
+    (
+        "no layer norm, lr 3e-3, 2 layers",
+        {**SMALL, "layer_norm": False, "layers": 2},
+        {"learning_rate": 3e-3, "batch": 32},
+    ),
+    ("no layer norm, lr 1e-2", {**SMALL, "layer_norm": False}, {"learning_rate": 1e-2, "batch": 32}),
+    (
+        "no layer norm, lr 3e-3, batch 16 (2x steps)",
+        {**SMALL, "layer_norm": False},
+        {"learning_rate": 3e-3, "batch": 16, "steps": 600},
+    ),
+    (
+        "no layer norm, lr 1e-2, batch 16 (2x steps)",
+        {**SMALL, "layer_norm": False},
+        {"learning_rate": 1e-2, "batch": 16, "steps": 600},
+    ),
+    (
+        "16 channels, no layer norm, lr 3e-3",
+        {"channels": 16, "hidden_channels": 32, "layer_norm": False},
+        {"learning_rate": 3e-3, "batch": 32},
+    ),
+]
+
+
+def trial(model: dict[str, Any], options: dict[str, Any]) -> str:
+    run = Run(model=Config(**model), **{"steps": 300, "train_size": 4096, **options})
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        try:
+            train(run, out, progress=False)
+        except TrainingDiverged:
+            return f"diverged                        {time.perf_counter() - start:5.0f} s"
+        seconds = time.perf_counter() - start
+        test = load_dataset(default_cache(), run.task, TEST_SEED, 256)
+        s = summary(relative_l2(load_solver(out)(test.f), test.exact()))
+    return f"{s['mean']:.4f}  {s['median']:.4f}  {s['p95']:.4f}  {seconds:5.0f} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", type=int, nargs="*", help="trial numbers to run (default: all)")
+    args = parser.parse_args()
+    print(f"{'':4}{'trial (300 steps unless noted)':48}  mean    median  p95      time")
+    for i, (name, model, options) in enumerate(TRIALS):
+        if args.only is None or i in args.only:
+            print(f"{i:<4}{name:48}  {trial(model, options)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

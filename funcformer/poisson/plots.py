@@ -1,0 +1,242 @@
+"""Figures for the Poisson task: one sample's prediction (source, target, prediction, error) and the training loss.
+
+Figures are built as ``matplotlib.figure.Figure`` objects on their own Agg canvas and written with
+``Figure.savefig``; pyplot is never imported, so the user's backend and pyplot's figure registry are untouched.
+
+The data behind the prediction figure comes from ``prediction_panels`` (values on the uniform grid, the
+``task.grid_values`` convention: axis 0 is x, axis 1 is y) and its title's error from ``sample_error``
+(``task.relative_l2``, on the metric's own GRID x GRID grid whatever the plotting resolution), so both can be
+checked without reading pixels. ``prediction_figure`` and ``loss_figure`` return the figures unsaved.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from mpl_toolkits.mplot3d import Axes3D  # type: ignore[import-untyped]  # mplot3d ships no type information
+
+from funcformer.poisson import task
+
+PANELS = ("source", "exact", "predicted", "error")
+"""The keys of ``prediction_panels``, in the figure's reading order."""
+_TITLES = {
+    "source": "source f",
+    "exact": "target potential u (exact)",
+    "predicted": "predicted potential",
+    "error": "error: predicted - exact",
+}
+_DPI = 100
+_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)
+_MAX_SMOOTHING_WINDOW = 200
+"""Upper bound on the moving-average window of ``loss_figure`` (the window is about 2% of the steps)."""
+
+
+# Validation
+
+
+def _square(name: str, value: object) -> np.ndarray:
+    """``value`` as a float64 (k, k) array with k >= 1 and finite entries, else a ValueError naming ``name``."""
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim != 2 or array.shape[0] != array.shape[1] or array.shape[0] == 0:
+        raise ValueError(f"{name} must be a 2-D square (k, k) array of Chebyshev coefficients, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        raise ValueError(f"{name} must be finite, {name}[{index[0]}, {index[1]}] = {array[index]}")
+    return array
+
+
+def _points(points: object) -> int:
+    if isinstance(points, bool) or not isinstance(points, int | np.integer) or points < 2:
+        raise ValueError(f"points must be an int >= 2, got {points!r}")
+    return int(points)
+
+
+def _png_path(path: str | Path) -> Path:
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise ValueError(f"path must end in .png (the figure is written as a PNG), got {str(path)!r}")
+    return path
+
+
+def _losses(losses: Sequence[float]) -> np.ndarray:
+    array = np.asarray(losses, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"losses must be a 1-D sequence of floats, got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError("losses must be non-empty, got 0 values")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        raise ValueError(f"losses must be finite, losses[{bad[0]}] = {array[bad[0]]} ({bad.size} non-finite in all)")
+    bad = np.flatnonzero(array <= 0)
+    if bad.size:
+        raise ValueError(f"losses must be > 0 for the log scale, losses[{bad[0]}] = {array[bad[0]]}")
+    return array
+
+
+# Data
+
+
+def prediction_panels(
+    f: np.ndarray, exact: np.ndarray, predicted: np.ndarray, points: int = task.GRID
+) -> dict[str, np.ndarray]:
+    """The four panels of the prediction figure as (points, points) values on the uniform grid
+    x_k = -1 + 2k / (points - 1), boundary included, axis 0 is x and axis 1 is y (``task.grid_values``):
+    "source" f, "exact" u, "predicted", and "error" = predicted - exact.
+
+    f: (n, n), exact: (m, m), predicted: (p, p) Chebyshev coefficients (chebval2d convention), any sizes.
+    """
+    arrays = {"f": _square("f", f), "exact": _square("exact", exact), "predicted": _square("predicted", predicted)}
+    points = _points(points)
+    source, u, prediction = (task.grid_values(a[None], points)[0] for a in arrays.values())
+    return {"source": source, "exact": u, "predicted": prediction, "error": prediction - u}
+
+
+def sample_error(exact: np.ndarray, predicted: np.ndarray) -> float:
+    """The sample's relative L2 error, ``task.relative_l2`` on the metric's GRID x GRID grid
+    (inf or nan if ``exact`` is zero on that grid)."""
+    exact, predicted = _square("exact", exact), _square("predicted", predicted)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(task.relative_l2(predicted[None], exact[None])[0])
+
+
+def moving_average(values: np.ndarray, window: int) -> np.ndarray:
+    """Trailing mean over ``window`` consecutive values: entry i averages values[i : i + window]
+    (len(values) - window + 1 entries)."""
+    if not 1 <= window <= len(values):
+        raise ValueError(f"window must be in [1, {len(values)}], got {window}")
+    sums = np.cumsum(np.concatenate([[0.0], np.asarray(values, dtype=np.float64)]))
+    averages: np.ndarray = (sums[window:] - sums[:-window]) / window
+    return averages
+
+
+def smoothing_window(steps: int) -> int:
+    """The moving-average window of ``loss_figure``: about 2% of the steps, between 1 and 200."""
+    return max(1, min(_MAX_SMOOTHING_WINDOW, round(steps / 50)))
+
+
+# Figures
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
+    FigureCanvasAgg(figure)  # attaches itself to the figure; no backend or pyplot state involved
+    return figure
+
+
+def _limits(values: np.ndarray) -> tuple[float, float]:
+    """(min, max) of ``values``, widened to a non-empty interval if they are all equal."""
+    low, high = float(values.min()), float(values.max())
+    if low == high:
+        return low - 1.0, high + 1.0
+    return low, high
+
+
+def _surface(
+    figure: Figure, position: int, x: np.ndarray, values: np.ndarray, title: str, limits: tuple[float, float]
+) -> None:
+    axes = figure.add_subplot(2, 2, position, projection="3d")
+    assert isinstance(axes, Axes3D)
+    grid_x, grid_y = np.meshgrid(x, x, indexing="ij")  # values[i, j] = u(x_i, y_j)
+    axes.plot_surface(grid_x, grid_y, values, cmap="viridis", linewidth=0, antialiased=False)
+    axes.set_zlim(*limits)
+    axes.set_xticks(_TICKS)
+    axes.set_yticks(_TICKS)
+    axes.set_xlabel("x")
+    axes.set_ylabel("y")
+    axes.set_title(title)
+
+
+def prediction_figure(f: np.ndarray, exact: np.ndarray, predicted: np.ndarray, points: int = task.GRID) -> Figure:
+    """The prediction figure, unsaved: surfaces of the source, target and prediction, and the error
+    as an image (rows are y, ``origin="lower"``) on a colormap centred on 0, with a colorbar. The target and
+    prediction surfaces share their vertical limits.
+    The figure's title and the error panel's title give ``sample_error(exact, predicted)``."""
+    panels = prediction_panels(f, exact, predicted, points)
+    error = sample_error(exact, predicted)
+    x = np.linspace(-1.0, 1.0, panels["error"].shape[0])
+    figure = _new_figure(11.0, 9.5)
+    figure.suptitle(f"Poisson sample: relative L2 error {error:.4e}")
+    # The target and the prediction share one vertical scale, so that their surfaces compare at a glance.
+    potentials = np.concatenate([panels["exact"].ravel(), panels["predicted"].ravel()])
+    limits = {
+        "source": _limits(panels["source"]),
+        "exact": _limits(potentials),
+        "predicted": _limits(potentials),
+    }
+    for position, name in enumerate(PANELS[:3], start=1):
+        _surface(figure, position, x, panels[name], _TITLES[name], limits[name])
+    axes: Axes = figure.add_subplot(2, 2, 4)
+    limit = float(np.abs(panels["error"]).max()) or 1.0
+    image = axes.imshow(
+        panels["error"].T,
+        origin="lower",
+        extent=(-1.0, 1.0, -1.0, 1.0),
+        cmap="RdBu_r",
+        vmin=-limit,
+        vmax=limit,
+        interpolation="nearest",
+    )
+    figure.colorbar(image, ax=axes, shrink=0.85)
+    axes.set_xticks(_TICKS)
+    axes.set_yticks(_TICKS)
+    axes.set_xlabel("x")
+    axes.set_ylabel("y")
+    axes.set_title(f"{_TITLES['error']} (relative L2 {error:.3e})")
+    return figure
+
+
+def loss_figure(losses: Sequence[float], test_error: float | None = None) -> Figure:
+    """The loss figure, unsaved: the loss per step on a log scale, its moving average
+    (window ``smoothing_window(len(losses))``, of log10 of the losses: a geometric mean, which spikes do not
+    dominate) plotted at the window's last step, and ``test_error`` as a horizontal line if given."""
+    values = _losses(losses)
+    if test_error is not None and not (math.isfinite(test_error) and test_error > 0):
+        raise ValueError(f"test_error must be a finite float > 0 for the log scale, got {test_error!r}")
+    steps = np.arange(values.size)
+    window = smoothing_window(values.size)
+    figure = _new_figure(8.0, 5.0)
+    axes: Axes = figure.add_subplot(1, 1, 1)
+    axes.plot(steps, values, color="tab:blue", alpha=0.35, linewidth=0.8, label="loss")
+    smooth = 10.0 ** moving_average(np.log10(values), window)
+    axes.plot(steps[window - 1 :], smooth, color="tab:blue", linewidth=2.0, label=f"moving average ({window} steps)")
+    if test_error is not None:
+        axes.axhline(test_error, color="tab:red", linestyle="--", label=f"final test error {test_error:.3e}")
+    axes.set_yscale("log")
+    axes.set_xlabel("step")
+    axes.set_ylabel("loss")
+    axes.set_title(f"training loss ({values.size} steps, last {values[-1]:.3e})")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    return figure
+
+
+def _save(figure: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png", dpi=_DPI)
+    return path
+
+
+def plot_prediction(
+    f: np.ndarray, exact: np.ndarray, predicted: np.ndarray, path: str | Path, points: int = task.GRID
+) -> Path:
+    """One figure, like the reference's Poisson figure: the source f, the target potential u (exact),
+    the predicted potential, and the error map (predicted - exact) on the uniform points x points grid,
+    titled with the sample's relative L2 error (``sample_error``). f: (n, n) coefficients, exact: (m, m)
+    coefficients (the fine solution), predicted: (n, n) coefficients. Writes a PNG (creating the parent
+    directories of ``path``, which must end in .png); returns the path."""
+    path = _png_path(path)
+    return _save(prediction_figure(f, exact, predicted, points), path)
+
+
+def plot_loss(losses: Sequence[float], path: str | Path, test_error: float | None = None) -> Path:
+    """The training loss per step (log scale), with a smoothed curve (moving average) and, if given,
+    the final test error as a horizontal line (``loss_figure``). Writes a PNG (creating the parent
+    directories of ``path``, which must end in .png); returns the path."""
+    path = _png_path(path)
+    return _save(loss_figure(losses, test_error), path)

@@ -1,0 +1,143 @@
+"""Training, checkpoints, resuming, the solver interface and the CLI of ``funcformer.poisson``, on a tiny model."""
+
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from funcformer.model import Config
+from funcformer.poisson import training
+from funcformer.poisson.__main__ import main
+from funcformer.poisson.solver import load_solver
+from funcformer.poisson.task import Task, load_dataset, solve, truncate
+from funcformer.poisson.training import CHECKPOINT, Run, TrainingDiverged, load, optimiser, train
+
+TINY = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
+RUN = Run(model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+TINY_FLAGS = ["--channels", "2", "--heads", "1", "--head-channels", "1", "--hidden-channels", "2", "--layers", "1"]
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path_factory.getbasetemp() / "cache"
+    monkeypatch.setenv("FUNCFORMER_CACHE", str(directory))
+    return directory
+
+
+def _leaves(state: training.State) -> list[np.ndarray]:
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves((state.model, state.opt_state))]
+
+
+def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path) -> None:
+    whole = train(RUN, tmp_path / "whole", progress=False)
+    # A "kill" after 3 steps of the second run: its checkpoint holds step 2, step 3 is lost.
+    cut = train(RUN, tmp_path / "cut", progress=False, interrupt_after=3)
+    assert cut.step == 3
+    assert load(tmp_path / "cut", RUN, optimiser(RUN)).step == 2
+    resumed = train(RUN, tmp_path / "cut", resume=True, progress=False)
+    assert resumed.step == whole.step == RUN.steps
+    assert resumed.losses == whole.losses
+    for a, b in zip(_leaves(resumed), _leaves(whole), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert whole.losses[-1] < whole.losses[0]
+    assert not list((tmp_path / "cut").glob("*.tmp"))  # atomic writes leave no temporaries
+
+
+def test_the_loss_is_the_relative_l2_error_of_the_truncated_solution() -> None:
+    data = load_dataset(training.default_cache(), Task(), seed=5, count=3)
+    exact = truncate(solve(data.f), 16)
+    # predicting u + 0.1 u scores 0.1
+    errors = training.relative_l2(jax.numpy.asarray(1.1 * exact), jax.numpy.asarray(exact))
+    np.testing.assert_allclose(errors, 0.1, rtol=1e-12)
+    # the norm: Gauss-Legendre quadrature of u^2 on a tensor grid
+    x, w = np.polynomial.legendre.leggauss(40)
+    values = np.polynomial.chebyshev.chebgrid2d(x, x, exact[0])
+    expected = np.sqrt(w @ values**2 @ w)
+    np.testing.assert_allclose(training.l2_norm(jax.numpy.asarray(exact[:1]))[0], expected, rtol=1e-12)
+
+
+def test_a_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path: Path) -> None:
+    run = Run(model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0, learning_rate=1e30, clip=1e30)
+    with pytest.raises(
+        TrainingDiverged, match=r"loss is (nan|inf) at step \d+; stopped.*last good checkpoint"
+    ) as error:
+        train(run, tmp_path, progress=False)
+    state = load(tmp_path, run, optimiser(run))
+    assert f"(step {state.step})" in str(error.value)
+    assert all(np.all(np.isfinite(leaf)) for leaf in _leaves(state))
+    assert all(np.isfinite(state.losses))
+
+
+def test_checkpoint_errors_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"config\.json is missing"):
+        train(RUN, tmp_path / "none", resume=True, progress=False)
+    train(RUN, tmp_path / "run", progress=False)
+    with pytest.raises(FileExistsError, match="already holds a run"):
+        train(RUN, tmp_path / "run", progress=False)
+    other = Run(model=TINY, steps=7, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+    with pytest.raises(ValueError, match="fields differ: steps"):
+        load(tmp_path / "run", other, optimiser(other))
+    (tmp_path / "run" / CHECKPOINT).write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="corrupt or not a checkpoint"):
+        load(tmp_path / "run", RUN, optimiser(RUN))
+    (tmp_path / "run" / CHECKPOINT).unlink()
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        load_solver(tmp_path / "run")
+
+
+def test_load_solver_predicts_and_validates(tmp_path: Path) -> None:
+    state = train(RUN, tmp_path, progress=False)
+    solver = load_solver(tmp_path)
+    f = load_dataset(training.default_cache(), Task(), seed=9, count=3).f
+    predicted = solver(f)
+    assert predicted.shape == (3, 16, 16)
+    assert predicted.dtype == np.float64
+    # the model on each source scaled to unit norm, scaled back (the operator is linear)
+    norms = np.asarray(training.l2_norm(jax.numpy.asarray(f)))
+    scale = training.output_scale(Task())
+    direct = np.stack(
+        [np.asarray(state.model(jax.numpy.asarray(x / n, np.float32))) for x, n in zip(f, norms, strict=True)]
+    )
+    np.testing.assert_allclose(predicted, direct * (norms * scale)[:, None, None], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(solver(2.0 * f), 2.0 * predicted, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match=r"expected source coefficients of shape \(B, 16, 16\), got \(16, 16\)"):
+        solver(f[0])
+    with pytest.raises(ValueError, match=r"shape \(B, 16, 16\), got \(3, 12, 12\)"):
+        solver(f[:, :12, :12])
+    with pytest.raises(TypeError, match="real floating-point"):
+        solver(f.astype(np.complex128))
+    with pytest.raises(ValueError, match="NaN"):
+        solver(np.full_like(f, np.nan))
+
+
+def test_the_cli_trains_evaluates_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    flags = ["--steps", "4", "--batch", "4", "--train-size", "16", "--checkpoint-every", "2", "--warmup", "0"]
+    assert main(["train", "--out", str(out), *flags, *TINY_FLAGS, "--quiet", "--test-size", "8"]) == 0
+    assert "test relative L2 error: mean" in capsys.readouterr().out
+    assert (out / "metrics.json").exists()
+    assert main(["evaluate", str(out), "--test-size", "8"]) == 0
+    assert "truncation floor" in capsys.readouterr().out
+    assert main(["plot", str(out)]) == 0
+    assert (out / "prediction.png").stat().st_size > 0
+    assert (out / "loss.png").stat().st_size > 0
+    # resuming a finished run keeps it; resuming with other settings is refused
+    assert main(["train", "--out", str(out), "--resume", "--quiet", "--test-size", "8"]) == 0
+    assert main(["train", "--out", str(out), "--resume", "--steps", "9"]) == 1
+    assert "drop --steps" in capsys.readouterr().err
+
+
+def test_the_cli_validates_its_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "--out", str(tmp_path), "--steps", "-3"])
+    assert "--steps: must be positive, got -3" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train"])
+    assert "--out" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path / "a"), "--axes", "xz"]) == 1
+    assert "Config.axes" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path / "b"), "--batch", "64", "--train-size", "32"]) == 1
+    assert "exceeds Run.train_size" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path / "missing")]) == 1
+    assert "no trained run" in capsys.readouterr().err
