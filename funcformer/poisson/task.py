@@ -28,12 +28,12 @@ fine = 128, whose own rounding is larger (eigenvalues grow like fine^4). Truncat
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
+
+from funcformer.poisson._files import atomic_file
 
 N = 16
 """Model resolution: Chebyshev coefficients per axis."""
@@ -316,15 +316,9 @@ def load_dataset(cache_dir: str | Path, task: Task, seed: int, count: int, fine:
             return cached
     data = make_dataset(task, seed, count, fine)
     directory.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            u = data.u if data.u_fine is None else data.u_fine
-            np.savez(file, parameters=_parameters(task, seed, count, fine), f=data.f, u=u)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as file:
+        u = data.u if data.u_fine is None else data.u_fine
+        np.savez(file, parameters=_parameters(task, seed, count, fine), f=data.f, u=u)
     return data
 
 

@@ -20,7 +20,6 @@ import functools
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ import optax
 
 from applicative.instances.chebyshev import gram
 from funcformer.model import Config, Funcformer, init
+from funcformer.poisson._files import atomic_file
 from funcformer.poisson.task import TRAIN_SEED, Task, check_train_seed, load_dataset
 
 CONFIG = "config.json"
@@ -156,14 +156,8 @@ def save(directory: Path, run: Run, state: State) -> None:
     arrays = {f"leaf_{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
     arrays.update(run=np.asarray(run.to_json()), step=np.asarray(state.step), seconds=np.asarray(state.seconds))
     arrays.update(losses=np.asarray(state.losses))
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=CHECKPOINT, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            np.savez(file, allow_pickle=False, **arrays)
-        os.replace(temporary, directory / CHECKPOINT)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_file(directory / CHECKPOINT) as file:
+        np.savez(file, allow_pickle=False, **arrays)
 
 
 def load(directory: Path, run: Run, opt: optax.GradientTransformation) -> State:
@@ -280,6 +274,7 @@ def train(
     step_fn = make_step(run)
     bar = Progress(run.steps, run.batch, progress)
     start, first = time.perf_counter() - state.seconds, state.step
+    saved_step = first  # the step of the checkpoint on disk
     for step in range(first, run.steps):
         if interrupt_after is not None and step - first == interrupt_after:
             return state
@@ -289,31 +284,18 @@ def train(
         if not np.isfinite(loss):
             raise TrainingDiverged(
                 f"loss is {loss} at step {step}; stopped. The last good checkpoint "
-                f"(step {_saved_step(out)}) is kept in {out}: lower --learning-rate or --clip and retrain"
+                f"(step {saved_step}) is kept in {out}: lower --learning-rate or --clip and retrain"
             )
         state.losses.append(loss)
         state = State(model, opt_state, step + 1, state.losses, time.perf_counter() - start)
         if state.step % run.checkpoint_every == 0 or state.step == run.steps:
             save(out, run, state)
+            saved_step = state.step
         bar.update(state.step, loss)
     return state
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write a text file through a temporary file in the same directory and ``os.replace``."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _saved_step(directory: Path) -> int:
-    try:
-        with np.load(directory / CHECKPOINT, allow_pickle=False) as stored:
-            return int(stored["step"])
-    except OSError:
-        return 0
+    """A text file, written atomically."""
+    with atomic_file(path, "w") as file:
+        file.write(text)
