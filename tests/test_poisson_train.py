@@ -139,5 +139,7 @@ def test_the_cli_validates_its_arguments(tmp_path: Path, capsys: pytest.CaptureF
     assert "Config.axes" in capsys.readouterr().err
     assert main(["train", "--out", str(tmp_path / "b"), "--batch", "64", "--train-size", "32"]) == 1
     assert "exceeds Run.train_size" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path / "c"), "--seed", "-1"]) == 1
+    assert "Run.seed must be >= 0, got -1" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "missing")]) == 1
     assert "no trained run" in capsys.readouterr().err

@@ -67,7 +67,9 @@ _MODEL_FLAGS: list[_Flag] = [
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m funcformer.poisson", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m funcformer.poisson", description="The Poisson operator-learning demo: train, evaluate, plot."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     t = commands.add_parser("train", help="train a Funcformer, then evaluate it")

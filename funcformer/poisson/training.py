@@ -66,8 +66,12 @@ class Run:
         for name in ("steps", "batch", "train_size", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Run.{name} must be positive, got {getattr(self, name)}")
-        if not self.learning_rate > 0:
-            raise ValueError(f"Run.learning_rate must be positive, got {self.learning_rate}")
+        for name in ("learning_rate", "clip"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"Run.{name} must be positive, got {getattr(self, name)}")
+        for name in ("warmup", "seed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"Run.{name} must be >= 0, got {getattr(self, name)}")
         if self.batch > self.train_size:
             raise ValueError(f"Run.batch = {self.batch} exceeds Run.train_size = {self.train_size}")
         if self.model.n != self.task.n:
