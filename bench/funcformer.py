@@ -44,7 +44,7 @@ from _timing import race  # bench/, the script's directory
 from funcformer.generic import generic
 from funcformer.model import Config, Funcformer, init, parameter_count
 from funcformer.poisson.task import Task, solve, sources, truncate
-from funcformer.poisson.training import Run, l2_norm, optimiser, relative_l2
+from funcformer.poisson.training import Run, l2_norm, optimiser, series_relative_l2
 
 SEED = 1
 
@@ -71,7 +71,7 @@ def perturbed(model: Funcformer, seed: int) -> Funcformer:
 
 def make_loss(forward: Forward) -> Callable[[Funcformer, jax.Array, jax.Array], jax.Array]:
     def loss(model: Funcformer, f: jax.Array, u: jax.Array) -> jax.Array:
-        return jnp.mean(relative_l2(jax.vmap(lambda x: forward(model, x))(f), u))
+        return jnp.mean(series_relative_l2(jax.vmap(lambda x: forward(model, x))(f), u))
 
     return loss
 

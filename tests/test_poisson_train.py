@@ -48,7 +48,7 @@ def test_the_loss_is_the_relative_l2_error_of_the_truncated_solution() -> None:
     data = load_dataset(training.default_cache(), Task(), seed=5, count=3)
     exact = truncate(solve(data.f), 16)
     # predicting u + 0.1 u scores 0.1
-    errors = training.relative_l2(jax.numpy.asarray(1.1 * exact), jax.numpy.asarray(exact))
+    errors = training.series_relative_l2(jax.numpy.asarray(1.1 * exact), jax.numpy.asarray(exact))
     np.testing.assert_allclose(errors, 0.1, rtol=1e-12)
     # the norm: Gauss-Legendre quadrature of u^2 on a tensor grid
     x, w = np.polynomial.legendre.leggauss(40)

@@ -18,7 +18,6 @@ from typing import Any
 from funcformer.model import Config
 from funcformer.poisson.task import TEST_SEED, load_dataset
 from funcformer.poisson.training import (
-    CHECKPOINT,
     Run,
     TrainingDiverged,
     default_cache,
@@ -137,6 +136,12 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
     )
 
 
+def _evaluate(args: argparse.Namespace) -> None:
+    from funcformer.poisson.solver import evaluate
+
+    _print_metrics(evaluate(args.run, args.test_size))
+
+
 def _plot(args: argparse.Namespace) -> None:
     from funcformer.poisson.plots import plot_loss, plot_prediction
     from funcformer.poisson.solver import as_solver
@@ -158,21 +163,13 @@ def _plot(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    command = {"train": _train, "evaluate": lambda a: _print_metrics(_evaluate(a)), "plot": _plot}[args.command]
+    command = {"train": _train, "evaluate": _evaluate, "plot": _plot}[args.command]
     try:
         command(args)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, TrainingDiverged) as error:
         print(f"python -m funcformer.poisson {args.command}: error: {error}", file=sys.stderr)
         return 1
     return 0
-
-
-def _evaluate(args: argparse.Namespace) -> dict[str, Any]:
-    from funcformer.poisson.solver import evaluate
-
-    if not (args.run / CHECKPOINT).exists():
-        raise FileNotFoundError(f"no trained run at {args.run} ({CHECKPOINT} is missing)")
-    return evaluate(args.run, args.test_size)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
+import scipy.fft
 
 from funcformer.poisson._files import atomic_file
 
@@ -145,14 +146,11 @@ def _basis(x: np.ndarray, n: int) -> np.ndarray:
 
 
 def _values_to_coefficients(m: int) -> np.ndarray:
-    """The m x m matrix from values at the Lobatto points to the interpolant's Chebyshev coefficients (DCT-I):
-    c_j = (2 / (m-1)) w_j sum_k w_k v_k cos(pi j k / (m-1)), with w = 1/2 at the ends and 1 inside."""
-    j = np.arange(m)
-    # j k reduced mod 2 (m-1) before the cosine keeps the angles, hence the entries, exact to rounding.
-    c: np.ndarray = np.cos(np.pi * (np.outer(j, j) % (2 * (m - 1))) / (m - 1))
+    """The m x m matrix from values at the Lobatto points to the interpolant's Chebyshev coefficients:
+    scipy's DCT-I of the identity, c_j = w_j DCT-I(v)_j / (m - 1), with w = 1/2 at the ends and 1 inside."""
     w = np.ones(m)
     w[0] = w[-1] = 0.5
-    c *= 2.0 / (m - 1) * np.outer(w, w)
+    c: np.ndarray = scipy.fft.dct(np.eye(m), type=1, axis=0) * (w / (m - 1))[:, None]
     return c
 
 

@@ -104,8 +104,9 @@ def l2_norm(c: jax.Array) -> jax.Array:
     return jnp.sqrt(jnp.einsum("bij,ik,jl,bkl->b", c, g, g, c))
 
 
-def relative_l2(predicted: jax.Array, target: jax.Array) -> jax.Array:
-    """Per-sample ||p - u|| / ||u|| in the exact L2 norm on [-1, 1]^2."""
+def series_relative_l2(predicted: jax.Array, target: jax.Array) -> jax.Array:
+    """Per-sample ||p - u|| / ||u|| in the exact L2 norm on [-1, 1]^2 of the series (the training loss;
+    ``task.relative_l2``, the metric, takes it on the uniform grid against the fine solution)."""
     return l2_norm(predicted - target) / l2_norm(target)
 
 
@@ -194,7 +195,7 @@ def read_run(directory: Path) -> Run:
     """The ``Run`` saved in ``directory``."""
     path = directory / CONFIG
     if not path.exists():
-        raise FileNotFoundError(f"no run at {directory}: {CONFIG} is missing")
+        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
     return Run.from_json(path.read_text(), str(path))
 
 
@@ -233,7 +234,7 @@ def make_step(run: Run) -> Callable[..., Any]:
     scale = output_scale(run.task)
 
     def loss_fn(model: Funcformer, f: jax.Array, u: jax.Array) -> jax.Array:
-        return jnp.mean(relative_l2(predict(model, f, scale), u))
+        return jnp.mean(series_relative_l2(predict(model, f, scale), u))
 
     @jax.jit
     def step(model: Funcformer, opt_state: Any, f: jax.Array, u: jax.Array) -> Any:
