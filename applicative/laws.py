@@ -7,6 +7,8 @@ in ``LAWS`` and checked on random structures:
     check_laws(vec_triples())          # all laws for Vec, or
     check_law("pair associativity", vec_triples())
 
+(strategies for the library's own instances are in ``applicative.strategies``).
+
 A strategy yields triples ``(x, y, z)`` of structures that can be paired (same
 brand, same size for a Vec) holding scalar arrays. Equality is structural
 (same pytree, same tags and sizes) with leaves close to ``rtol``/``atol``.
@@ -21,22 +23,27 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import hypothesis
-import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from applicative.compose import Compose
-from applicative.instances.chebyshev import Cheb
-from applicative.instances.distribution import distribution_triples
-from applicative.instances.tree import tree_triples
-from applicative.instances.vector import Vec, matrix, vector
 from applicative.protocols import algebra, applicative, functor
-from applicative.protocols.algebra import ARITHMETIC, Module, Pointwise
+from applicative.protocols.algebra import ARITHMETIC, Module
 from applicative.protocols.applicative import Applicative
-from applicative.protocols.counit import additivity_law, counit, homogeneity_law, pairing_law
-from applicative.protocols.kinds import Dim
+from applicative.protocols.integration import additivity_law, counit, homogeneity_law, pairing_law
+
+__all__ = [
+    "LAWS",
+    "MODULE_LAWS",
+    "RING_LAWS",
+    "Maps",
+    "Triple",
+    "assert_close",
+    "check_algebra_laws",
+    "check_law",
+    "check_laws",
+]
 
 # Law-test structures are existential in brand and element: Any is "some type".
 X = Applicative[Any, Any]
@@ -70,8 +77,8 @@ def _laws(m: Maps) -> dict[str, Callable[[X, X, X], tuple[object, object]]]:
 
 
 LAWS: tuple[str, ...] = tuple(_laws(Maps()))
-_NO_SHRINK = (hypothesis.Phase.explicit, hypothesis.Phase.reuse, hypothesis.Phase.generate)
 """The names of all structure laws."""
+_NO_SHRINK = (hypothesis.Phase.explicit, hypothesis.Phase.reuse, hypothesis.Phase.generate)
 
 
 def assert_close(lhs: object, rhs: object, *, rtol: float = 1e-10, atol: float = 1e-10, what: str = "") -> None:
@@ -153,115 +160,3 @@ def check_algebra_laws(
             assert_close(lhs, rhs, rtol=rtol, atol=atol, what=f"{m!r}: {law}")
 
     run()
-
-
-# Strategies for the library's instances.
-
-
-class Law(Dim):
-    """The dimension tag of law-test vectors."""
-
-
-class LawInner(Dim):
-    """The inner dimension tag of law-test matrices."""
-
-
-def _arrays(shape: tuple[int, ...], dtype: type = np.float64) -> st.SearchStrategy[np.ndarray]:
-    return hnp.arrays(dtype, shape, elements=st.floats(-10, 10, allow_nan=False, width=64))
-
-
-def _triples(shapes: st.SearchStrategy[tuple[int, ...]], build: Callable[[np.ndarray], X]) -> st.SearchStrategy[Triple]:
-    def three(shape: tuple[int, ...]) -> st.SearchStrategy[Triple]:
-        return st.tuples(*(_arrays(shape).map(build) for _ in range(3)))
-
-    return shapes.flatmap(three)
-
-
-def vec_triples(max_size: int = 6) -> st.SearchStrategy[Triple]:
-    """Triples of ``Vec[Law, Array]`` of one random size."""
-    return _triples(st.tuples(st.integers(1, max_size)), lambda a: vector(a, Law))
-
-
-def matrix_triples(max_size: int = 5) -> st.SearchStrategy[Triple]:
-    """Triples of ``Vec[Law, Vec[LawInner, Array]]``, seen as Vecs whose elements are Vecs."""
-    sizes = st.tuples(st.integers(1, max_size), st.integers(1, max_size))
-    return _triples(sizes, lambda a: matrix(a, Law, LawInner))
-
-
-def compose_triples(max_size: int = 5) -> st.SearchStrategy[Triple]:
-    """Triples of ``Compose[VecOf[Law], VecOf[LawInner], Array]``: a grid of scalars."""
-    sizes = st.tuples(st.integers(1, max_size), st.integers(1, max_size))
-    return _triples(sizes, lambda a: Compose(matrix(a, Law, LawInner)))
-
-
-def _rowwise(f: Element) -> Element:
-    return lambda row: row.fmap(f)
-
-
-# Every new resolution compiles its DCTs afresh: the Chebyshev strategies draw
-# from a few resolutions, odd and even, one of them a constant.
-CHEB_SIZES = st.sampled_from([(1,), (4,), (7,)])
-CHEB2_SIZES = st.sampled_from([(1, 3), (4, 2), (3, 5)])
-
-
-def cheb_triples() -> st.SearchStrategy[Triple]:
-    """Triples of ``Cheb[Law, Array]`` of one random resolution."""
-    return _triples(CHEB_SIZES, lambda a: Cheb.from_numpy(a, Law))
-
-
-def cheb2_triples() -> st.SearchStrategy[Triple]:
-    """Triples of ``Cheb[Law, Cheb[LawInner, Array]]``: functions of two variables."""
-    return _triples(CHEB2_SIZES, lambda a: Cheb.from_numpy(a, Law, LawInner))
-
-
-def vec_cheb_triples() -> st.SearchStrategy[Triple]:
-    """Triples of ``Compose`` of a Vec of functions: C functions of one variable."""
-
-    def build(a: np.ndarray) -> X:
-        # Stacked storage: the Vec's elements are functions whose coefficients run along axis 1.
-        functions = Cheb(jnp.asarray(a), LawInner, a.shape[1], 2 * a.shape[1])
-        return Compose(Vec.stack(functions, Law))
-
-    return _triples(CHEB2_SIZES, build)
-
-
-def cheb_vec_triples() -> st.SearchStrategy[Triple]:
-    """Triples of ``Compose`` of a function with Vec values: a function with C channels."""
-    return _triples(CHEB2_SIZES, lambda a: Compose(Cheb.stack(matrix(a, Law, LawInner).data, Law)))
-
-
-# fmap is exact on Chebyshev functions for affine maps; nonlinear ones are
-# checked separately, with their bounds (tests/test_chebyshev.py).
-AFFINE = Maps(lambda a: 2.0 * a - 1.0, lambda a: 0.5 * a + 3.0)
-
-INSTANCES: dict[str, tuple[Callable[[], st.SearchStrategy[Triple]], Maps]] = {
-    "Vec": (vec_triples, Maps()),
-    "Vec of Vec": (matrix_triples, Maps(_rowwise(Maps.f), _rowwise(Maps.g), Pointwise(ARITHMETIC))),
-    "Compose Vec Vec": (compose_triples, Maps()),
-    "Cheb": (cheb_triples, AFFINE),
-    "Cheb of Cheb": (cheb2_triples, Maps(_rowwise(AFFINE.f), _rowwise(AFFINE.g), Pointwise(ARITHMETIC))),
-    "Compose Vec Cheb": (vec_cheb_triples, AFFINE),
-    "Compose Cheb Vec": (cheb_vec_triples, AFFINE),
-    "Tree": (tree_triples, Maps()),
-    "Distribution": (distribution_triples, Maps()),
-}
-"""Law-test strategies of the library's instances, and the element maps to use, by name."""
-
-__all__ = [
-    "INSTANCES",
-    "LAWS",
-    "MODULE_LAWS",
-    "RING_LAWS",
-    "Maps",
-    "assert_close",
-    "cheb2_triples",
-    "cheb_triples",
-    "cheb_vec_triples",
-    "check_algebra_laws",
-    "check_law",
-    "check_laws",
-    "compose_triples",
-    "matrix_triples",
-    "vec_cheb_triples",
-    "vec_triples",
-]

@@ -1,229 +1,136 @@
 """Linear algebra written once (the reference's Part 3), for any applicative with a counit.
 
-Each operation is defined from ``fmap``, ``pair`` and ``counit`` alone; that
-definition is the specification. Under ordinary arithmetic an instance may
-supply a fast path (``FastLinalg``, e.g. einsum for ``Vec``); every fast path
-is tested against the generic definition, which ``generic_only()`` forces.
+Each operation is defined from ``fmap``, ``pair`` and ``counit`` alone. Under
+ordinary arithmetic, when its operands are ``Dense`` structures of scalars
+(``applicative.protocols.dense``), it is computed instead by one dense
+formula: the coordinates contracted through the Gram matrix G of the
+contracted axes (the identity for a Vec, so there the two are equal). With
+matrices as structures of rows (``Vec.from_array(x, Row, Col)`` is ``Vec[Row, Vec[Col, _]]``):
 
-With matrices as structures of rows (``matrix(x, R, C)`` is ``Vec[R, Vec[C, _]]``):
+    operation          generic definition                                     dense formula
+    dot(a, b)          counit (fmap (uncurry mul) (pair a b))                 a^T G b
+    outer(a, b)        fmap (\\x -> fmap (x *) b) a                             a b^T
+    mul_mv(m, v)       fmap (`dot` v) m                                       M G v
+    mul_vm(v, m)       counit (fmap (\\(x, row) -> fmap (x *) row) (pair v m))  v^T G M
+    mul_mm(a, b)       fmap (`mul_vm` b) a                                    A G B
+    mul_mmt(a, b)      fmap (mul_mv a) b                                      B G A^T  (a applied to each row of b)
+    sum_mul_mmt(a, b)  counit (fmap (uncurry mul_mmt) (pair a b))             sum_f B_f G A_f^T
+    add(a, b)          fmap (uncurry add) (pair a b)                          a + b
+    scale(r, a)        fmap (r *) a                                           r a
+    linear(w, c, x)    add c (mul_mv w x)
 
-    dot(a, b)      = counit (fmap (uncurry mul) (pair a b))        a . b
-    outer(a, b)    = fmap (\\x -> fmap (x *) b) a                    a b^T
-    mul_mv(m, v)   = fmap (`dot` v) m                              m v
-    mul_vm(v, m)   = counit (fmap (\\(x, row) -> fmap (x *) row) (pair v m))   v^T m
-    mul_mm(a, b)   = fmap (`mul_vm` b) a                           a b
-    mul_mmt(a, b)  = fmap (mul_mv a) b                             b a^T  (apply a to each row of b)
-    sum_mul_mmt(a, b) = counit (fmap (uncurry mul_mmt) (pair a b))  sum_f b_f a_f^T
-    linear(w, c, x) = add(c, mul_mv(w, x))                        W x + c
-    add(a, b)      = fmap (uncurry add) (pair a b)                 a + b
+Gram matrices fold into the first operand (the weights of a linear map, so
+that under ``vmap`` they are applied once). How each instance's dense
+formula relates to its generic definition is stated by the instance; every
+relation is tested, and so is that the dense formula actually runs
+(``record_fast_paths``). ``generic_only()`` forces the generic definitions.
 
 ``mul_mmt`` follows the reference (``mulMMT = fmap . mulMV``): the second
 argument gives the outer structure, so attention scores are
 ``mul_mmt(keys, queries)``, one row per query.
 
 >>> import numpy as np
->>> from applicative import Dim, matrix, mul_mm
+>>> from applicative import Dim, Vec, mul_mm, to_array
 >>> class Seq(Dim): ...
 >>> class Model(Dim): ...
 >>> class Hidden(Dim): ...
->>> x, w = np.ones((2, 3)), np.ones((3, 4))
->>> mul_mm(matrix(x, Seq, Model), matrix(w, Model, Hidden)).to_array().shape
+>>> x, w = Vec.from_array(np.ones((2, 3)), Seq, Model), Vec.from_array(np.ones((3, 4)), Model, Hidden)
+>>> to_array(mul_mm(x, w)).shape
 (2, 4)
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import operator
+from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, TypeVar, cast, overload
+from typing import Any, TypeVar, cast
 
-from applicative.protocols.algebra import Arithmetic, Module, Pointwise, Ring, arithmetic
+import jax
+import jax.numpy as jnp
+
+from applicative.protocols.algebra import Arithmetic, Module, Pointwise, Real, Ring, arithmetic
 from applicative.protocols.applicative import Applicative
-from applicative.protocols.counit import counit
-from applicative.protocols.kinds import F, G, H, I, K, L, M, N, R
+from applicative.protocols.dense import Axis, Dense
+from applicative.protocols.integration import counit
+from applicative.protocols.kinds import F, G, H, I, R
 
-if TYPE_CHECKING:
-    from applicative.instances.vector import Vec
+__all__ = [
+    "add",
+    "dot",
+    "generic_only",
+    "linear",
+    "mul_mm",
+    "mul_mmt",
+    "mul_mv",
+    "mul_vm",
+    "outer",
+    "record_fast_paths",
+    "scale",
+    "sum_mul_mmt",
+]
 
 T = TypeVar("T")
-
-
-class FastLinalg:
-    """Optional fast paths of an instance, used under ordinary arithmetic only.
-
-    Each method receives the remaining operands of the operation whose name it
-    carries (``self`` is the first) and returns the result, or ``None`` where it
-    does not apply (other element types), so that the generic definition runs.
-    A fast path must raise the same dimension errors as the generic one.
-    """
-
-    def fast_dot(self, b: object) -> object | None:
-        return None
-
-    def fast_outer(self, b: object) -> object | None:
-        return None
-
-    def fast_mul_mv(self, v: object) -> object | None:
-        return None
-
-    def fast_mul_vm(self, m: object) -> object | None:
-        return None
-
-    def fast_mul_mm(self, b: object) -> object | None:
-        return None
-
-    def fast_mul_mmt(self, b: object) -> object | None:
-        return None
-
-    def fast_sum_mul_mmt(self, b: object) -> object | None:
-        return None
-
-
-_use_fast_paths: ContextVar[bool] = ContextVar("use_fast_paths", default=True)
-
-
-@contextlib.contextmanager
-def generic_only() -> Iterator[None]:
-    """Within this block (at trace time, under ``jit``) every operation runs its generic definition."""
-    token = _use_fast_paths.set(False)
-    try:
-        yield
-    finally:
-        _use_fast_paths.reset(token)
-
-
-def _fast(ring: Ring[R], a: object, call: Callable[[FastLinalg], object | None]) -> object | None:
-    if _use_fast_paths.get() and isinstance(ring, Arithmetic) and isinstance(a, FastLinalg):
-        return call(a)
-    return None
-
-
-def _ring(ring: Ring[R] | None) -> Ring[R]:
-    return ring if ring is not None else arithmetic()
-
-
-@overload
-def add(a: Vec[N, T], b: Vec[N, T], module: Module[T] | None = None) -> Vec[N, T]: ...
-@overload
-def add(a: Applicative[F, T], b: Applicative[F, T], module: Module[T] | None = None) -> Applicative[F, T]: ...
-def add(a: Applicative[F, T], b: Applicative[F, T], module: Module[T] | None = None) -> Applicative[F, T]:
-    """The pointwise sum of two structures (of scalars, or of anything ``module`` adds)."""
-    m = module if module is not None else arithmetic()
-    return a.pair(b).fmap(lambda p: m.add(p[0], p[1]))
 
 
 def dot(a: Applicative[F, R], b: Applicative[F, R], ring: Ring[R] | None = None) -> R:
     """The inner product sum_i a_i b_i (the integral of a b for functions)."""
     r = _ring(ring)
-    fast = _fast(r, a, lambda f: f.fast_dot(b))
-    if fast is not None:
-        return cast(R, fast)
+    if (fast := _dense("dot", "f,f->", r, a, b)) is not None:
+        return cast(R, fast[0])
     return counit(a.pair(b).fmap(lambda p: r.mul(p[0], p[1])), r)
 
 
-@overload
-def outer(a: Vec[N, R], b: Vec[M, R], ring: Ring[R] | None = None) -> Vec[N, Vec[M, R]]: ...
-@overload
-def outer(
-    a: Applicative[F, R], b: Applicative[G, R], ring: Ring[R] | None = None
-) -> Applicative[F, Applicative[G, R]]: ...
 def outer(a: Applicative[F, R], b: Applicative[G, R], ring: Ring[R] | None = None) -> Applicative[F, Applicative[G, R]]:
     """The outer product (a b^T)_ij = a_i b_j."""
     r = _ring(ring)
-    fast = _fast(r, a, lambda f: f.fast_outer(b))
-    if fast is not None:
-        return cast(Applicative[F, Applicative[G, R]], fast)
+    if (fast := _dense("outer", "f,g->fg", r, a, b)) is not None:
+        return _shaped(*fast)
     return a.fmap(lambda x: b.fmap(lambda y: r.mul(x, y)))
 
 
-@overload
-def mul_mv(m: Vec[N, Vec[M, R]], v: Vec[M, R], ring: Ring[R] | None = None) -> Vec[N, R]: ...
-@overload
-def mul_mv(
-    m: Applicative[F, Applicative[G, R]], v: Applicative[G, R], ring: Ring[R] | None = None
-) -> Applicative[F, R]: ...
 def mul_mv(
     m: Applicative[F, Applicative[G, R]], v: Applicative[G, R], ring: Ring[R] | None = None
 ) -> Applicative[F, R]:
     """Matrix times vector: (m v)_i = dot(m_i, v)."""
     r = _ring(ring)
-    fast = _fast(r, m, lambda f: f.fast_mul_mv(v))
-    if fast is not None:
-        return cast(Applicative[F, R], fast)
+    if (fast := _dense("mul_mv", "fg,g->f", r, m, v)) is not None:
+        return _shaped(*fast)
     return m.fmap(lambda row: dot(row, v, r))
 
 
-@overload
-def mul_vm(v: Vec[N, R], m: Vec[N, Vec[M, R]], ring: Ring[R] | None = None) -> Vec[M, R]: ...
-@overload
-def mul_vm(
-    v: Applicative[F, R], m: Applicative[F, Applicative[G, R]], ring: Ring[R] | None = None
-) -> Applicative[G, R]: ...
 def mul_vm(
     v: Applicative[F, R], m: Applicative[F, Applicative[G, R]], ring: Ring[R] | None = None
 ) -> Applicative[G, R]:
     """Vector times matrix: v^T m = sum_i v_i m_i, a counit over the rows."""
     r = _ring(ring)
-    fast = _fast(r, v, lambda f: f.fast_mul_vm(m))
-    if fast is not None:
-        return cast(Applicative[G, R], fast)
+    if (fast := _dense("mul_vm", "f,fg->g", r, v, m)) is not None:
+        return _shaped(*fast)
     scaled_rows = v.pair(m).fmap(lambda p: p[1].fmap(lambda x: r.mul(p[0], x)))
     return counit(scaled_rows, Pointwise(r))
 
 
-@overload
-def mul_mm(a: Vec[N, Vec[M, R]], b: Vec[M, Vec[K, R]], ring: Ring[R] | None = None) -> Vec[N, Vec[K, R]]: ...
-@overload
 def mul_mm(
-    a: Applicative[F, Applicative[G, R]],
-    b: Applicative[G, Applicative[H, R]],
-    ring: Ring[R] | None = None,
-) -> Applicative[F, Applicative[H, R]]: ...
-def mul_mm(
-    a: Applicative[F, Applicative[G, R]],
-    b: Applicative[G, Applicative[H, R]],
-    ring: Ring[R] | None = None,
+    a: Applicative[F, Applicative[G, R]], b: Applicative[G, Applicative[H, R]], ring: Ring[R] | None = None
 ) -> Applicative[F, Applicative[H, R]]:
     """Matrix product: (a b)_i = mul_vm(a_i, b)."""
     r = _ring(ring)
-    fast = _fast(r, a, lambda f: f.fast_mul_mm(b))
-    if fast is not None:
-        return cast(Applicative[F, Applicative[H, R]], fast)
+    if (fast := _dense("mul_mm", "fg,gh->fh", r, a, b)) is not None:
+        return _shaped(*fast)
     return a.fmap(lambda row: mul_vm(row, b, r))
 
 
-@overload
-def mul_mmt(a: Vec[N, Vec[M, R]], b: Vec[K, Vec[M, R]], ring: Ring[R] | None = None) -> Vec[K, Vec[N, R]]: ...
-@overload
 def mul_mmt(
-    a: Applicative[F, Applicative[G, R]],
-    b: Applicative[H, Applicative[G, R]],
-    ring: Ring[R] | None = None,
-) -> Applicative[H, Applicative[F, R]]: ...
-def mul_mmt(
-    a: Applicative[F, Applicative[G, R]],
-    b: Applicative[H, Applicative[G, R]],
-    ring: Ring[R] | None = None,
+    a: Applicative[F, Applicative[G, R]], b: Applicative[H, Applicative[G, R]], ring: Ring[R] | None = None
 ) -> Applicative[H, Applicative[F, R]]:
     """Apply ``a`` to each row of ``b``: mul_mmt(a, b)_j = mul_mv(a, b_j), i.e. b a^T."""
     r = _ring(ring)
-    fast = _fast(r, a, lambda f: f.fast_mul_mmt(b))
-    if fast is not None:
-        return cast(Applicative[H, Applicative[F, R]], fast)
+    if (fast := _dense("mul_mmt", "fg,hg->hf", r, a, b)) is not None:
+        return _shaped(*fast)
     return b.fmap(lambda row: mul_mv(a, row, r))
 
 
-@overload
-def sum_mul_mmt(
-    a: Vec[N, Vec[M, Vec[K, R]]], b: Vec[N, Vec[L, Vec[K, R]]], ring: Ring[R] | None = None
-) -> Vec[L, Vec[M, R]]: ...
-@overload
-def sum_mul_mmt(
-    a: Applicative[F, Applicative[G, Applicative[H, R]]],
-    b: Applicative[F, Applicative[I, Applicative[H, R]]],
-    ring: Ring[R] | None = None,
-) -> Applicative[I, Applicative[G, R]]: ...
 def sum_mul_mmt(
     a: Applicative[F, Applicative[G, Applicative[H, R]]],
     b: Applicative[F, Applicative[I, Applicative[H, R]]],
@@ -235,29 +142,184 @@ def sum_mul_mmt(
     concatenated heads): written as one contraction, it is one matmul for a Vec.
     """
     r = _ring(ring)
-    fast = _fast(r, a, lambda f: f.fast_sum_mul_mmt(b))
-    if fast is not None:
-        return cast(Applicative[I, Applicative[G, R]], fast)
+    if (fast := _dense("sum_mul_mmt", "fgh,fih->ig", r, a, b)) is not None:
+        return _shaped(*fast)
     products = a.pair(b).fmap(lambda p: mul_mmt(p[0], p[1], r))
     lifted: Pointwise[I, Applicative[G, R]] = Pointwise(Pointwise(r))
     return counit(products, lifted)
 
 
-@overload
-def linear(w: Vec[N, Vec[M, R]], c: Vec[N, R], x: Vec[M, R], ring: Ring[R] | None = None) -> Vec[N, R]: ...
-@overload
 def linear(
-    w: Applicative[G, Applicative[F, R]],
-    c: Applicative[G, R],
-    x: Applicative[F, R],
-    ring: Ring[R] | None = None,
-) -> Applicative[G, R]: ...
-def linear(
-    w: Applicative[G, Applicative[F, R]],
-    c: Applicative[G, R],
-    x: Applicative[F, R],
-    ring: Ring[R] | None = None,
+    w: Applicative[G, Applicative[F, R]], c: Applicative[G, R], x: Applicative[F, R], ring: Ring[R] | None = None
 ) -> Applicative[G, R]:
     """The affine map x -> W x + c (weights indexed [out][in], as in the reference)."""
     r = _ring(ring)
     return add(c, mul_mv(w, x, r), r)
+
+
+def add(a: Applicative[F, T], b: Applicative[F, T], module: Module[T] | None = None) -> Applicative[F, T]:
+    """The pointwise sum of two structures (of scalars, or of anything ``module`` adds)."""
+    m = module if module is not None else arithmetic()
+    if _leafwise(m, a) and _same_shape(a, b):
+        _log("add")
+        return cast(Applicative[F, T], jax.tree_util.tree_map(operator.add, a, b))
+    return a.pair(b).fmap(lambda p: m.add(p[0], p[1]))
+
+
+def scale(r: Real, a: Applicative[F, T], module: Module[T] | None = None) -> Applicative[F, T]:
+    """The structure scaled by a real: fmap (scale r) a."""
+    m = module if module is not None else arithmetic()
+    if _leafwise(m, a):
+        _log("scale")
+        return cast(Applicative[F, T], jax.tree_util.tree_map(lambda leaf: r * leaf, a))
+    return a.fmap(lambda x: m.scale(r, x))
+
+
+# The dense formulas.
+
+_use_fast_paths: ContextVar[bool] = ContextVar("use_fast_paths", default=True)
+_fast_path_log: ContextVar[list[str] | None] = ContextVar("fast_path_log", default=None)
+
+
+@contextlib.contextmanager
+def generic_only() -> Iterator[None]:
+    """Within this block every operation runs its generic definition.
+
+    It acts when a function is traced: a function that ``jax.jit`` has traced before keeps its
+    compiled path (JAX caches traces per function), so jit a fresh one, ``jax.jit(lambda x: f(x))``.
+    """
+    token = _use_fast_paths.set(False)
+    try:
+        yield
+    finally:
+        _use_fast_paths.reset(token)
+
+
+@contextlib.contextmanager
+def record_fast_paths() -> Iterator[list[str]]:
+    """Within this block (at trace time), the names of the operations that ran their dense formula.
+
+    >>> import numpy as np
+    >>> from applicative import Dim, Vec, dot
+    >>> class Seq(Dim): ...
+    >>> v = Vec.from_array(np.ones(3), Seq)
+    >>> with record_fast_paths() as taken:
+    ...     _ = dot(v, v)
+    >>> taken
+    ['dot']
+    """
+    taken: list[str] = []
+    token = _fast_path_log.set(taken)
+    try:
+        yield taken
+    finally:
+        _fast_path_log.reset(token)
+
+
+def _log(op: str) -> None:
+    if (taken := _fast_path_log.get()) is not None:
+        taken.append(op)
+
+
+def _ring(ring: Ring[R] | None) -> Ring[R]:
+    return ring if ring is not None else arithmetic()
+
+
+def _leafwise(module: Module[Any], a: object) -> bool:
+    """Sums and scalings of a dense structure act on its coordinates, leaf by leaf."""
+    return _use_fast_paths.get() and isinstance(module, Arithmetic) and isinstance(a, Dense) and a.axes() is not None
+
+
+def _same_shape(a: object, b: object) -> bool:
+    """Equal pytree structures: the same structures, tags and sizes all the way down."""
+    shape: jax.tree_util.PyTreeDef = jax.tree_util.tree_structure(a)
+    return bool(shape == jax.tree_util.tree_structure(b))
+
+
+Level = tuple[Axis, ...]
+"""The axes of one structure level (a Compose has two)."""
+
+
+def _coordinates(x: object, levels: int) -> tuple[jax.Array, list[Level], list[Dense[Any, Any]]] | None:
+    """The coordinate array of ``x``, the axes of its first ``levels`` structure levels and those
+    structures; None unless every level is Dense and the elements below them are scalars."""
+    axes: list[Level] = []
+    shells: list[Dense[Any, Any]] = []
+    for _ in range(levels):
+        if not isinstance(x, Dense) or (level := x.axes()) is None:
+            return None
+        axes.append(level)
+        shells.append(x)
+        x = x.elements()
+    if not isinstance(x, jax.Array) or x.ndim != sum(len(level) for level in axes):
+        return None
+    return x, axes, shells
+
+
+def _dense(op: str, spec: str, ring: Ring[Any], *operands: object) -> tuple[jax.Array, list[Dense[Any, Any]]] | None:
+    """``op`` by its dense formula: the result's coordinates and the structures that shape it
+    (outermost first), or None where the formula does not apply. ``spec`` names the structure levels
+    of the operands and of the result ("fg,g->f": a matrix and a vector give a vector); a level
+    found in the operands but not in the result is contracted through its Gram matrices."""
+    if not (_use_fast_paths.get() and isinstance(ring, Arithmetic)):
+        return None
+    inputs, output = spec.split("->")
+    names = inputs.split(",")
+    views = [v for x, n in zip(operands, names, strict=True) if (v := _coordinates(x, len(n))) is not None]
+    if len(views) < len(names):
+        return None
+    levels: dict[str, Level] = {}
+    shells: dict[str, Dense[Any, Any]] = {}
+    for letters, (_, axes, structures) in zip(names, views, strict=True):
+        for letter, level, structure in zip(letters, axes, structures, strict=True):
+            if levels.setdefault(letter, level) != level:
+                raise ValueError(f"{op}: dimension mismatch: {_describe(levels[letter])} vs {_describe(level)}")
+            shells.setdefault(letter, structure)
+    contracted = set(inputs) - set(output) - {","}
+
+    # A contracted level's Gram matrices fold into the first operand that holds it.
+    arrays = []
+    for i, (letters, (array, _, _)) in enumerate(zip(names, views, strict=True)):
+        position = 0
+        for letter in letters:
+            if letter in contracted and letter not in "".join(names[:i]):
+                array = _fold_gram(array, levels[letter], position)
+            position += len(levels[letter])
+        arrays.append(array)
+
+    # Operand order decides the layout out of the contraction (the left operand's free axes come
+    # first, and under vmap so does a batched operand's batch axis): on the left goes an operand
+    # that is contracted entirely (the vector of a matrix-vector product, usually the batched one),
+    # else the one that holds the result's outer level. Then no transpose follows the contraction.
+    def place(i: int) -> int:
+        return 0 if set(names[i]) <= contracted else 1 if output[:1] in names[i] else 2
+
+    chars = iter("abcdefghijklmnopqrstuvwxyz")
+    axis_chars = {letter: "".join(next(chars) for _ in level) for letter, level in levels.items()}
+    order = sorted(range(len(names)), key=place)
+    subscripts = ",".join("".join(axis_chars[c] for c in names[i]) for i in order)
+    result = jnp.einsum(f"{subscripts}->{''.join(axis_chars[c] for c in output)}", *(arrays[i] for i in order))
+    _log(op)
+    return result, [shells[letter] for letter in output]
+
+
+def _shaped(coordinates: jax.Array, shells: list[Dense[Any, Any]]) -> Applicative[Any, Any]:
+    """The nested structure of these shapes (outermost first) holding the coordinates."""
+    result: Any = coordinates
+    for shell in reversed(shells):
+        result = shell.with_elements(result)
+    return cast(Applicative[Any, Any], result)
+
+
+def _fold_gram(array: jax.Array, level: Level, position: int) -> jax.Array:
+    """The array with the Gram matrix of each axis of ``level`` (starting at ``position``) applied along it."""
+    for i, axis in enumerate(level, start=position):
+        if axis.gram is not None:
+            dtype = array.dtype if jnp.issubdtype(array.dtype, jnp.inexact) else jnp.result_type(float)
+            # G is symmetric: contracting either of its indices is the same.
+            array = jnp.moveaxis(jnp.tensordot(array, jnp.asarray(axis.gram, dtype), axes=[[i], [0]]), -1, i)
+    return array
+
+
+def _describe(level: Level) -> str:
+    return " x ".join(str(axis) for axis in level)

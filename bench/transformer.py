@@ -30,7 +30,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the r
 from _timing import race  # bench/, the script's directory
 
 import applicative.nn as nn
-from applicative import Dim, Vec, matrix, vector
+from applicative import Dim, Vec, to_array
 
 SEQ, MODEL, HIDDEN, HEADS, LAYERS, BATCH = 256, 128, 512, 4, 4, 8
 HEAD_FEATURES = MODEL // HEADS
@@ -53,13 +53,13 @@ class HeadFeatures(Dim): ...
 
 
 def template(n: int, tag: type[Dim]) -> Vec[Any, jax.Array]:
-    return vector(np.zeros(n, np.float32), tag)
+    return Vec.from_array(np.zeros(n, np.float32), tag)
 
 
 # The generic model
 
 
-def build_generic(key: jax.Array) -> nn.Encoder[Any, Any, Any, Any, Any, Any, Any]:
+def build_generic(key: jax.Array) -> nn.Encoder[Any, Any, Any, Any]:
     k_init, k_noise = jax.random.split(key)
     model = nn.init_encoder(
         k_init,
@@ -81,11 +81,11 @@ def build_generic(key: jax.Array) -> nn.Encoder[Any, Any, Any, Any, Any, Any, An
     return jax.tree_util.tree_unflatten(treedef, noisy)  # type: ignore[no-any-return]
 
 
-def generic_forward(model: nn.Encoder[Any, Any, Any, Any, Any, Any, Any], xs: jax.Array) -> jax.Array:
+def generic_forward(model: nn.Encoder[Any, Any, Any, Any], xs: jax.Array) -> jax.Array:
     """(batch, seq, model) -> (batch, seq, model), one example at a time under vmap."""
 
     def one(x: jax.Array) -> jax.Array:
-        return model.encode(matrix(x, Seq, Model)).to_array()
+        return to_array(model.encode(Vec.from_array(x, Seq, Model)))
 
     return jax.vmap(one)(xs)
 
@@ -94,10 +94,10 @@ def generic_forward(model: nn.Encoder[Any, Any, Any, Any, Any, Any, Any], xs: ja
 
 
 def arr(v: Any) -> jax.Array:
-    return v.to_array() if isinstance(v, Vec) else jnp.asarray(v)
+    return to_array(v) if isinstance(v, Vec) else jnp.asarray(v)
 
 
-def extract(model: nn.Encoder[Any, Any, Any, Any, Any, Any, Any]) -> dict[str, Any]:
+def extract(model: nn.Encoder[Any, Any, Any, Any]) -> dict[str, Any]:
     def norm(n: nn.LayerNorm[Any]) -> dict[str, jax.Array]:
         assert n.eps == EPS
         return {"gamma": arr(n.gamma), "beta": arr(n.beta)}
@@ -219,19 +219,19 @@ def per_block(model: Any, params: dict[str, Any], xs: jax.Array, warmup: int, re
     blocks: dict[str, tuple[Any, Any, Any, Any]] = {
         "attention (MHA)": (
             layer.attention,
-            lambda m, x: m(matrix(x, Seq, Model)).to_array(),
+            lambda m, x: to_array(m(Vec.from_array(x, Seq, Model))),
             p,
             ref_attention,
         ),
         "MLP (per position)": (
             layer.mlp,
-            lambda m, x: matrix(x, Seq, Model).fmap(m).to_array(),
+            lambda m, x: to_array(Vec.from_array(x, Seq, Model).fmap(m)),
             p,
             ref_mlp,
         ),
         "layer norm": (
             layer.norms[0],
-            lambda m, x: matrix(x, Seq, Model).fmap(m).to_array(),
+            lambda m, x: to_array(Vec.from_array(x, Seq, Model).fmap(m)),
             p["ln1"],
             ref_layer_norm,
         ),

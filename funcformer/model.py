@@ -1,46 +1,118 @@
-"""The Funcformer: the generic encoder on ``Cheb∘Cheb``, written on coefficient arrays.
+"""The Funcformer: ``applicative.nn``'s encoder instantiated on functions of two variables with channels.
 
-A state is an (N, N, C) array H, C channels of functions of two variables,
-h_c(x, y) = sum H[i, j, c] T_i(x) T_j(y). Each layer runs along one axis, the
-"sequence"; the other function axis and the channels are the features. With
-G the exact Chebyshev Gram matrix (``applicative.instances.chebyshev.gram``):
+A state is C channels of functions h_c(x, y) = sum H[i, j, c] T_i(x) T_j(y),
+held as the generic structure
 
-    linear      W (G h) + b: the integral over the feature axis (``mul_mv``); b lands on T_0 of the sequence axis
-    attention   weights = normalise(Q G K^T / sqrt(d_k)),  output = weights G V   (``mul_mmt``, ``mul_mm``)
-    nonlinear   a map f of the values (ReLU, exp, a square) samples P >= 2N Chebyshev points, applies f and
-                transforms back (DCT): ``fmap``. A layer norm or an MLP is nonlinear along the sequence
-                axis too, so it runs on the sequence's P sample points: a 2-D DCT on an oversampled grid.
+    Cheb[X, Compose[ChebOf[Y], VecOf[Channel], Array]]     (coefficients H of shape (N, N, C))
 
-Every step is the one the generic ``applicative.nn`` encoder takes on
-``Cheb[X, Cheb[Y, _]]`` (``fmap`` of a nonlinear map over the sequence
-samples it; ``mul_mm`` integrates exactly), so a one-channel Funcformer equals
-it with the same weights (``funcformer.generic``; tests/test_funcformer.py,
-float64); channels extend each feature function to C of them (the Vec of
-channels composed with the function axes), checked against a numpy reference.
-One deliberate difference, at rounding level: the value softmax subtracts the
-largest sampled score before ``exp`` (the generic code, the largest coefficient).
+a function of x, the sequence, whose values are functions of y with C
+channels, the features. The Funcformer is ``nn.Encoder`` on it, with no
+forward pass of its own: linear maps are integrals against the exact Gram
+matrix (``mul_mmt``, one contraction of coefficients), attention is
+normalise(Q G K^T / sqrt(d_k)) G V, and ReLU and ``exp`` sample the
+functions at P >= 2N Chebyshev points and transform back (``fmap``). A layer
+along y (``Config.axes``) sees the same function the other way round,
+Cheb[Y, Compose[ChebOf[X], VecOf[Channel], _]] (``AlongY``: the coefficient
+array's first two axes swapped).
 
-Normalisations: ``"values"``, exp(s) / integral exp(s) over the keys (``applicative.nn.Softmax``),
-and ``"coefficients"``, softmax over each score row's coefficients (the reference's,
-``applicative.CoefficientSoftmax``). Layers alternate between the axes listed in
-``Config.axes``: "x" attends along x only, "xy" alternates x and y.
+The source f(x, y), an (N, N) coefficient array, is a ``Cheb[X, Cheb[Y, _]]``;
+it is embedded by a linear map of its y-functions into the channels, plus
+learned positions, and the final states are unembedded back to one function
+of y at every x. tests/test_funcformer.py checks the model against an
+independent float64 numpy implementation (tests/funcformer_reference.py).
+
+Normalisations: ``"values"``, exp(s) / integral exp(s) over the keys (``nn.Softmax``), and
+``"coefficients"``, softmax over each score row's coefficients (the reference text's,
+``nn.CoefficientSoftmax``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from applicative.instances.chebyshev import gram, integral_weights, to_coefficients, to_values
-from applicative.nn import module, static
+from applicative import Cheb, ChebOf, Compose, ComposeOf, Dim, Vec, VecOf, as_vec, record, static, to_array
+from applicative.nn import (
+    MLP,
+    AttentionHead,
+    CoefficientSoftmax,
+    DotProduct,
+    Embedding,
+    Encoder,
+    EncoderLayer,
+    Layer,
+    LayerNorm,
+    Linear,
+    Matrix,
+    MultiHeadAttention,
+    Normalisation,
+    Softmax,
+)
+
+__all__ = [
+    "AlongY",
+    "Channel",
+    "Config",
+    "Funcformer",
+    "Head",
+    "HeadChannel",
+    "HiddenChannel",
+    "Normalise",
+    "X",
+    "Y",
+    "init",
+    "parameter_count",
+    "transpose",
+    "weights",
+]
 
 Normalise = Literal["values", "coefficients"]
+
+
+class X(Dim):
+    """The first function axis."""
+
+
+class Y(Dim):
+    """The second function axis."""
+
+
+class Channel(Dim):
+    """The model's channels."""
+
+
+class HeadChannel(Dim):
+    """The channels of a head's queries, keys and values."""
+
+
+class HiddenChannel(Dim):
+    """The channels of the MLP's hidden layer."""
+
+
+class Head(Dim):
+    """The heads of an attention layer."""
+
+
+P = TypeVar("P", bound=Dim)  # the sequence axis of a layer
+Q = TypeVar("Q", bound=Dim)  # the function axis of its features
+K = TypeVar("K", bound=Dim)  # channel tags
+L = TypeVar("L", bound=Dim)
+T = TypeVar("T")
+
+Channels: TypeAlias = ComposeOf[ChebOf[Q], VecOf[K]]
+"""Channels K of functions of Q (a brand)."""
+Features: TypeAlias = Channels[Q, Channel]
+"""The features of a layer along P: the model's channels of functions of the other axis Q."""
+State: TypeAlias = Matrix[ChebOf[P], Features[Q]]
+"""C channels of functions of (P, Q), P the sequence."""
+AxisLayer: TypeAlias = EncoderLayer[VecOf[Head], Features[Q], Channels[Q, HeadChannel], Channels[Q, HiddenChannel]]
+"""An encoder layer whose features are functions of Q."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +132,7 @@ class Config:
     """Attention axis of successive layers, cycled: "x" (all along x), "xy" (alternating)."""
     normalise: Normalise = "values"
     layer_norm: bool = False
-    """Pre-norm layer normalisation (on the Poisson task it added 44% to a step and did worse)."""
+    """Pre-norm layer normalisation (on the Poisson task it added 47% to a step and did worse)."""
     points: int = 0
     """Chebyshev points sampled for nonlinear maps (0: 2n)."""
 
@@ -85,168 +157,42 @@ class Config:
         return self.axes[layer % len(self.axes)]
 
 
-# Parameters: frozen pytree dataclasses of coefficient arrays.
+def transpose(h: State[P, Q]) -> State[Q, P]:
+    """The same functions with the other axis as the sequence: h(x, y) seen as a function of y
+    (its coefficient array's first two axes swapped)."""
+    if not (isinstance(h, Cheb) and isinstance(h.data, Compose) and isinstance(h.data.outer, Cheb)):
+        raise TypeError(f"transpose: expected a Cheb of Compose(Cheb, Vec), got {type(h).__name__}")
+    inner = h.data.outer
+    swapped = inner.data.with_elements(jnp.swapaxes(to_array(h), 0, 1))
+    return inner.with_elements(Compose(h.with_elements(swapped)))
 
 
-@module
-class Linear:
-    """W (G h) + b on features (..., N_in, C_in) -> (..., N_out, C_out); ``weight`` is (N_out, C_out, N_in, C_in)."""
+@record
+class AlongY:
+    """An encoder layer along the second axis: attends over y, with x and the channels as features."""
 
-    weight: Array
-    bias: Array | None
+    layer: AxisLayer[X]
 
-    def __call__(self, h: Array) -> Array:
-        g = jnp.asarray(gram(self.weight.shape[2]), h.dtype)
-        weighted = jnp.einsum("ocjd,ji->ocid", self.weight, g)  # fold G into W: one matmul per call
-        return jnp.einsum("ocid,...id->...oc", weighted, h)
-
-
-def _affine(linear: Linear, h: Array) -> Array:
-    """linear(h) for a sequence h (S, N, C) in coefficients: the constant bias is the T_0 coefficient."""
-    out = linear(h)
-    return out if linear.bias is None else out.at[0].add(linear.bias)
+    def __call__(self, h: State[X, Y], mask: Matrix[ChebOf[X], ChebOf[X]] | None = None, /) -> State[X, Y]:
+        if mask is not None:
+            raise ValueError("AlongY: the Funcformer's layers take no mask")
+        return transpose(self.layer(transpose(h)))
 
 
-@module
-class LayerNorm:
-    """gamma (h - mean) / sqrt(var + eps) + beta over the features of each point (gamma, beta: (N, C) functions)."""
-
-    gamma: Array
-    beta: Array
-    eps: float = static(default=1e-5)
-
-    def __call__(self, h: Array, p: int) -> Array:
-        """h: (S, N, C) rows of feature functions (S sample points of the sequence axis)."""
-        w = jnp.asarray(integral_weights(h.shape[1]), h.dtype)[:, None]
-        measure = 2.0 * h.shape[2]  # integral of 1 over [-1, 1], times the channels
-        mean = jnp.sum(w * h, axis=(1, 2)) / measure
-        centred = h.at[:, 0].add(-mean[:, None])
-        var = jnp.sum(w * _feature_map(jnp.square, centred, p), axis=(1, 2)) / measure
-        inv_std = jax.lax.rsqrt(var + self.eps)[:, None, None]
-        scaled = _feature_map2(lambda g, a: g * a, self.gamma, centred, p) * inv_std
-        return scaled + self.beta
-
-
-@module
-class MLP:
-    """W2 relu(W1 h + b1) + b2, relu on the values of the hidden functions."""
-
-    hidden: Linear
-    output: Linear
-
-    def __call__(self, h: Array, p: int) -> Array:
-        """h: (S, N, C) rows; the biases are functions of the feature axis, added at every point."""
-        hidden = self.hidden(h) + _bias(self.hidden)
-        return self.output(_feature_map(jax.nn.relu, hidden, p)) + _bias(self.output)
-
-
-def _bias(linear: Linear) -> Array | float:
-    return 0.0 if linear.bias is None else linear.bias
-
-
-@module
-class Attention:
-    """Multi-head self-attention along the sequence axis; heads stacked on a leading axis of every leaf."""
-
-    query: Linear
-    key: Linear
-    value: Linear
-    output: Array
-    """(heads, N, C, N, C_head): each head's projection back to the model features (no bias)."""
-    bias: Array
-
-    def __call__(self, h: Array, normalise: Normalise, p: int) -> Array:
-        """h: (N, N, C) in coefficients along the sequence (axis 0)."""
-        g = jnp.asarray(gram(h.shape[0]), h.dtype)
-
-        def head(query: Linear, key: Linear, value: Linear) -> Array:
-            q, k, v = _affine(query, h), _affine(key, h), _affine(value, h)
-            scores = jnp.einsum("aic,ij,bjc->ab", q, jnp.asarray(gram(q.shape[1]), h.dtype), k)
-            d_k = 2.0 * q.shape[2]  # the measure of a head's features
-            weights = _normalise(scores / jnp.sqrt(d_k), normalise, p)
-            return jnp.einsum("ab,bc,cjd->ajd", weights, g, v)
-
-        attended = jax.vmap(head)(self.query, self.key, self.value)
-        out = jax.vmap(lambda w, o: Linear(w, None)(o))(self.output, attended).sum(axis=0)
-        return out.at[0].add(self.bias)
-
-
-def _normalise(scores: Array, normalise: Normalise, p: int) -> Array:
-    """Each query's row of scores (a function of the key) normalised; nonlinear in the query, so sampled there."""
-    n = scores.shape[0]
-    rows = to_values(scores, p, axis=0)  # (P, N): the score functions at P query points
-    if normalise == "coefficients":
-        weights = jax.nn.softmax(rows, axis=1)
-    else:
-        # exp(s - c) / integral exp(s - c) for any constant c; the generic code subtracts the largest
-        # coefficient, which does not bound the values (float32 exp overflows at 88): take the largest value.
-        values = to_values(rows, p, axis=1)
-        shift = jax.lax.stop_gradient(jnp.max(values, axis=1, keepdims=True))
-        e = to_coefficients(jnp.exp(values - shift), n, axis=1)
-        weights = e / (e @ jnp.asarray(integral_weights(n), e.dtype))[:, None]
-    return to_coefficients(weights, n, axis=0)
-
-
-def _feature_map(f: Callable[[Array], Array], h: Array, p: int) -> Array:
-    """fmap f over the feature functions of rows h (S, N, C): sample P points, apply, transform back."""
-    return to_coefficients(f(to_values(h, p, axis=1)), h.shape[1], axis=1)
-
-
-def _feature_map2(f: Callable[[Array, Array], Array], a: Array, b: Array, p: int) -> Array:
-    """lift_a2 f of a feature function a (N, C) and rows b (S, N, C): both sampled at P points."""
-    return to_coefficients(f(to_values(a, p, axis=0), to_values(b, p, axis=1)), b.shape[1], axis=1)
-
-
-def _sequence_map(f: Callable[[Array], Array], h: Array, p: int) -> Array:
-    """fmap f over the sequence axis of h (N, N, C): f sees the rows at P sample points."""
-    return to_coefficients(f(to_values(h, p, axis=0)), h.shape[0], axis=0)
-
-
-@module
-class Layer:
-    """x <- x + attention(norm x);  x <- x + fmap mlp (norm x), along ``axis``."""
-
-    attention: Attention
-    mlp: MLP
-    norms: tuple[LayerNorm, LayerNorm] | None
-
-    def __call__(self, h: Array, config: Config, axis: str) -> Array:
-        p = config.samples
-        if axis == "y":
-            h = h.swapaxes(0, 1)
-        n1, n2 = self.norms if self.norms is not None else (None, None)
-        x = h if n1 is None else _sequence_map(lambda rows: n1(rows, p), h, p)
-        h = h + self.attention(x, config.normalise, p)
-        x = h if n2 is None else _sequence_map(lambda rows: n2(rows, p), h, p)
-        h = h + _sequence_map(lambda rows: self.mlp(rows, p), x, p)
-        return h.swapaxes(0, 1) if axis == "y" else h
-
-
-@module
+@record
 class Funcformer:
-    """source f (N, N) -> potential (N, N): embed (a linear map of each row, plus learned
-    positions), layers, norm, unembed, all in Chebyshev coefficients."""
+    """source f (N, N) -> potential (N, N), Chebyshev coefficients in the ``chebval2d`` convention:
+    ``encoder`` is the generic ``nn.Encoder`` on ``Cheb[X, Compose[ChebOf[Y], VecOf[Channel], _]]``."""
 
-    embed: Linear
-    positions: Array
-    layers: tuple[Layer, ...]
-    norm: LayerNorm | None
-    unembed: Linear
+    encoder: Encoder[ChebOf[X], ChebOf[Y], Features[Y], ChebOf[Y]]
     config: Config = static()
 
     def __call__(self, f: Array) -> Array:
         """One source (N, N) -> one potential (N, N); ``jax.vmap`` it for a batch."""
         n = self.config.n
-        if f.shape != (n, n):
-            raise ValueError(f"Funcformer: expected source coefficients of shape ({n}, {n}), got {f.shape}")
-        h = _affine(self.embed, f[:, :, None]) + self.positions
-        for i, layer in enumerate(self.layers):
-            h = layer(h, self.config, self.config.axis(i))
-        p = self.config.samples
-        if self.norm is not None:
-            norm = self.norm
-            h = _sequence_map(lambda rows: norm(rows, p), h, p)
-        return _affine(self.unembed, h)[:, :, 0]
+        if jnp.shape(f) != (n, n):
+            raise ValueError(f"Funcformer: expected source coefficients of shape ({n}, {n}), got {jnp.shape(f)}")
+        return to_array(self.encoder(Cheb.from_array(f, X, Y, points=self.config.samples)))
 
 
 def parameter_count(model: Funcformer) -> int:
@@ -260,43 +206,106 @@ def init(seed: int, config: Config, dtype: type = np.float32) -> Funcformer:
     layer norms at the identity and small random positions. Drawn with numpy (deterministic
     in ``seed``; no compile)."""
     rng = np.random.default_rng(seed)
-    n, c, ck, ch = config.n, config.channels, config.head_channels, config.hidden_channels
-    residual = 1.0 / np.sqrt(2.0 * config.layers)
+    n, c, ck, ch, heads = config.n, config.channels, config.head_channels, config.hidden_channels, config.heads
+    p, residual = config.samples, 1.0 / np.sqrt(2.0 * config.layers)
+
+    # Structures around coefficient arrays; an array may carry more leading axes (stacked storage).
+    def function(a: T, axis: type[Q]) -> Cheb[Q, T]:
+        return Cheb(a, axis, n, p)
+
+    def features(a: T, axis: type[Q], channel: type[K], count: int) -> Compose[ChebOf[Q], VecOf[K], T]:
+        return Compose(function(Vec(a, channel, count), axis))
 
     def weight(*shape: int, scale: float = 1.0) -> Array:
-        fan_in = shape[-1] * shape[-2]
-        return jnp.asarray(rng.standard_normal(shape) * scale / np.sqrt(fan_in), dtype)
+        return jnp.asarray(rng.standard_normal(shape) * scale / np.sqrt(shape[-1] * shape[-2]), dtype)
 
-    def linear(out_channels: int, in_channels: int, scale: float = 1.0, bias: bool = True) -> Linear:
-        b = jnp.zeros((n, out_channels), dtype) if bias else None
-        return Linear(weight(n, out_channels, n, in_channels, scale=scale), b)
+    def zeros(*shape: int) -> Array:
+        return jnp.zeros(shape, dtype)
 
-    def heads(out_channels: int, bias: bool) -> Linear:
-        w = jnp.stack([linear(out_channels, c).weight for _ in range(config.heads)])
-        return Linear(w, jnp.zeros((config.heads, n, out_channels), dtype) if bias else None)
+    def layer(axis: type[Q]) -> AxisLayer[Q]:
+        """An encoder layer whose features are the channels of functions of ``axis``."""
 
-    def layer_norm() -> LayerNorm:
-        gamma = np.zeros((n, c))
-        gamma[0] = 1.0  # the constant function 1
-        return LayerNorm(jnp.asarray(gamma, dtype), jnp.zeros((n, c), dtype))
+        def linear(w: Array, into: type[K], out: type[L]) -> Linear[Channels[Q, K], Channels[Q, L]]:
+            """(..., N, C_out, N, C_in) weights between channel sets, zero biases."""
+            c_in, c_out = w.shape[-1], w.shape[-3]
+            bias = features(zeros(*w.shape[:-2]), axis, out, c_out)
+            return Linear(features(features(w, axis, into, c_in), axis, out, c_out), bias)
 
-    def layer() -> Layer:
-        attention = Attention(
-            heads(ck, True),
-            heads(ck, True),
-            heads(ck, True),
-            jnp.stack([weight(n, c, n, ck, scale=residual / np.sqrt(config.heads)) for _ in range(config.heads)]),
-            jnp.zeros((n, c), dtype),
+        def stacked(make: Callable[[], Array]) -> Array:
+            return jnp.stack([make() for _ in range(heads)])
+
+        q, k, v = (stacked(lambda: weight(n, ck, n, c)) for _ in range(3))
+        output = stacked(lambda: weight(n, c, n, ck, scale=residual / np.sqrt(heads)))
+        each_head = AttentionHead(
+            linear(q, Channel, HeadChannel),
+            linear(k, Channel, HeadChannel),
+            linear(v, Channel, HeadChannel),
+            features(features(output, axis, HeadChannel, ck), axis, Channel, c),
+            DotProduct(),
         )
-        mlp = MLP(linear(ch, c), linear(c, ch, scale=residual))
-        norms = (layer_norm(), layer_norm()) if config.layer_norm else None
-        return Layer(attention, mlp, norms)
+        normalise: Normalisation = CoefficientSoftmax() if config.normalise == "coefficients" else Softmax()
+        attention = MultiHeadAttention(Vec(each_head, Head, heads), features(zeros(n, c), axis, Channel, c), normalise)
+        hidden = linear(weight(n, ch, n, c), Channel, HiddenChannel)
+        mlp = MLP(hidden, linear(weight(n, c, n, ch, scale=residual), HiddenChannel, Channel))
+        return EncoderLayer(attention, mlp, (layer_norm(axis), layer_norm(axis)) if config.layer_norm else None)
 
-    return Funcformer(
-        embed=linear(c, 1),
-        positions=jnp.asarray(rng.standard_normal((n, n, c)) / n, dtype),
-        layers=tuple(layer() for _ in range(config.layers)),
-        norm=layer_norm() if config.layer_norm else None,
-        unembed=linear(1, c),
-        config=config,
+    def layer_norm(axis: type[Q]) -> LayerNorm[Features[Q]]:
+        one = zeros(n, c).at[0].set(1.0)  # gamma: the constant function 1
+        return LayerNorm(features(one, axis, Channel, c), features(zeros(n, c), axis, Channel, c))
+
+    # The draws' order is the model's history: keep it (embedding, positions, layers, unembedding).
+    embed_weight = features(function(weight(n, c, n, 1)[..., 0], Y), Y, Channel, c)
+    embed = Embedding(
+        Linear(embed_weight, features(zeros(n, c), Y, Channel, c)),
+        function(features(jnp.asarray(rng.standard_normal((n, n, c)) / n, dtype), Y, Channel, c), X),
+        learned=True,
     )
+    layers: tuple[Layer[ChebOf[X], Features[Y]], ...] = tuple(
+        layer(Y) if config.axis(i) == "x" else AlongY(layer(X)) for i in range(config.layers)
+    )
+    unembed = Linear(function(features(weight(n, 1, n, c)[:, 0], Y, Channel, c), Y), function(zeros(n), Y))
+    return Funcformer(Encoder(embed, layers, layer_norm(Y) if config.layer_norm else None, unembed), config)
+
+
+def weights(model: Funcformer) -> dict[str, Any]:
+    """The parameters as nested dicts of float64 numpy arrays, for inspection and for the independent
+    implementations that check this one (tests/funcformer_reference.py, bench/funcformer.py).
+
+    Every linear map is an (N_out, C_out, N_in, C_in) weight and an (N_out, C_out) bias (the source and
+    the output count as one channel; a head's maps are stacked over the heads), a layer norm a gamma and
+    a beta of shape (N, C): {"embed", "positions", "layers": [{"axis", "attention": {"query", "key",
+    "value", "output", "bias"}, "mlp": {"hidden", "output"}, "norms"}], "norm", "unembed"}."""
+
+    def a(x: Any) -> np.ndarray:
+        array: np.ndarray = np.asarray(to_array(x), np.float64)
+        return array
+
+    def linear(lin: Linear[Any, Any]) -> dict[str, np.ndarray]:
+        return {"weight": a(lin.weight), "bias": a(lin.bias)}
+
+    def norm(ln: LayerNorm[Any] | None) -> dict[str, np.ndarray] | None:
+        return None if ln is None else {"gamma": a(ln.gamma), "beta": a(ln.beta)}
+
+    def layer(i: int, layer: Any) -> dict[str, Any]:
+        inner: AxisLayer[Any] = layer.layer if isinstance(layer, AlongY) else layer
+        heads = as_vec(inner.attention.heads).data
+        return {
+            "axis": model.config.axis(i),
+            "attention": {
+                **{name: linear(getattr(heads, name)) for name in ("query", "key", "value")},
+                "output": a(heads.output),
+                "bias": a(inner.attention.bias),
+            },
+            "mlp": {"hidden": linear(inner.mlp.hidden), "output": linear(inner.mlp.output)},
+            "norms": None if inner.norms is None else [norm(n) for n in inner.norms],
+        }
+
+    encoder = model.encoder
+    embed, unembed = linear(encoder.embed.linear), linear(cast(Linear[Any, Any], encoder.unembed))
+    return {
+        "embed": {"weight": embed["weight"][..., None], "bias": embed["bias"]},
+        "positions": a(encoder.embed.positions),
+        "layers": [layer(i, lay) for i, lay in enumerate(encoder.layers)],
+        "norm": norm(encoder.norm),
+        "unembed": {"weight": unembed["weight"][:, None], "bias": unembed["bias"][:, None]},
+    }

@@ -1,4 +1,4 @@
-"""An independent float64 numpy reference of the Funcformer forward pass (``funcformer.model``).
+"""An independent float64 numpy reference of the Funcformer forward pass (``funcformer.Funcformer``).
 
 Imports neither ``funcformer`` nor ``applicative``: parameters arrive as plain numpy arrays in
 nested dicts (see ``forward``). Everything is computed another way than the model does it:

@@ -11,12 +11,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from applicative import nn
+from applicative import Dense, nn, to_array
 
 
 def arr(x: Any) -> np.ndarray:
     """The float64 array of a Vec (of Vecs) or of an array."""
-    return np.asarray(x.to_array() if hasattr(x, "to_array") else x, np.float64)
+    return np.asarray(to_array(x) if isinstance(x, Dense) else x, np.float64)
 
 
 def linear(layer: nn.Linear[Any, Any], x: np.ndarray) -> np.ndarray:
@@ -103,9 +103,7 @@ def embed(e: nn.Embedding[Any, Any, Any], x: np.ndarray) -> np.ndarray:
     return y if e.positions is None else y + arr(e.positions)
 
 
-def encode(
-    enc: nn.Encoder[Any, Any, Any, Any, Any, Any, Any], x: np.ndarray, mask: np.ndarray | None = None
-) -> np.ndarray:
+def encode(enc: nn.Encoder[Any, Any, Any, Any], x: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     h = embed(enc.embed, x)
     for layer in enc.layers:
         h = encoder_layer(layer, h, mask)

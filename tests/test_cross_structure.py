@@ -5,7 +5,7 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import scipy.fft
 
-from applicative import Cheb, Dim, Tree, matrix, nn, vector
+from applicative import Cheb, Dim, Tree, Vec, nn, to_array
 from tests.dims import Hidden, Model, Seq
 
 
@@ -29,8 +29,8 @@ def test_function_queries_attend_over_vector_keys() -> None:
     q_coefficients = np.zeros((n, 4))
     q_coefficients[:3] = rng.normal(size=(3, 4))  # a quadratic query path
     k, v = rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
-    queries = Cheb.stack(matrix(q_coefficients, X, Model).data, X)
-    out = nn.attention(queries, matrix(k, Seq, Model), matrix(v, Seq, Hidden))
+    queries = Cheb.stack(Vec.from_array(q_coefficients, X, Model).data, X)
+    out = nn.attention(queries, Vec.from_array(k, Seq, Model), Vec.from_array(v, Seq, Hidden))
     assert out.tag is X
     assert out.data.tag is Hidden  # type: ignore[attr-defined]
 
@@ -39,24 +39,24 @@ def test_function_queries_attend_over_vector_keys() -> None:
     at_points = _softmax_attention(C.chebval(points, q_coefficients).T, k, v)
     expected = scipy.fft.dct(at_points, type=2, axis=0)[:n] / (2 * n)
     expected[0] /= 2
-    np.testing.assert_allclose(out.to_array(), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(to_array(out), expected, rtol=1e-12, atol=1e-12)
 
     # And the function it represents is close to the exact attention everywhere on [-1, 1]:
     # only the Chebyshev truncation separates them (4e-5 measured at N = 16).
     x = np.linspace(-1, 1, 101)
     exact = _softmax_attention(C.chebval(x, q_coefficients).T, k, v)
-    np.testing.assert_allclose(out(x).to_array(), exact, atol=1e-4)
+    np.testing.assert_allclose(to_array(out(x)), exact, atol=1e-4)
 
 
 def test_tree_leaves_attend_over_a_vector_sequence() -> None:
     # Queries: the leaves of a tree, each a vector; keys and values: a sequence of vectors.
     # Each leaf's result is ordinary attention of its query over the sequence.
     leaf_queries = rng.normal(size=(3, 4))
-    q0, q1, q2 = (vector(q, Model) for q in leaf_queries)
+    q0, q1, q2 = (Vec.from_array(q, Model) for q in leaf_queries)
     queries = Tree.from_nested((q0, (q1, q2)))
     k, v = rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
-    out = nn.attention(queries, matrix(k, Seq, Model), matrix(v, Seq, Hidden))
+    out = nn.attention(queries, Vec.from_array(k, Seq, Model), Vec.from_array(v, Seq, Hidden))
     assert isinstance(out, Tree)
     assert out.shape == queries.shape
-    got = np.stack([np.asarray(leaf.to_array()) for leaf in out.leaves()])
+    got = np.stack([np.asarray(to_array(leaf)) for leaf in out.leaves()])
     np.testing.assert_allclose(got, _softmax_attention(leaf_queries, k, v), rtol=1e-12, atol=1e-12)

@@ -1,4 +1,4 @@
-"""Distribution and Quantum (applicative.instances.distribution): laws, expectations against
+"""Distribution and Quantum (applicative.instances.finite): laws, expectations against
 numpy, merging and the canonical form, validation, interference, gradients, jit, and attention
 whose values are distributions."""
 
@@ -10,17 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from applicative import ARITHMETIC, Dim, Module, Pointwise, Real, Vec, as_vec, counit, laws, matrix, nn
-from applicative.instances.distribution import (
-    MIXTURE,
-    Distribution,
-    Quantum,
-    distribution,
-    distribution_triples,
-    mixture,
-    quantum,
-    quantum_triples,
-)
+from applicative import ARITHMETIC, Dim, Module, Pointwise, Real, Vec, as_vec, counit, laws, nn, to_array
+from applicative.instances.finite import MIXTURE, Distribution, Quantum, mixture
+from applicative.strategies import distribution_triples, quantum_triples
 from tests.dims import Model, Seq
 
 rng = np.random.default_rng(7)
@@ -47,15 +39,15 @@ def test_quantum_laws(law: str) -> None:
 def test_quantum_counit_is_not_linear_and_the_suite_says_so(law: str) -> None:
     """The Born rule is quadratic in the amplitudes: fmap(fst, pair(x, y)) merges y's outcomes
     coherently (|a_i|^2 |sum_j b_j|^2, not |a_i|^2), and fmap(add) makes coinciding sums interfere."""
-    plus = quantum([0.0, 1.0], np.array([1.0, 1.0]) / np.sqrt(2))
-    minus = quantum([1.0, 2.0], np.array([1.0, -1.0]) / np.sqrt(2))  # 0 + 2 and 1 + 1 interfere
+    plus = Quantum([0.0, 1.0], np.array([1.0, 1.0]) / np.sqrt(2))
+    minus = Quantum([1.0, 2.0], np.array([1.0, -1.0]) / np.sqrt(2))  # 0 + 2 and 1 + 1 interfere
     with pytest.raises(AssertionError, match=law):
         laws.check_law(law, st.just((plus, minus, plus)), max_examples=1)
 
 
 def test_quantum_pairing_counterexample() -> None:
-    plus = quantum([0.0, 1.0], np.array([1.0, 1.0]) / np.sqrt(2))
-    minus = quantum([0.0, 1.0], np.array([1.0, -1.0]) / np.sqrt(2))
+    plus = Quantum([0.0, 1.0], np.array([1.0, 1.0]) / np.sqrt(2))
+    minus = Quantum([0.0, 1.0], np.array([1.0, -1.0]) / np.sqrt(2))
     assert float(plus.counit()) == pytest.approx(0.5)
     # Tracing out |-> coherently cancels every amplitude: the marginal has norm 0.
     assert float(plus.pair(minus).fmap(lambda p: p[0]).counit()) == pytest.approx(0.0, abs=1e-15)
@@ -71,7 +63,7 @@ def test_mixture_module_laws() -> None:
 
 def test_expectation_matches_numpy_for_vector_outcomes() -> None:
     x, p = rng.normal(size=(5, 3)), rng.dirichlet(np.ones(5))
-    d = distribution(x, p)
+    d = Distribution(x, p)
     np.testing.assert_allclose(np.asarray(d.counit()), p @ x, rtol=1e-12)
 
     class Slow(Module[Any]):
@@ -92,7 +84,7 @@ def test_expectation_matches_numpy_for_vector_outcomes() -> None:
 def test_expectation_of_pytree_outcomes_and_of_a_pair() -> None:
     x, y = rng.normal(size=4), rng.normal(size=(3, 2))
     p, q = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(3))
-    joint = distribution(x, p).pair(distribution(y, q))
+    joint = Distribution(x, p).pair(Distribution(y, q))
     assert joint.size == 12
     ex, ey = joint.counit()
     np.testing.assert_allclose(np.asarray(ex), p @ x, rtol=1e-12)
@@ -103,7 +95,7 @@ def test_expectation_of_pytree_outcomes_and_of_a_pair() -> None:
 
 def test_pairing_with_pure_is_the_identity() -> None:
     """The reference's zip pairing keeps only the first outcome here; independent pairing keeps all."""
-    d = distribution([3.0, -1.0, 0.5], [0.2, 0.3, 0.5])
+    d = Distribution([3.0, -1.0, 0.5], [0.2, 0.3, 0.5])
     left = d.pure(7.0).pair(d).fmap(lambda t: t[1])
     right = d.pair(d.pure(0.0)).fmap(lambda t: t[0])
     laws.assert_close(left, d, what="left unit")
@@ -115,7 +107,7 @@ def test_pairing_with_pure_is_the_identity() -> None:
 
 
 def test_equal_outcomes_merge_and_sort() -> None:
-    d = distribution([2.0, 1.0, 2.0, -0.0, 0.0], [0.1, 0.2, 0.3, 0.15, 0.25])
+    d = Distribution([2.0, 1.0, 2.0, -0.0, 0.0], [0.1, 0.2, 0.3, 0.15, 0.25])
     np.testing.assert_array_equal(np.asarray(d.outcomes), [0.0, 1.0, 2.0])
     np.testing.assert_allclose(np.asarray(d.probabilities), [0.4, 0.2, 0.4], rtol=1e-15)
     folded = d.fmap(lambda x: (x - 1.0) ** 2)  # 0 and 2 both map to 1
@@ -124,24 +116,24 @@ def test_equal_outcomes_merge_and_sort() -> None:
 
 
 def test_equal_distributions_have_equal_pytrees() -> None:
-    a = distribution([[1.0, 2.0], [0.0, 5.0], [1.0, 2.0]], [0.25, 0.5, 0.25])
-    b = distribution([[0.0, 5.0], [1.0, 2.0]], [0.5, 0.5])
+    a = Distribution([[1.0, 2.0], [0.0, 5.0], [1.0, 2.0]], [0.25, 0.5, 0.25])
+    b = Distribution([[0.0, 5.0], [1.0, 2.0]], [0.5, 0.5])
     laws.assert_close(a, b, rtol=0, atol=0)
 
 
 def test_quantum_merge_adds_amplitudes() -> None:
-    q = quantum([1.0, 0.0, 1.0], [0.6, 0.0, 0.8j])
+    q = Quantum([1.0, 0.0, 1.0], [0.6, 0.0, 0.8j])
     assert q.size == 2
     np.testing.assert_allclose(np.asarray(q.amplitudes), [0.0, 0.6 + 0.8j])
 
 
 def test_nan_outcomes_cannot_merge() -> None:
     with pytest.raises(ValueError, match="NaN"):
-        distribution([0.0, np.nan], [0.5, 0.5])
+        Distribution([0.0, np.nan], [0.5, 0.5])
 
 
 def test_under_jit_fmap_keeps_outcomes_unmerged_with_the_same_law() -> None:
-    d = distribution([-1.0, 1.0, 2.0], [0.2, 0.3, 0.5])
+    d = Distribution([-1.0, 1.0, 2.0], [0.2, 0.3, 0.5])
     square = jax.jit(lambda d: d.fmap(jnp.square))(d)  # traced outcomes: no merge
     assert square.size == 3
     eager = d.fmap(jnp.square)
@@ -167,22 +159,22 @@ def test_under_jit_fmap_keeps_outcomes_unmerged_with_the_same_law() -> None:
 )
 def test_distribution_validation(outcomes: list[float], weights: list[float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        distribution(outcomes, weights)
+        Distribution(outcomes, weights)
 
 
 def test_quantum_validation() -> None:
     with pytest.raises(ValueError, match=r"squared magnitudes of the amplitudes must sum to one .* 2\.0"):
-        quantum([0.0, 1.0], [1.0, 1.0j])
-    quantum([0.0, 1.0], [1.0 + 0j, 0.0])  # normalised: fine
+        Quantum([0.0, 1.0], [1.0, 1.0j])
+    Quantum([0.0, 1.0], [1.0 + 0j, 0.0])  # normalised: fine
 
 
 def test_pairing_different_instances_is_an_error() -> None:
     with pytest.raises(TypeError, match="Distribution paired with Quantum"):
-        distribution([0.0], [1.0]).pair(quantum([0.0], [1.0]))  # type: ignore[arg-type]
+        Distribution([0.0], [1.0]).pair(Quantum([0.0], [1.0]))  # type: ignore[arg-type]
 
 
 def test_mixture_weights_must_sum_to_one() -> None:
-    components = _stack([distribution([0.0, 1.0], [0.5, 0.5])] * 2)
+    components = _stack([Distribution([0.0, 1.0], [0.5, 0.5])] * 2)
     with pytest.raises(ValueError, match=r"mixture: the probabilities must sum to one"):
         mixture(Vec(jnp.array([0.5, 0.6]), Seq, 2), components)
 
@@ -194,8 +186,8 @@ def _mach_zehnder(phase: jax.Array | float = 0.0) -> Quantum[Any]:
     """Two beam splitters (transmit 0 with amplitude 1/sqrt 2, reflect 1 with i/sqrt 2), a phase on
     the reflected arm of the first; the detector is path XOR choice. The two histories reaching
     a detector interfere: with no phase, detector 0 never fires."""
-    first = quantum([0.0, 1.0], jnp.array([1.0, 1j * jnp.exp(1j * phase)]) / jnp.sqrt(2.0))
-    second = quantum([0.0, 1.0], jnp.array([1.0, 1j]) / np.sqrt(2.0))
+    first = Quantum([0.0, 1.0], jnp.array([1.0, 1j * jnp.exp(1j * phase)]) / jnp.sqrt(2.0))
+    second = Quantum([0.0, 1.0], jnp.array([1.0, 1j]) / np.sqrt(2.0))
     return first.pair(second).fmap(lambda p: jnp.abs(p[0] - p[1]))
 
 
@@ -205,19 +197,19 @@ def test_two_path_interference() -> None:
     np.testing.assert_allclose(np.asarray(detector.probabilities), [0.0, 1.0], atol=1e-15)
     assert float(detector.counit()) == pytest.approx(1.0)
     # Squaring before merging (the reference's counit on unmerged paths) loses the interference:
-    paths = quantum([0.0, 1.0], np.array([1.0, 1j]) / np.sqrt(2))
+    paths = Quantum([0.0, 1.0], np.array([1.0, 1j]) / np.sqrt(2))
     unmerged = paths.pair(paths)
     xor = np.abs(np.asarray(unmerged.outcomes[0]) - np.asarray(unmerged.outcomes[1]))
     assert float(np.abs(np.asarray(unmerged.amplitudes)) ** 2 @ xor) == pytest.approx(0.5)
     # Classically, the same splitters give each detector probability 1/2.
-    coin = distribution([0.0, 1.0], [0.5, 0.5])
+    coin = Distribution([0.0, 1.0], [0.5, 0.5])
     assert float(coin.pair(coin).fmap(lambda p: jnp.abs(p[0] - p[1])).counit()) == pytest.approx(0.5)
 
 
 def test_interference_under_jit_uses_the_equality_matrix() -> None:
     """Inside jit the outcomes are traced: fmap cannot merge, the Born rule sums amplitudes of equal
     outcomes through an equality matrix instead, and gives the same answer."""
-    paths = quantum([0.0, 1.0], np.array([1.0, 1j]) / np.sqrt(2))
+    paths = Quantum([0.0, 1.0], np.array([1.0, 1j]) / np.sqrt(2))
     jitted = jax.jit(lambda q: q.pair(q).fmap(lambda p: jnp.abs(p[0] - p[1])).counit())(paths)
     assert float(jitted) == pytest.approx(1.0)
 
@@ -238,7 +230,7 @@ def test_grad_of_an_expectation_with_respect_to_probabilities() -> None:
     p = rng.dirichlet(np.ones(4))
 
     def second_moment(p: jax.Array) -> jax.Array:
-        return distribution(x, p).fmap(jnp.square).counit()  # -1 and 1 merge into 1
+        return Distribution(x, p).fmap(jnp.square).counit()  # -1 and 1 merge into 1
 
     for f in (second_moment, jax.jit(second_moment)):
         value, g = jax.value_and_grad(f)(jnp.asarray(p))
@@ -268,11 +260,11 @@ def test_attention_over_fixed_support_distributions() -> None:
     n, d, support = 4, 3, np.array([-1.0, 0.0, 2.0, 5.0])
     q, k = rng.normal(size=(n, d)), rng.normal(size=(n, d))
     p = rng.dirichlet(np.ones(support.size), size=n)
-    out = nn.attention(matrix(q, Seq, Model), matrix(k, Seq, Model), matrix(p, Seq, Support))
-    probs = np.asarray(as_vec(out).to_array())
+    out = nn.attention(Vec.from_array(q, Seq, Model), Vec.from_array(k, Seq, Model), Vec.from_array(p, Seq, Support))
+    probs = np.asarray(to_array(out))
     np.testing.assert_allclose(probs, _softmax_rows(q, k) @ p, rtol=1e-12)
     for row in probs:
-        expectation = distribution(support, row).counit()
+        expectation = Distribution(support, row).counit()
         np.testing.assert_allclose(float(expectation), row @ support, rtol=1e-12)
 
 
@@ -289,10 +281,10 @@ def test_attention_as_a_mixture_of_distributions() -> None:
     q, k = rng.normal(size=(2, d)), rng.normal(size=(n, d))
     outcomes = [rng.choice(np.arange(-3.0, 4.0), m, replace=False) for _ in range(n)]  # overlapping supports
     probs = [rng.dirichlet(np.ones(m)) for _ in range(n)]
-    values = _stack([distribution(x, p) for x, p in zip(outcomes, probs, strict=True)])
-    keys = matrix(k, Seq, Model)
+    values = _stack([Distribution(x, p) for x, p in zip(outcomes, probs, strict=True)])
+    keys = Vec.from_array(k, Seq, Model)
     d_k = jnp.asarray(float(d))
-    weights = nn.Softmax()(nn.DotProduct()(matrix(q, Query, Model), keys), None, d_k)
+    weights = nn.Softmax()(nn.DotProduct()(Vec.from_array(q, Query, Model), keys), None, d_k)
 
     # mul_mm's shape with the MIXTURE Module: one mixture per query row (under vmap: the outcomes
     # are shared constants, so they stay concrete and merge; only the weights are batched).
@@ -309,9 +301,11 @@ def test_attention_as_a_mixture_of_distributions() -> None:
         np.testing.assert_array_equal(np.asarray(dist.outcomes), support)
         np.testing.assert_allclose(np.asarray(dist.probabilities), law, rtol=1e-12)
     # E commutes with attention: nn.attention on the expectations (one feature each) agrees.
-    on_expectations = nn.attention(matrix(q, Query, Model), keys, matrix(expectations[:, None], Seq, Support))
+    on_expectations = nn.attention(
+        Vec.from_array(q, Query, Model), keys, Vec.from_array(expectations[:, None], Seq, Support)
+    )
     np.testing.assert_allclose(
-        np.asarray(as_vec(on_expectations).to_array())[:, 0],
+        np.asarray(to_array(on_expectations))[:, 0],
         [float(dist.counit()) for dist in mixed],
         rtol=1e-12,
     )
@@ -320,8 +314,8 @@ def test_attention_as_a_mixture_of_distributions() -> None:
 def test_a_vec_of_distributions_sums_them_as_random_variables() -> None:
     # Pointwise addition of distributions is the law of the sum of independent variables
     # (pair is a product), so a Vec's counit must not add their outcome leaves.
-    d1 = distribution([0.0, 1.0], [0.25, 0.75])
-    d2 = distribution([0.0, 10.0], [0.5, 0.5])
+    d1 = Distribution([0.0, 1.0], [0.25, 0.75])
+    d2 = Distribution([0.0, 10.0], [0.5, 0.5])
     stacked = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), d1, d2)
     total = Vec.stack(stacked, Seq).counit(Pointwise(ARITHMETIC))
     outcomes, probabilities = zip(*total.merged().items(), strict=True)

@@ -7,19 +7,19 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from applicative import ARITHMETIC, Pointwise, Vec, laws, vector
+from applicative import ARITHMETIC, Pointwise, Vec, laws, record, strategies
 from tests.dims import Seq
 
 
 @pytest.mark.parametrize("law", laws.LAWS)
-@pytest.mark.parametrize("instance", list(laws.INSTANCES))
+@pytest.mark.parametrize("instance", list(strategies.INSTANCES))
 def test_structure_law(instance: str, law: str) -> None:
-    strategy, maps = laws.INSTANCES[instance]
+    strategy, maps = strategies.INSTANCES[instance]
     # Chebyshev fmaps run DCTs op by op: fewer examples keep the suite quick.
     laws.check_law(law, strategy(), maps=maps, max_examples=8 if "Cheb" in instance else 20)
 
 
-@jax.tree_util.register_pytree_node_class
+@record
 class ReversingVec(Vec[Seq, jax.Array]):
     """Not a functor: its fmap also reverses the elements."""
 
@@ -29,7 +29,7 @@ class ReversingVec(Vec[Seq, jax.Array]):
 
 
 def test_the_suite_catches_a_broken_instance() -> None:
-    structures = laws.vec_triples().map(lambda t: tuple(ReversingVec(x.data, x.tag, x.size) for x in t))
+    structures = strategies.vec_triples().map(lambda t: tuple(ReversingVec(x.data, x.tag, x.size) for x in t))
     with pytest.raises(AssertionError, match="functor identity"):
         laws.check_law("functor identity", structures)
 
@@ -52,5 +52,5 @@ def test_arithmetic_ring_laws(name: str, values: st.SearchStrategy[object], rtol
 
 
 def test_pointwise_module_laws_on_vectors() -> None:
-    vecs = hnp.arrays(np.float64, 4, elements=scalars_f64).map(lambda a: vector(a, Seq))
+    vecs = hnp.arrays(np.float64, 4, elements=scalars_f64).map(lambda a: Vec.from_array(a, Seq))
     laws.check_algebra_laws(Pointwise(ARITHMETIC), vecs, rtol=1e-9, atol=1e-6)

@@ -4,7 +4,6 @@ jitted == eager, gradients == finite differences, clear dimension errors."""
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -21,14 +20,13 @@ from applicative import (
     dot,
     generic_only,
     linear,
-    matrix,
     mul_mm,
     mul_mmt,
     mul_mv,
     mul_vm,
     outer,
     sum_mul_mmt,
-    vector,
+    to_array,
 )
 from tests.dims import Hidden, Model, Out, Seq
 
@@ -36,36 +34,40 @@ rng = np.random.default_rng(1)
 S, D, H = 5, 4, 3  # sizes of Seq, Model, Hidden
 
 
-def _tensor(x: np.ndarray, a: type[Dim], b: type[Dim], c: type[Dim]) -> Vec[Any, Vec[Any, Vec[Any, jax.Array]]]:
-    """A Vec of Vecs of Vecs of the entries of a 3-D array."""
-    x = jnp.asarray(x)
-    return Vec(Vec(Vec(x, c, x.shape[2]), b, x.shape[1]), a, x.shape[0])
-
-
 # Each case: the operation on arrays through Vec, and its numpy float64 reference.
 Case = tuple[Callable[..., jax.Array], Callable[..., np.ndarray], tuple[tuple[int, ...], ...]]
 CASES: dict[str, Case] = {
-    "dot": (lambda a, b: dot(vector(a, Model), vector(b, Model)), np.dot, ((D,), (D,))),
-    "outer": (lambda a, b: outer(vector(a, Seq), vector(b, Model)).to_array(), np.outer, ((S,), (D,))),
-    "mul_mv": (lambda m, v: mul_mv(matrix(m, Seq, Model), vector(v, Model)).to_array(), np.matmul, ((S, D), (D,))),
-    "mul_vm": (lambda v, m: mul_vm(vector(v, Seq), matrix(m, Seq, Model)).to_array(), np.matmul, ((S,), (S, D))),
+    "dot": (lambda a, b: dot(Vec.from_array(a, Model), Vec.from_array(b, Model)), np.dot, ((D,), (D,))),
+    "outer": (lambda a, b: to_array(outer(Vec.from_array(a, Seq), Vec.from_array(b, Model))), np.outer, ((S,), (D,))),
+    "mul_mv": (
+        lambda m, v: to_array(mul_mv(Vec.from_array(m, Seq, Model), Vec.from_array(v, Model))),
+        np.matmul,
+        ((S, D), (D,)),
+    ),
+    "mul_vm": (
+        lambda v, m: to_array(mul_vm(Vec.from_array(v, Seq), Vec.from_array(m, Seq, Model))),
+        np.matmul,
+        ((S,), (S, D)),
+    ),
     "mul_mm": (
-        lambda a, b: mul_mm(matrix(a, Seq, Model), matrix(b, Model, Hidden)).to_array(),
+        lambda a, b: to_array(mul_mm(Vec.from_array(a, Seq, Model), Vec.from_array(b, Model, Hidden))),
         np.matmul,
         ((S, D), (D, H)),
     ),
     "mul_mmt": (
-        lambda a, b: mul_mmt(matrix(a, Seq, Model), matrix(b, Hidden, Model)).to_array(),
+        lambda a, b: to_array(mul_mmt(Vec.from_array(a, Seq, Model), Vec.from_array(b, Hidden, Model))),
         lambda a, b: b @ a.T,
         ((S, D), (H, D)),
     ),
     "sum_mul_mmt": (
-        lambda a, b: sum_mul_mmt(_tensor(a, Out, Seq, Model), _tensor(b, Out, Hidden, Model)).to_array(),
+        lambda a, b: to_array(sum_mul_mmt(Vec.from_array(a, Out, Seq, Model), Vec.from_array(b, Out, Hidden, Model))),
         lambda a, b: np.einsum("fgh,fkh->kg", a, b),
         ((2, S, D), (2, H, D)),
     ),
     "linear": (
-        lambda w, c, x: linear(matrix(w, Hidden, Model), vector(c, Hidden), vector(x, Model)).to_array(),
+        lambda w, c, x: to_array(
+            linear(Vec.from_array(w, Hidden, Model), Vec.from_array(c, Hidden), Vec.from_array(x, Model))
+        ),
         lambda w, c, x: w @ x + c,
         ((H, D), (H,), (D,)),
     ),
@@ -92,7 +94,7 @@ def test_jit_equals_eager(name: str) -> None:
     args = _args(shapes)
     for context in (contextlib.nullcontext, generic_only):
         with context():
-            eager, jitted = op(*args), jax.jit(op)(*args)
+            eager, jitted = op(*args), jax.jit(lambda *xs: op(*xs))(*args)  # traced afresh in this context
         np.testing.assert_allclose(jitted, eager, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(jitted, reference(*args), rtol=1e-12, atol=1e-12)
 
@@ -120,7 +122,7 @@ def test_complex_matrices() -> None:
     b = rng.normal(size=(D, H)) + 1j * rng.normal(size=(D, H))
     for context in (contextlib.nullcontext, generic_only):
         with context():
-            out = mul_mm(matrix(a, Seq, Model), matrix(b, Model, Hidden)).to_array()
+            out = to_array(mul_mm(Vec.from_array(a, Seq, Model), Vec.from_array(b, Model, Hidden)))
         np.testing.assert_allclose(out, a @ b, rtol=1e-12)
 
 
@@ -143,33 +145,33 @@ class MaxPlus(Ring[jax.Array]):
 
 def test_a_non_arithmetic_ring_runs_the_generic_definition() -> None:
     a, b = rng.normal(size=(S, D)), rng.normal(size=(D, H))
-    out = mul_mm(matrix(a, Seq, Model), matrix(b, Model, Hidden), MaxPlus()).to_array()
+    out = to_array(mul_mm(Vec.from_array(a, Seq, Model), Vec.from_array(b, Model, Hidden), MaxPlus()))
     np.testing.assert_allclose(out, np.max(a[:, :, None] + b[None, :, :], axis=1), rtol=1e-14)
-    np.testing.assert_allclose(dot(vector(a[0], Model), vector(b[:, 0], Model), MaxPlus()), out[0, 0])
+    np.testing.assert_allclose(dot(Vec.from_array(a[0], Model), Vec.from_array(b[:, 0], Model), MaxPlus()), out[0, 0])
 
 
 def test_generic_definitions_cover_other_structures() -> None:
     # The Frobenius inner product of two grids, as the dot product of Compose structures.
     x, y = rng.normal(size=(S, D)), rng.normal(size=(S, D))
-    gx, gy = Compose(matrix(x, Seq, Model)), Compose(matrix(y, Seq, Model))
+    gx, gy = Compose(Vec.from_array(x, Seq, Model)), Compose(Vec.from_array(y, Seq, Model))
     np.testing.assert_allclose(dot(gx, gy), np.sum(x * y), rtol=1e-12)
     # A Vec of pairs is not dense: the fast path declines and the generic one runs.
-    pairs = vector(x[:, 0], Seq).pair(vector(x[:, 1], Seq))
+    pairs = Vec.from_array(x[:, 0], Seq).pair(Vec.from_array(x[:, 1], Seq))
     np.testing.assert_allclose(
-        dot(pairs.fmap(lambda p: p[0] * p[1]), vector(np.ones(S), Seq)), np.dot(x[:, 0], x[:, 1]), rtol=1e-12
+        dot(pairs.fmap(lambda p: p[0] * p[1]), Vec.from_array(np.ones(S), Seq)), np.dot(x[:, 0], x[:, 1]), rtol=1e-12
     )
 
 
 def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> jax.Array:
     """Generic scores, a row softmax through counit, and the weighted values."""
-    scores = mul_mmt(matrix(k, Seq, Model), matrix(q, Out, Model))  # one row per query
+    scores = mul_mmt(Vec.from_array(k, Seq, Model), Vec.from_array(q, Out, Model))  # one row per query
 
     def softmax(row: Vec[Seq, jax.Array]) -> Vec[Seq, jax.Array]:
         e = row.fmap(jnp.exp)
         total = e.counit()
         return e.fmap(lambda a: a / total)
 
-    return mul_mm(scores.fmap(softmax), matrix(v, Seq, Hidden)).to_array()
+    return to_array(mul_mm(scores.fmap(softmax), Vec.from_array(v, Seq, Hidden)))
 
 
 def _attention_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -196,19 +198,19 @@ def test_jit_regression_vmapped_matvec_then_reduction(dtype: type, rows: int) ->
     expected = (x.astype(np.float64) @ m.T.astype(np.float64)).sum(axis=1)
 
     def row_sums(m: np.ndarray, x: np.ndarray) -> jax.Array:
-        w = matrix(m, Three, Three)
-        return matrix(x, Batch, Three).fmap(lambda r: mul_mv(w, r).counit()).to_array()
+        w = Vec.from_array(m, Three, Three)
+        return to_array(Vec.from_array(x, Batch, Three).fmap(lambda r: mul_mv(w, r).counit()))
 
     for context in (contextlib.nullcontext, generic_only):
         with context():
-            jitted = jax.jit(row_sums)(m, x)
+            jitted = jax.jit(lambda *a: row_sums(*a))(m, x)  # traced afresh in this context
         np.testing.assert_allclose(jitted, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(("queries", "keys", "model"), [(4, 3, 2), (8, 5, 4), (16, 16, 8), (64, 32, 16)])
 def test_jit_regression_nested_vmap_dot_then_row_softmax(dtype: type, queries: int, keys: int, model: int) -> None:
-    # The pattern DESIGN.md reports jaxlib 0.10.2 getting wrong on CPU: jitted
+    # The pattern docs/design.md reports jaxlib 0.10.2 getting wrong on CPU: jitted
     # generic attention with a row softmax, wrong by O(1) while eager was right.
     q, k = rng.normal(size=(queries, model)).astype(dtype), rng.normal(size=(keys, model)).astype(dtype)
     v = rng.normal(size=(keys, 3)).astype(dtype)
@@ -216,23 +218,22 @@ def test_jit_regression_nested_vmap_dot_then_row_softmax(dtype: type, queries: i
     tol = 1e-12 if dtype == np.float64 else 2e-5
     for context in (generic_only, contextlib.nullcontext):
         with context():
-            eager, jitted = _attention(q, k, v), jax.jit(_attention)(q, k, v)
+            eager, jitted = _attention(q, k, v), jax.jit(lambda *a: _attention(*a))(q, k, v)
         np.testing.assert_allclose(eager, expected, rtol=tol, atol=tol)
         np.testing.assert_allclose(jitted, expected, rtol=tol, atol=tol)
 
 
+V = Vec.from_array
 MISMATCHES = {
-    "dot": lambda: dot(vector(np.ones(3), Model), vector(np.ones(4), Model)),
-    "mul_mv": lambda: mul_mv(matrix(np.ones((2, 3)), Seq, Model), vector(np.ones(3), Hidden)),  # type: ignore[misc]
-    "mul_vm": lambda: mul_vm(vector(np.ones(3), Seq), matrix(np.ones((4, 2)), Seq, Model)),
-    "mul_mm": lambda: mul_mm(matrix(np.ones((2, 3)), Seq, Model), matrix(np.ones((3, 2)), Hidden, Model)),  # type: ignore[misc]
-    "mul_mmt": lambda: mul_mmt(matrix(np.ones((2, 3)), Seq, Model), matrix(np.ones((3, 2)), Hidden, Model)),  # type: ignore[misc]
+    "dot": lambda: dot(V(np.ones(3), Model), V(np.ones(4), Model)),
+    "mul_mv": lambda: mul_mv(V(np.ones((2, 3)), Seq, Model), V(np.ones(3), Hidden)),  # type: ignore[misc]
+    "mul_vm": lambda: mul_vm(V(np.ones(3), Seq), V(np.ones((4, 2)), Seq, Model)),
+    "mul_mm": lambda: mul_mm(V(np.ones((2, 3)), Seq, Model), V(np.ones((3, 2)), Hidden, Model)),  # type: ignore[misc]
+    "mul_mmt": lambda: mul_mmt(V(np.ones((2, 3)), Seq, Model), V(np.ones((3, 2)), Hidden, Model)),  # type: ignore[misc]
+    "sum_mul_mmt": lambda: sum_mul_mmt(
+        V(np.ones((2, 3, 4)), Out, Seq, Model), V(np.ones((2, 3, 5)), Out, Hidden, Model)
+    ),
 }
-
-
-MISMATCHES["sum_mul_mmt"] = lambda: sum_mul_mmt(
-    _tensor(np.ones((2, 3, 4)), Out, Seq, Model), _tensor(np.ones((2, 3, 5)), Out, Hidden, Model)
-)
 MISMATCH = r"dimension mismatch: Vec\[\w+\] of size \d vs Vec\[\w+\] of size \d"
 
 
@@ -245,4 +246,6 @@ def test_dimension_mismatches_name_both_sides(name: str) -> None:
 
 def test_default_ring_is_ordinary_arithmetic() -> None:
     a, b = rng.normal(size=D), rng.normal(size=D)
-    assert dot(vector(a, Model), vector(b, Model), Arithmetic()) == dot(vector(a, Model), vector(b, Model))
+    assert dot(Vec.from_array(a, Model), Vec.from_array(b, Model), Arithmetic()) == dot(
+        Vec.from_array(a, Model), Vec.from_array(b, Model)
+    )

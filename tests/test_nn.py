@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from applicative import Dim, Vec, causal_mask, matrix, nn, one_hot, sinusoidal_positions, vector
+from applicative import Dim, Vec, causal_mask, nn, one_hot, sinusoidal_positions, to_array
 from tests import numpy_reference as ref
 from tests.dims import Hidden, Model, Out, Seq
 
@@ -32,7 +32,7 @@ TOL = {"rtol": 1e-10, "atol": 1e-10}
 
 
 def zeros(n: int, tag: type[Dim]) -> Vec[Any, jax.Array]:
-    return vector(np.zeros(n), tag)
+    return Vec.from_array(np.zeros(n), tag)
 
 
 SIZES = {"model": zeros(6, Model), "hidden": zeros(10, Hidden), "heads": zeros(3, Head), "head_features": zeros(4, Key)}
@@ -55,28 +55,33 @@ def test_attention_matches_numpy(score: Any, normalise: Any, masked: bool) -> No
     mask = random_mask(3, 5) if masked else None
     s = score.init(jax.random.key(0), zeros(4, Key))
     out = nn.attention(
-        matrix(q, Out, Key),
-        matrix(k, Seq, Key),
-        matrix(v, Seq, Hidden),
+        Vec.from_array(q, Out, Key),
+        Vec.from_array(k, Seq, Key),
+        Vec.from_array(v, Seq, Hidden),
         score=s,
         normalise=normalise,
-        mask=None if mask is None else matrix(mask, Out, Seq),
+        mask=None if mask is None else Vec.from_array(mask, Out, Seq),
     )
     assert (out.tag, out[0].tag) == (Out, Hidden)
-    np.testing.assert_allclose(out.to_array(), ref.attention(q, k, v, s, normalise, mask), **TOL)
+    np.testing.assert_allclose(to_array(out), ref.attention(q, k, v, s, normalise, mask), **TOL)
 
 
 def test_a_fully_masked_row_gives_zeros() -> None:
     q, k, v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
     mask = np.array([[False, False, False], [True, False, True]])
-    out = nn.attention(matrix(q, Out, Key), matrix(k, Seq, Key), matrix(v, Seq, Hidden), mask=matrix(mask, Out, Seq))
-    np.testing.assert_array_equal(out.to_array()[0], 0.0)
+    out = nn.attention(
+        Vec.from_array(q, Out, Key),
+        Vec.from_array(k, Seq, Key),
+        Vec.from_array(v, Seq, Hidden),
+        mask=Vec.from_array(mask, Out, Seq),
+    )
+    np.testing.assert_array_equal(to_array(out)[0], 0.0)
 
 
 def test_reference_softmax_rows_sum_to_one_over_sqrt_dk() -> None:
     # The reference's own formula, kept as an option: its rows sum to 1/sqrt(d_k).
-    scores = matrix(rng.normal(size=(3, 5)), Out, Seq)
-    rows = nn.ReferenceSoftmax()(scores, None, jnp.asarray(16.0)).to_array().sum(axis=1)
+    scores = Vec.from_array(rng.normal(size=(3, 5)), Out, Seq)
+    rows = to_array(nn.ReferenceSoftmax()(scores, None, jnp.asarray(16.0))).sum(axis=1)
     np.testing.assert_allclose(rows, 0.25, **TOL)
 
 
@@ -87,20 +92,20 @@ def test_multi_head_attention_matches_numpy(normalise: Any) -> None:
     mha = jax.tree_util.tree_map(lambda a: a + 0.1 * rng.normal(size=a.shape), mha)  # non-zero biases
     x = rng.normal(size=(5, 6))
     mask = np.tril(np.ones((5, 5), bool))
-    out = mha(matrix(x, Seq, Model), mask=matrix(mask, Seq, Seq))
-    np.testing.assert_allclose(out.to_array(), ref.multi_head(mha, x, x, mask), **TOL)
+    out = mha(Vec.from_array(x, Seq, Model), mask=Vec.from_array(mask, Seq, Seq))
+    np.testing.assert_allclose(to_array(out), ref.multi_head(mha, x, x, mask), **TOL)
 
 
 def test_cross_attention_between_structures_matches_numpy() -> None:
     mha = nn.MultiHeadAttention.init(jax.random.key(2), **{k: SIZES[k] for k in ("model", "heads", "head_features")},
                                      source=zeros(7, Hidden))  # fmt: skip
     x, memory = rng.normal(size=(4, 6)), rng.normal(size=(9, 7))
-    out = mha(matrix(x, Out, Model), matrix(memory, Seq, Hidden))
+    out = mha(Vec.from_array(x, Out, Model), Vec.from_array(memory, Seq, Hidden))
     assert out.tag is Out
-    np.testing.assert_allclose(out.to_array(), ref.multi_head(mha, x, memory, None), **TOL)
+    np.testing.assert_allclose(to_array(out), ref.multi_head(mha, x, memory, None), **TOL)
 
 
-def _encoder(key: int, **options: Any) -> nn.Encoder[Any, Any, Any, Any, Any, Any, Any]:
+def _encoder(key: int, **options: Any) -> nn.Encoder[Any, Any, Any, Any]:
     noise = np.random.default_rng(key)
     enc = nn.init_encoder(jax.random.key(key), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2,
                           positions=sinusoidal_positions(5, Seq, 6, Model), **SIZES, **options)  # fmt: skip
@@ -114,10 +119,10 @@ def test_encoder_layer_and_encoder_match_numpy(layer_norm: bool) -> None:
     x = rng.normal(size=(5, 8))
     h = rng.normal(size=(5, 6))
     layer = enc.layers[0]
-    np.testing.assert_allclose(layer(matrix(h, Seq, Model)).to_array(), ref.encoder_layer(layer, h), **TOL)
+    np.testing.assert_allclose(to_array(layer(Vec.from_array(h, Seq, Model))), ref.encoder_layer(layer, h), **TOL)
     expected = ref.linear(enc.unembed, ref.encode(enc, x))
-    np.testing.assert_allclose(enc(matrix(x, Seq, Vocab)).to_array(), expected, **TOL)
-    np.testing.assert_allclose(jax.jit(enc)(matrix(x, Seq, Vocab)).to_array(), expected, **TOL)
+    np.testing.assert_allclose(to_array(enc(Vec.from_array(x, Seq, Vocab))), expected, **TOL)
+    np.testing.assert_allclose(to_array(jax.jit(enc)(Vec.from_array(x, Seq, Vocab))), expected, **TOL)
 
 
 def test_encoder_decoder_matches_numpy() -> None:
@@ -128,15 +133,15 @@ def test_encoder_decoder_matches_numpy() -> None:
     source, target = rng.normal(size=(7, 8)), rng.normal(size=(4, 8))
     causal = np.tril(np.ones((4, 4), bool))
     out = jax.jit(lambda m, s, t: m(s, t, causal_mask(4, Out)))(
-        model, matrix(source, Seq, Vocab), matrix(target, Out, Vocab)
+        model, Vec.from_array(source, Seq, Vocab), Vec.from_array(target, Out, Vocab)
     )
     expected = ref.decoder(model.decoder, target, causal, ref.encode(model.encoder, source), None)
-    np.testing.assert_allclose(out.to_array(), expected, **TOL)
+    np.testing.assert_allclose(to_array(out), expected, **TOL)
 
 
 def test_decoder_is_autoregressive() -> None:
     dec = nn.init_decoder(jax.random.key(6), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2, **SIZES)
-    run = jax.jit(lambda x, mask: dec(matrix(x, Seq, Vocab), matrix(mask, Seq, Seq)).to_array())
+    run = jax.jit(lambda x, mask: to_array(dec(Vec.from_array(x, Seq, Vocab), Vec.from_array(mask, Seq, Seq))))
     causal, full = np.tril(np.ones((6, 6), bool)), np.ones((6, 6), bool)
     x = rng.normal(size=(6, 8))
     base = run(x, causal)
@@ -169,7 +174,7 @@ def test_relu_transformer_is_piecewise_cubic_along_lines(block: str) -> None:
 
     def run(layer: Any) -> np.ndarray:
         block_fn = layer.attention if block == "attention" else layer
-        return np.asarray(jax.jit(jax.vmap(lambda x: block_fn(matrix(x, Seq, Model)).to_array()))(xs))
+        return np.asarray(jax.jit(jax.vmap(lambda x: to_array(block_fn(Vec.from_array(x, Seq, Model)))))(xs))
 
     def relu_inputs(layer: Any, x: np.ndarray) -> np.ndarray:
         heads = [ref.head(layer.attention.heads, h) for h in range(layer.attention.heads.size)]
@@ -194,29 +199,29 @@ def test_relu_transformer_is_piecewise_cubic_along_lines(block: str) -> None:
 
 def test_gradients_match_finite_differences() -> None:
     enc = _encoder(8, learned_positions=True)  # fixed positions stop gradients on purpose
-    x = matrix(rng.normal(size=(5, 8)), Seq, Vocab)
-    check_grads(jax.jit(lambda m, x: m(x).to_array()), (enc, x), order=1, modes=("rev",))
+    x = Vec.from_array(rng.normal(size=(5, 8)), Seq, Vocab)
+    check_grads(jax.jit(lambda m, x: to_array(m(x))), (enc, x), order=1, modes=("rev",))
 
 
 def test_positional_encodings() -> None:
-    table = sinusoidal_positions(7, Seq, 6, Model).to_array()
+    table = to_array(sinusoidal_positions(7, Seq, 6, Model))
     p, i = np.arange(7)[:, None], np.arange(3)[None, :]
     np.testing.assert_allclose(table[:, 0::2], np.sin(p / 10000 ** (2 * i / 6)), **TOL)
     np.testing.assert_allclose(table[:, 1::2], np.cos(p / 10000 ** (2 * i / 6)), **TOL)
-    x = matrix(rng.normal(size=(5, 8)), Seq, Vocab)
+    x = Vec.from_array(rng.normal(size=(5, 8)), Seq, Vocab)
 
     def loss(enc: Any) -> jax.Array:
-        return jnp.sum(enc(x).to_array() ** 2)
+        return jnp.sum(to_array(enc(x)) ** 2)
 
     fixed = _encoder(9)
-    assert not np.any(jax.grad(loss)(fixed).embed.positions.to_array())
+    assert not np.any(to_array(jax.grad(loss)(fixed).embed.positions))
     learned = nn.Encoder(nn.Embedding(fixed.embed.linear, fixed.embed.positions, learned=True), fixed.layers,
                          fixed.norm, fixed.unembed)  # fmt: skip
-    assert np.all(np.abs(jax.grad(loss)(learned).embed.positions.to_array()).sum(axis=1) > 0)
+    assert np.all(np.abs(to_array(jax.grad(loss)(learned).embed.positions)).sum(axis=1) > 0)
 
 
 def test_one_hot_tokens_and_bad_tokens() -> None:
-    np.testing.assert_array_equal(one_hot(np.array([2, 0]), Seq, 3, Vocab).to_array(), [[0, 0, 1], [1, 0, 0]])
+    np.testing.assert_array_equal(to_array(one_hot(np.array([2, 0]), Seq, 3, Vocab)), [[0, 0, 1], [1, 0, 0]])
     with pytest.raises(ValueError, match=r"tokens must lie in \[0, 3\), got \[0, 3\]"):
         one_hot(np.array([0, 3]), Seq, 3, Vocab)
 
@@ -224,20 +229,22 @@ def test_one_hot_tokens_and_bad_tokens() -> None:
 def test_a_sequence_longer_than_the_positions_is_rejected() -> None:
     enc = _encoder(10)
     with pytest.raises(ValueError, match=r"Vec\[Seq\] of size 6 vs Vec\[Seq\] of size 5"):
-        enc(matrix(np.zeros((6, 8)), Seq, Vocab))
+        enc(Vec.from_array(np.zeros((6, 8)), Seq, Vocab))
 
 
 def test_decoder_with_cross_attention_needs_memory() -> None:
     dec = nn.init_decoder(jax.random.key(11), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=1,
                           source=SIZES["model"], **SIZES)  # fmt: skip
     with pytest.raises(ValueError, match="pass memory="):
-        dec(matrix(np.zeros((3, 8)), Seq, Vocab), causal_mask(3, Seq))
+        dec(Vec.from_array(np.zeros((3, 8)), Seq, Vocab), causal_mask(3, Seq))
 
 
 def test_float32_templates_give_a_float32_model_under_x64() -> None:
-    enc = nn.init_encoder(jax.random.key(12), inputs=vector(np.zeros(8, np.float32), Vocab), layers=1,
-                          outputs=vector(np.zeros(8, np.float32), Vocab),
-                          **{k: vector(np.zeros(v.size, np.float32), v.tag) for k, v in SIZES.items()})  # fmt: skip
+    def zeros(n: int, tag: type[Dim]) -> Vec[Any, jax.Array]:
+        return Vec.from_array(np.zeros(n, np.float32), tag)
+
+    enc = nn.init_encoder(jax.random.key(12), inputs=zeros(8, Vocab), layers=1, outputs=zeros(8, Vocab),
+                          **{k: zeros(v.size, v.tag) for k, v in SIZES.items()})  # fmt: skip
     assert {leaf.dtype for leaf in jax.tree_util.tree_leaves(enc)} == {jnp.dtype(jnp.float32)}
     out = jax.jit(enc)(one_hot(np.array([1, 2, 3]), Seq, 8, Vocab, jnp.float32))
-    assert out.to_array().dtype == jnp.float32
+    assert to_array(out).dtype == jnp.float32

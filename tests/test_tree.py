@@ -20,17 +20,16 @@ from applicative import (
     counit,
     dot,
     laws,
-    matrix,
     mul_mm,
     mul_mmt,
     mul_mv,
     mul_vm,
     nn,
     outer,
-    vector,
 )
-from applicative.instances.tree import TREE_SHAPES, Leaf, Node, Shape, Tree, tree_triples
-from applicative.protocols.counit import pairing_law
+from applicative.instances.tree import Leaf, Node, Shape, Tree
+from applicative.protocols.integration import pairing_law
+from applicative.strategies import TREE_SHAPES, tree_triples
 from tests.dims import Hidden, Model, Seq
 
 D = 3
@@ -61,7 +60,7 @@ def random_tree(shape: Shape, make: Any = lambda: jnp.asarray(rng.normal())) -> 
 
 
 def random_vec(n: int = 3) -> Vec[Model, jax.Array]:
-    return vector(rng.normal(size=n), Model)
+    return Vec.from_array(rng.normal(size=n), Model)
 
 
 SHAPE_PAIRS = [(TREE_SHAPES[i], TREE_SHAPES[j]) for i, j in [(0, 0), (0, 1), (1, 0), (2, 3), (4, 5), (6, 7), (7, 5)]]
@@ -72,7 +71,7 @@ SHAPE_PAIRS = [(TREE_SHAPES[i], TREE_SHAPES[j]) for i, j in [(0, 0), (0, 1), (1,
 
 def test_structure_laws_hold_for_trees_of_vectors() -> None:
     def tree_of_vecs(t: Tree[jax.Array]) -> Tree[Vec[Model, jax.Array]]:
-        return t.fmap(lambda a: vector(jnp.stack([a, 2.0 * a + 1.0]), Model))
+        return t.fmap(lambda a: Vec.from_array(jnp.stack([a, 2.0 * a + 1.0]), Model))
 
     triples = tree_triples().map(lambda xyz: tuple(tree_of_vecs(t) for t in xyz))
     maps = laws.Maps(lambda v: v.fmap(laws.Maps.f), lambda v: v.fmap(laws.Maps.g), Pointwise(ARITHMETIC))
@@ -115,7 +114,8 @@ def test_counit_is_the_integral_over_the_cells(shape: Shape) -> None:
 
 def test_plain_sum_breaks_counit_respects_pairing_and_the_dyadic_counit_does_not() -> None:
     one, split = Leaf(1.0), Node(Leaf(1.0), Leaf(1.0))
-    # DESIGN.md, defect 5: dot(Leaf 1, Leaf 1) = 1 but dot(Leaf 1, Node(Leaf 1, Leaf 1)) = 2 with the plain sum.
+    # docs/design.md, correction 5: with the plain sum, dot(Leaf 1, Leaf 1) = 1 but
+    # dot(Leaf 1, Node(Leaf 1, Leaf 1)) = 2.
     product = one.pair(split).fmap(lambda p: p[0] * p[1])
     assert one.pair(one).fmap(lambda p: p[0] * p[1]).plain_sum() == 1.0
     assert product.plain_sum() == 2.0
@@ -237,7 +237,7 @@ def test_linear_algebra_on_trees_matches_numpy(a_shape: Shape, b_shape: Shape) -
 
     # Tree∘Vec: a function on [0, 1] with 3 channels; matrices of rows per cell.
     m, n = random_tree(a_shape, random_vec), random_tree(b_shape, random_vec)
-    v, w = random_vec(), matrix(rng.normal(size=(3, 2)), Model, Hidden)
+    v, w = random_vec(), Vec.from_array(rng.normal(size=(3, 2)), Model, Hidden)
     M, N, V, W = grid(m), grid(n), grid(v), grid(w)
     np.testing.assert_allclose(grid(mul_mv(m, v)), M @ V, **TOL)
     np.testing.assert_allclose(grid(mul_mm(m, w)), M @ W, **TOL)

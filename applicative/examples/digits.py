@@ -31,9 +31,11 @@ import numpy as np
 import optax
 from jax import Array
 
-from applicative import Dim, Vec, VecOf, as_vec, one_hot, sinusoidal_positions, vector
+from applicative import Dim, Vec, VecOf, one_hot, sinusoidal_positions, to_array
 from applicative.examples._training import adamw
 from applicative.nn import Encoder, init_encoder
+
+__all__ = ["Config", "DigitModel", "Result", "accuracy", "init_model", "main", "train"]
 
 LENGTH = 8
 VOCABULARY = 10
@@ -65,9 +67,7 @@ class HeadFeature(Dim):
 
 N = TypeVar("N", bound=Dim)
 
-DigitModel = Encoder[
-    VecOf[Seq], VecOf[Vocab], VecOf[Head], VecOf[Model], VecOf[HeadFeature], VecOf[Hidden], VecOf[Vocab]
-]
+DigitModel = Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Vocab]]
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Result(NamedTuple):
 
 def _template(size: int, tag: type[N]) -> Vec[N, Array]:
     # float32 templates give float32 parameters, also under jax_enable_x64.
-    return vector(np.zeros(size, np.float32), tag)
+    return Vec.from_array(np.zeros(size, np.float32), tag)
 
 
 def init_model(key: Array, config: Config) -> DigitModel:
@@ -120,7 +120,7 @@ def init_model(key: Array, config: Config) -> DigitModel:
 
 def logits(model: DigitModel, tokens: Array) -> Array:
     """The (LENGTH, VOCABULARY) logits for one sequence of ``LENGTH`` digits."""
-    return as_vec(model(one_hot(tokens, Seq, VOCABULARY, Vocab, jnp.float32))).to_array()
+    return to_array(model(one_hot(tokens, Seq, VOCABULARY, Vocab, jnp.float32)))
 
 
 def batch_logits(model: DigitModel, tokens: Array) -> Array:

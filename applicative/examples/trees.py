@@ -48,10 +48,12 @@ import numpy as np
 import optax
 from jax import Array
 
-from applicative import Dim, Tree, TreeOf, Vec, VecOf, as_vec, vector
+from applicative import Dim, Tree, TreeOf, Vec, VecOf, to_array
 from applicative.examples._training import adamw
 from applicative.instances.tree import Shape
 from applicative.nn import Encoder, init_encoder
+
+__all__ = ["Config", "Result", "TreeModel", "baseline", "init_model", "main", "predict", "train"]
 
 TRAIN_SHAPES: tuple[Shape, ...] = (
     ((None, None), None),  # depths 2 2 1
@@ -96,7 +98,7 @@ class HeadFeature(Dim):
 
 N = TypeVar("N", bound=Dim)
 
-TreeModel = Encoder[TreeOf, VecOf[Feature], VecOf[Head], VecOf[Model], VecOf[HeadFeature], VecOf[Hidden], VecOf[Logit]]
+TreeModel = Encoder[TreeOf, VecOf[Feature], VecOf[Model], VecOf[Logit]]
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ class Result(NamedTuple):
 
 def _template(size: int, tag: type[N]) -> Vec[N, Array]:
     # float32 templates give float32 parameters, also under jax_enable_x64.
-    return vector(np.zeros(size, np.float32), tag)
+    return Vec.from_array(np.zeros(size, np.float32), tag)
 
 
 def init_model(key: Array, config: Config) -> TreeModel:
@@ -159,7 +161,7 @@ def weights(shape: Shape) -> np.ndarray:
 
 def tree_of(shape: Shape, values: Array) -> Tree[Vec[Feature, Array]]:
     """The tree of ``shape`` whose leaves, left to right, hold ``values`` (one feature each)."""
-    treedef = jax.tree_util.tree_structure(Tree.from_shape(shape, vector(np.zeros(1, np.float32), Feature)))
+    treedef = jax.tree_util.tree_structure(Tree.from_shape(shape, Vec.from_array(np.zeros(1, np.float32), Feature)))
     tree: Tree[Vec[Feature, Array]] = jax.tree_util.tree_unflatten(treedef, [v[None] for v in values])
     return tree
 
@@ -169,7 +171,7 @@ def logits(model: TreeModel, shape: Shape, values: Array) -> Array:
     out = model(tree_of(shape, values))
     if not isinstance(out, Tree):
         raise TypeError(f"logits: the model of a tree returned a {type(out).__name__}")
-    return jnp.stack([as_vec(leaf).to_array() for leaf in out.leaves()])
+    return jnp.stack([to_array(leaf) for leaf in out.leaves()])
 
 
 def batch_logits(model: TreeModel, shape: Shape, values: Array) -> Array:

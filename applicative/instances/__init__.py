@@ -1,0 +1,47 @@
+"""The structures: ``Vec``, ``Cheb`` (and its functional core ``chebyshev``), ``Compose``, ``Tree``,
+``Distribution`` and ``Quantum``, and the ``Vec`` sequence helpers. Instances import the protocols,
+never each other (``Compose`` composes any two)."""
+
+from applicative.instances.cheb import Cheb as Cheb
+from applicative.instances.cheb import ChebOf as ChebOf
+from applicative.instances.cheb import as_cheb as as_cheb
+from applicative.instances.compose import Compose as Compose
+from applicative.instances.compose import ComposeOf as ComposeOf
+from applicative.instances.finite import Distribution as Distribution
+from applicative.instances.finite import DistributionOf as DistributionOf
+from applicative.instances.finite import Quantum as Quantum
+from applicative.instances.finite import QuantumOf as QuantumOf
+from applicative.instances.finite import mixture as mixture
+from applicative.instances.sequence import causal_mask as causal_mask
+from applicative.instances.sequence import one_hot as one_hot
+from applicative.instances.sequence import sinusoidal_positions as sinusoidal_positions
+from applicative.instances.tree import Leaf as Leaf
+from applicative.instances.tree import Node as Node
+from applicative.instances.tree import Tree as Tree
+from applicative.instances.tree import TreeOf as TreeOf
+from applicative.instances.vector import Vec as Vec
+from applicative.instances.vector import VecOf as VecOf
+from applicative.instances.vector import as_vec as as_vec
+
+__all__ = [
+    "Cheb",
+    "ChebOf",
+    "Compose",
+    "ComposeOf",
+    "Distribution",
+    "DistributionOf",
+    "Leaf",
+    "Node",
+    "Quantum",
+    "QuantumOf",
+    "Tree",
+    "TreeOf",
+    "Vec",
+    "VecOf",
+    "as_cheb",
+    "as_vec",
+    "causal_mask",
+    "mixture",
+    "one_hot",
+    "sinusoidal_positions",
+]

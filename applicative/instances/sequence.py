@@ -11,13 +11,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike, DTypeLike
 
-from applicative.instances.vector import Vec, matrix
+from applicative.instances.vector import Vec
 from applicative.protocols.kinds import M, N
+
+__all__ = ["causal_mask", "one_hot", "sinusoidal_positions"]
 
 
 def causal_mask(length: int, seq: type[N]) -> Vec[N, Vec[N, jax.Array]]:
     """mask[i][j] = (j <= i): query i sees keys up to itself (Vaswani et al.'s decoder mask)."""
-    return matrix(jnp.tril(jnp.ones((length, length), bool)), seq, seq)
+    return Vec.from_array(jnp.tril(jnp.ones((length, length), bool)), seq, seq)
 
 
 def sinusoidal_positions(
@@ -28,7 +30,7 @@ def sinusoidal_positions(
     frequency = 10000.0 ** (-(np.arange(width) // 2 * 2) / width)
     angle = position * frequency[None, :]
     table = np.where(np.arange(width) % 2 == 0, np.sin(angle), np.cos(angle))
-    return matrix(jnp.asarray(table, dtype or jnp.result_type(float)), seq, model)
+    return Vec.from_array(jnp.asarray(table, dtype or jnp.result_type(float)), seq, model)
 
 
 def one_hot(
@@ -40,4 +42,4 @@ def one_hot(
         raise ValueError(f"one_hot: needs a 1-D integer array of tokens, got {tokens.dtype} {tokens.shape}")
     if not isinstance(tokens, jax.core.Tracer) and (tokens.size and (tokens.min() < 0 or tokens.max() >= vocabulary)):
         raise ValueError(f"one_hot: tokens must lie in [0, {vocabulary}), got [{tokens.min()}, {tokens.max()}]")
-    return matrix(jax.nn.one_hot(tokens, vocabulary, dtype=dtype or jnp.result_type(float)), seq, vocab)
+    return Vec.from_array(jax.nn.one_hot(tokens, vocabulary, dtype=dtype or jnp.result_type(float)), seq, vocab)

@@ -12,7 +12,7 @@ interval (left half, right half). Then
               counit(t) = sum over leaves of 2^-depth value,
               i.e. counit(Leaf x) = x, counit(Node l r) = (counit l + counit r) / 2
 
-Laws (checked by ``applicative.laws`` on ``tree_triples()``, trees of different shapes):
+Laws (checked by ``applicative.laws`` on ``applicative.strategies.tree_triples()``, trees of different shapes):
 the functor laws; pair naturality, associativity and unit (``Leaf(u)`` refines to the
 other tree's shape, so fmap(snd, pair(Leaf u, y)) is y, structurally); counit
 additivity, homogeneity and "counit respects pairing", counit(fmap(fst, pair(x, y))) =
@@ -21,7 +21,7 @@ Module laws of ``Pointwise(ARITHMETIC)`` hold too, with add on the common refine
 
 The reference's counit, the plain sum of the leaves (``plain_sum``), depends on
 refinement: dot(Leaf 1, Leaf 1) = 1 but dot(Leaf 1, Node(Leaf 1, Leaf 1)) = 2,
-breaking "counit respects pairing" (DESIGN.md, defect 5); it is kept, not the default.
+breaking "counit respects pairing" (docs/design.md, correction 5); it is kept, not the default.
 
 Every tree is a JAX pytree: its shape is the pytree structure and its leaf
 values are the pytree leaves, so ``jit``, ``grad`` and ``vmap`` work and a tree
@@ -44,18 +44,15 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias, TypeVar, Union
-
-import jax
+from typing import TypeAlias, TypeVar, Union
 
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
-from applicative.protocols.counit import Counit
+from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B
+from applicative.records import record
 
-if TYPE_CHECKING:
-    import hypothesis.strategies as st
+__all__ = ["Leaf", "Nested", "Node", "Shape", "Tree", "TreeOf"]
 
 T = TypeVar("T")
 
@@ -160,8 +157,7 @@ def _as_tree(op: str, other: Applicative[TreeOf, B]) -> Tree[B]:
     return other
 
 
-@jax.tree_util.register_pytree_node_class
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Leaf(Tree[A_co]):
     """A leaf: the constant ``value`` on its interval."""
 
@@ -199,16 +195,8 @@ class Leaf(Tree[A_co]):
     def __repr__(self) -> str:
         return f"Leaf({self.value!r})"
 
-    def tree_flatten(self) -> tuple[tuple[A_co], None]:
-        return (self.value,), None
 
-    @classmethod
-    def tree_unflatten(cls, aux: None, children: tuple[A_co]) -> Leaf[A_co]:
-        return cls(children[0])
-
-
-@jax.tree_util.register_pytree_node_class
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Node(Tree[A_co]):
     """A node: ``left`` on the left half of its interval, ``right`` on the right half."""
 
@@ -254,43 +242,3 @@ class Node(Tree[A_co]):
 
     def __repr__(self) -> str:
         return f"Node({self.left!r}, {self.right!r})"
-
-    def tree_flatten(self) -> tuple[tuple[Tree[A_co], Tree[A_co]], None]:
-        return (self.left, self.right), None
-
-    @classmethod
-    def tree_unflatten(cls, aux: None, children: tuple[Tree[A_co], Tree[A_co]]) -> Node[A_co]:
-        return cls(*children)
-
-
-# Law-test strategy.
-
-Scalars: TypeAlias = "Tree[jax.Array]"
-
-TREE_SHAPES: tuple[Shape, ...] = (
-    None,
-    (None, None),
-    ((None, None), None),
-    (None, (None, None)),
-    ((None, None), (None, None)),
-    (((None, None), None), None),
-    (None, (None, (None, None))),
-    (((None, None), (None, None)), (None, (None, None))),
-)
-"""A few shapes of depth <= 3 for the law tests: every pairing case (leaf/leaf, leaf/node,
-node/node) occurs at every level; few, since each new shape traces afresh under ``jit``."""
-
-
-def tree_triples(shapes: tuple[Shape, ...] = TREE_SHAPES) -> st.SearchStrategy[tuple[Scalars, Scalars, Scalars]]:
-    """Triples ``(x, y, z)`` of trees of independently drawn shapes with scalar float64 leaves."""
-    import hypothesis.strategies as st
-    import jax.numpy as jnp
-    import numpy as np
-
-    def with_values(shape: Shape) -> st.SearchStrategy[Scalars]:
-        if shape is None:
-            return st.floats(-10, 10, allow_nan=False, width=64).map(lambda v: Leaf(jnp.asarray(np.float64(v))))
-        return st.builds(Node, with_values(shape[0]), with_values(shape[1]))
-
-    one = st.sampled_from(shapes).flatmap(with_values)
-    return st.tuples(one, one, one)

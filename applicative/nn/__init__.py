@@ -1,26 +1,28 @@
 """Neural networks written once against the protocols: attention, MLP, the transformer family.
 
-Every model is a frozen pytree dataclass (``@module``) with an initialiser
-taking a PRNG key and templates that give the shapes.
+Every model is a frozen pytree record (``applicative.record``) with an
+initialiser taking a PRNG key and templates that give the shapes.
 """
 
 from applicative.nn._attention import Additive as Additive
 from applicative.nn._attention import AttentionHead as AttentionHead
+from applicative.nn._attention import CoefficientSoftmax as CoefficientSoftmax
 from applicative.nn._attention import DotProduct as DotProduct
 from applicative.nn._attention import MultiHeadAttention as MultiHeadAttention
 from applicative.nn._attention import Multiplicative as Multiplicative
 from applicative.nn._attention import Normalisation as Normalisation
 from applicative.nn._attention import ReferenceSoftmax as ReferenceSoftmax
 from applicative.nn._attention import ReluAttention as ReluAttention
+from applicative.nn._attention import Sampled as Sampled
+from applicative.nn._attention import Score as Score
 from applicative.nn._attention import Softmax as Softmax
 from applicative.nn._attention import attention as attention
+from applicative.nn._base import Matrix as Matrix
 from applicative.nn._base import compiled_init as compiled_init
 from applicative.nn._base import init_each as init_each
 from applicative.nn._base import keys_like as keys_like
 from applicative.nn._base import measure as measure
-from applicative.nn._base import module as module
 from applicative.nn._base import normal_like as normal_like
-from applicative.nn._base import static as static
 from applicative.nn._linear import Linear as Linear
 from applicative.nn._mlp import MLP as MLP
 from applicative.nn._mlp import LayerNorm as LayerNorm
@@ -30,5 +32,40 @@ from applicative.nn._transformer import Embedding as Embedding
 from applicative.nn._transformer import Encoder as Encoder
 from applicative.nn._transformer import EncoderDecoder as EncoderDecoder
 from applicative.nn._transformer import EncoderLayer as EncoderLayer
+from applicative.nn._transformer import Layer as Layer
 from applicative.nn._transformer import init_decoder as init_decoder
 from applicative.nn._transformer import init_encoder as init_encoder
+
+__all__ = [
+    "MLP",
+    "Additive",
+    "AttentionHead",
+    "CoefficientSoftmax",
+    "Decoder",
+    "DecoderLayer",
+    "DotProduct",
+    "Embedding",
+    "Encoder",
+    "EncoderDecoder",
+    "EncoderLayer",
+    "Layer",
+    "LayerNorm",
+    "Linear",
+    "Matrix",
+    "MultiHeadAttention",
+    "Multiplicative",
+    "Normalisation",
+    "ReferenceSoftmax",
+    "ReluAttention",
+    "Sampled",
+    "Score",
+    "Softmax",
+    "attention",
+    "compiled_init",
+    "init_decoder",
+    "init_each",
+    "init_encoder",
+    "keys_like",
+    "measure",
+    "normal_like",
+]

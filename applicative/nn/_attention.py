@@ -11,32 +11,53 @@ keys (the reference's ``queries mulMMT keys`` is transposed; we use
 Scores: ``DotProduct`` q.k; ``Multiplicative`` q^T W k; ``Additive``
 u^T tanh(W1 k + W2 q). Normalisations (applied to each row, masked keys
 excluded): ``Softmax`` softmax(s / sqrt(d_k)) (standard, the default),
-``ReferenceSoftmax`` e^s / (sqrt(d_k) sum e^s) (reference 002 as written:
-rows sum to 1/sqrt(d_k)), ``ReluAttention`` relu(s / sqrt(d_k)) / measure(keys)
-(reference 000, section 1.9: a ReLU attention module is a cubic spline).
+``ReferenceSoftmax`` e^s / (sqrt(d_k) sum e^s) (the reference text's, as
+written: rows sum to 1/sqrt(d_k)), ``ReluAttention`` relu(s / sqrt(d_k)) /
+measure(keys) (a ReLU attention module is a cubic spline; docs/design.md),
+and, for Chebyshev functions, ``CoefficientSoftmax``, the reference's softmax
+over coefficients. Linear maps of queries, keys and values are linear algebra
+(``Linear.each``), and the scalings of the softmax are ``scale``, so that on a
+``Cheb`` sequence only the exponential samples the functions.
 
 ``MultiHeadAttention`` holds its heads as a structure (a ``Vec`` over a head
-dimension): each head attends and projects back to the model features, and
-the heads are summed with ``counit``, which is ``W_o concat(heads)``.
+dimension): each head attends, and the heads are projected back to the model
+features and summed in one contraction (``sum_mul_mmt``), ``W_o concat(heads)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 from jax import Array
 
-from applicative.linalg import add, dot, mul_mm, mul_mmt, outer, sum_mul_mmt
-from applicative.nn._base import Matrix, compiled_init, init_each, measure, module, normal_like, static
+from applicative.linalg import add, dot, mul_mm, mul_mmt, outer, scale, sum_mul_mmt
+from applicative.nn._base import Matrix, compiled_init, init_each, measure, normal_like
 from applicative.nn._linear import Linear
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
 from applicative.protocols.applicative import Applicative
-from applicative.protocols.counit import counit
+from applicative.protocols.integration import counit
 from applicative.protocols.kinds import F, G, H, I
+from applicative.records import record, static
+
+__all__ = [
+    "Additive",
+    "AttentionHead",
+    "CoefficientSoftmax",
+    "DotProduct",
+    "MultiHeadAttention",
+    "Multiplicative",
+    "Normalisation",
+    "ReferenceSoftmax",
+    "ReluAttention",
+    "Sampled",
+    "Score",
+    "Softmax",
+    "attention",
+]
 
 D = TypeVar("D")  # features of the queries' source (the model)
 E = TypeVar("E")  # features of the keys' and values' source
@@ -54,7 +75,7 @@ class Score(Protocol):
     def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Any: ...
 
 
-@module
+@record
 class DotProduct:
     """s_ij = q_i . k_j."""
 
@@ -69,7 +90,7 @@ class DotProduct:
 DOT_PRODUCT = DotProduct()
 
 
-@module
+@record
 class Multiplicative(Generic[H]):
     """s_ij = q_i^T W k_j (Luong)."""
 
@@ -83,7 +104,7 @@ class Multiplicative(Generic[H]):
         return Multiplicative(normal_like(key, outer(features, features), 1.0 / jnp.sqrt(measure(features))))
 
 
-@module
+@record
 class Additive(Generic[H]):
     """s_ij = u^T tanh(W1 k_j + W2 q_i) (Bahdanau)."""
 
@@ -92,8 +113,8 @@ class Additive(Generic[H]):
     u: Applicative[H, Array]
 
     def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Any:
-        projected_keys = keys.fmap(self.keys)
-        return queries.fmap(self.queries).fmap(
+        projected_keys = self.keys.each(keys)
+        return self.queries.each(queries).fmap(
             lambda q: projected_keys.fmap(lambda k: dot(self.u, add(k, q).fmap(jnp.tanh)))
         )
 
@@ -120,8 +141,20 @@ def _rowwise(scores: Matrix[I, F], mask: Matrix[I, F] | None, f: Callable[[Any, 
     return scores.pair(mask).fmap(lambda p: f(p[0], p[1]))
 
 
-def _leaf_max(x: object) -> jax.Array:
-    return jnp.max(jnp.stack([jnp.max(leaf) for leaf in jax.tree_util.tree_leaves(x)]))
+@runtime_checkable
+class Sampled(Protocol):
+    """A structure whose ``fmap`` applies functions at sample points (a ``Cheb``: its Chebyshev
+    points), and can say the largest value there."""
+
+    def largest(self) -> jax.Array: ...
+
+
+def _largest(row: object) -> jax.Array:
+    """The largest score of a row: at the sample points for a ``Sampled`` structure (a Chebyshev
+    series' values can be far larger than its coefficients), else the largest leaf entry."""
+    if isinstance(row, Sampled):
+        return row.largest()
+    return jnp.max(jnp.stack([jnp.max(leaf) for leaf in jax.tree_util.tree_leaves(row)]))
 
 
 def _softmax_row(row: Applicative[F, jax.Array], keep: Applicative[F, jax.Array] | None) -> Applicative[F, jax.Array]:
@@ -129,10 +162,10 @@ def _softmax_row(row: Applicative[F, jax.Array], keep: Applicative[F, jax.Array]
     if keep is not None:
         row = row.pair(keep).fmap(lambda p: jnp.where(p[1], p[0], -jnp.inf))
     # Any constant shift gives the same softmax; the largest score keeps exp bounded.
-    shift = jax.lax.stop_gradient(_leaf_max(row))
+    shift = jax.lax.stop_gradient(_largest(row))
     e = row.fmap(lambda s: jnp.exp(s - jnp.where(jnp.isfinite(shift), shift, 0.0)))
     total = counit(e)
-    return e.fmap(lambda a: a / jnp.where(total > 0, total, 1.0))
+    return scale(1.0 / jnp.where(total > 0, total, 1.0), e)
 
 
 @dataclass(frozen=True)
@@ -140,32 +173,45 @@ class Softmax:
     """softmax(s / sqrt(d_k)) over each row (the standard normalisation)."""
 
     def __call__(self, scores: Matrix[I, F], mask: Matrix[I, F] | None, d_k: jax.Array) -> Matrix[I, F]:
-        scale = 1.0 / jnp.sqrt(d_k)
-        return _rowwise(scores, mask, lambda row, keep: _softmax_row(row.fmap(lambda s: s * scale), keep))
+        factor = 1.0 / jnp.sqrt(d_k)
+        return _rowwise(scores, mask, lambda row, keep: _softmax_row(scale(factor, row), keep))
 
 
 @dataclass(frozen=True)
 class ReferenceSoftmax:
-    """e^s / (sqrt(d_k) sum e^s): reference 002's scaled softmax as written (rows sum to 1/sqrt(d_k))."""
+    """e^s / (sqrt(d_k) sum e^s): the reference text's scaled softmax as written (rows sum to 1/sqrt(d_k))."""
 
     def __call__(self, scores: Matrix[I, F], mask: Matrix[I, F] | None, d_k: jax.Array) -> Matrix[I, F]:
-        scale = 1.0 / jnp.sqrt(d_k)
-        return _rowwise(scores, mask, lambda row, keep: _softmax_row(row, keep).fmap(lambda a: a * scale))
+        factor = 1.0 / jnp.sqrt(d_k)
+        return _rowwise(scores, mask, lambda row, keep: scale(factor, _softmax_row(row, keep)))
 
 
 @dataclass(frozen=True)
 class ReluAttention:
-    """relu(s / sqrt(d_k)) / measure(keys): masked entries are 0 (reference 000, section 1.9)."""
+    """relu(s / sqrt(d_k)) / measure(keys): masked entries are 0 (a ReLU transformer is a spline)."""
 
     def __call__(self, scores: Matrix[I, F], mask: Matrix[I, F] | None, d_k: jax.Array) -> Matrix[I, F]:
-        scale = 1.0 / jnp.sqrt(d_k)
+        factor = 1.0 / jnp.sqrt(d_k)
 
         def row_relu(row: Applicative[F, jax.Array], keep: Applicative[F, jax.Array] | None) -> Any:
-            per_key = scale / measure(row)
+            per_key = factor / measure(row)
             out = row.fmap(lambda s: jax.nn.relu(s) * per_key)
             return out if keep is None else out.pair(keep).fmap(lambda p: jnp.where(p[1], p[0], 0.0))
 
         return _rowwise(scores, mask, row_relu)
+
+
+@dataclass(frozen=True)
+class CoefficientSoftmax:
+    """The reference text's Funcformer normalisation: softmax(s / sqrt(d_k)) over each score row's
+    Chebyshev *coefficients* (rows are ``Cheb`` functions of the key). It depends on the resolution
+    (zero-padded coefficients still get weight); ``Softmax`` normalises values, exp(s) / integral exp(s)."""
+
+    def __call__(self, scores: Matrix[I, F], mask: Matrix[I, F] | None, d_k: jax.Array) -> Matrix[I, F]:
+        if mask is not None:
+            raise ValueError("CoefficientSoftmax: masks have no meaning for coefficients")
+        factor = 1.0 / jnp.sqrt(d_k)
+        return scores.fmap(lambda row: jax.tree_util.tree_map(lambda leaf: jax.nn.softmax(leaf * factor, axis=0), row))
 
 
 SOFTMAX = Softmax()
@@ -189,7 +235,7 @@ def attention(
 # Heads
 
 
-@module
+@record
 class AttentionHead(Generic[D, E, Hk, Hv]):
     """One head: project queries (from D) and keys/values (from E) and attend; ``output``
     (D from Hv) projects its result back to the model features."""
@@ -205,22 +251,22 @@ class AttentionHead(Generic[D, E, Hk, Hv]):
     ) -> Matrix[I, Hv]:
         """attention(query x, key source, value source), before the output projection."""
         return attention(
-            x.fmap(self.query),
-            source.fmap(self.key),
-            source.fmap(self.value),
+            self.query.each(x),
+            self.key.each(source),
+            self.value.each(source),
             score=self.score,
             normalise=normalise,
             mask=mask,
         )
 
 
-@module
+@record
 class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
     """sum over heads of W_o^h attention_h(x, source), plus a bias (W_o times the concatenated heads)."""
 
     heads: Applicative[Heads, AttentionHead[D, E, Hk, Hv]]
     bias: Applicative[D, Array]
-    normalise: Normalisation = static(SOFTMAX)
+    normalise: Normalisation = static(default=SOFTMAX)
 
     def __call__(
         self, x: Matrix[I, D], source: Matrix[F, E] | None = None, mask: Matrix[I, F] | None = None
@@ -230,7 +276,7 @@ class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
         attended = self.heads.fmap(lambda head: head.attend(x, kv, mask, self.normalise))
         # One contraction over heads and value features, not a sum of per-head products.
         projected = sum_mul_mmt(self.heads.fmap(lambda head: head.output), attended)
-        return projected.fmap(lambda row: add(row, self.bias))
+        return add(projected, projected.pure(self.bias))
 
     @staticmethod
     @compiled_init

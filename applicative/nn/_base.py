@@ -1,8 +1,4 @@
-"""Models as frozen pytree dataclasses, and initialisation written against the protocols.
-
-``@module`` makes a class a frozen dataclass registered as a JAX pytree, so a
-model passes through ``jit``, ``grad``, ``vmap`` and optax; fields declared
-with ``static()`` (functions, flags) are metadata, not leaves.
+"""Initialisation written against the protocols (models are ``applicative.records.record``s).
 
 Initialisers never build a structure themselves: they receive *templates*
 (a structure of the right shape, e.g. ``vector(np.zeros(128), Model)``) and
@@ -12,41 +8,25 @@ instance.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Any, Concatenate, ParamSpec, TypeVar, dataclass_transform
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from applicative.protocols.applicative import Applicative
-from applicative.protocols.counit import counit
+from applicative.protocols.integration import counit
 from applicative.protocols.kinds import F, G
 
 T = TypeVar("T")
 P = ParamSpec("P")
 
+__all__ = ["Matrix", "compiled_init", "init_each", "keys_like", "measure", "normal_like"]
+
 Matrix = Applicative[F, Applicative[G, jax.Array]]
 """A structure of structures of scalars: a sequence of feature vectors, scores, a mask."""
-
-
-def static(default: Any = dataclasses.MISSING) -> Any:
-    """A dataclass field kept as pytree metadata (hashable, not differentiated)."""
-    return dataclasses.field(default=default, metadata={"static": True})
-
-
-@dataclass_transform(frozen_default=True, field_specifiers=(static, dataclasses.field))
-def module(cls: type[T]) -> type[T]:
-    """Make ``cls`` a frozen dataclass and a pytree whose leaves are its non-static fields."""
-    cls = dataclasses.dataclass(frozen=True)(cls)
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    return jax.tree_util.register_dataclass(
-        cls,
-        data_fields=[f.name for f in fields if not f.metadata.get("static")],
-        meta_fields=[f.name for f in fields if f.metadata.get("static")],
-    )
 
 
 def measure(x: Applicative[F, Any]) -> jax.Array:

@@ -8,18 +8,27 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from applicative.linalg import add, mul_mv, outer
-from applicative.nn._base import measure, module, normal_like
+from applicative.linalg import add, mul_mmt, mul_mv, outer
+from applicative.nn._base import Matrix, measure, normal_like
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
+from applicative.records import record
+
+__all__ = ["Linear"]
 
 In = TypeVar("In")
 Out = TypeVar("Out")
+S = TypeVar("S")
 
 
-@module
+@record
 class Linear(Generic[In, Out]):
-    """(W x + b)_o = sum_i W_oi x_i + b_o, with ``weight`` indexed [out][in]."""
+    """(W x + b)_o = sum_i W_oi x_i + b_o, with ``weight`` indexed [out][in].
+
+    ``linear(x)`` maps one element; ``linear.each(xs)`` maps every element of a structure, as
+    linear algebra (the reference's ``mulMMT``), never as ``fmap`` of a closure: on a ``Cheb``
+    sequence that is one contraction of coefficients, where ``fmap`` would sample and transform.
+    """
 
     weight: Applicative[Out, Applicative[In, Array]]
     bias: Applicative[Out, Array] | None
@@ -27,6 +36,11 @@ class Linear(Generic[In, Out]):
     def __call__(self, x: Applicative[In, Array]) -> Applicative[Out, Array]:
         y = mul_mv(self.weight, x)
         return y if self.bias is None else add(y, self.bias)
+
+    def each(self, xs: Matrix[S, In]) -> Matrix[S, Out]:
+        """fmap self xs, as mul_mmt(W, xs) + pure b (b is added to every element)."""
+        y = mul_mmt(self.weight, xs)
+        return y if self.bias is None else add(y, y.pure(self.bias))
 
     @staticmethod
     def init(

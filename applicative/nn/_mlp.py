@@ -19,23 +19,26 @@ import jax.numpy as jnp
 from jax import Array
 
 from applicative.linalg import add
-from applicative.nn._base import measure, module, static
+from applicative.nn._base import measure
 from applicative.nn._linear import Linear
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative, lift_a2
-from applicative.protocols.counit import counit
+from applicative.protocols.integration import counit
+from applicative.records import record, static
+
+__all__ = ["MLP", "LayerNorm"]
 
 D = TypeVar("D")
 Hidden = TypeVar("Hidden")
 
 
-@module
+@record
 class MLP(Generic[D, Hidden]):
     """W2 sigma(W1 x + b1) + b2, with ``sigma`` applied to each element through ``fmap``."""
 
     hidden: Linear[D, Hidden]
     output: Linear[Hidden, D]
-    activation: Callable[[Array], Array] = static(jax.nn.relu)
+    activation: Callable[[Array], Array] = static(default=jax.nn.relu)
 
     def __call__(self, x: Applicative[D, Array]) -> Applicative[D, Array]:
         return self.output(self.hidden(x).fmap(self.activation))
@@ -51,18 +54,18 @@ class MLP(Generic[D, Hidden]):
         return MLP(Linear.init(k1, model, hidden), Linear.init(k2, hidden, model), activation)
 
 
-@module
+@record
 class LayerNorm(Generic[D]):
     """gamma * (x - mean) / sqrt(var + eps) + beta, the moments taken through counit."""
 
     gamma: Applicative[D, Array]
     beta: Applicative[D, Array]
-    eps: float = static(1e-5)
+    eps: float = static(default=1e-5)
 
     def __call__(self, x: Applicative[D, Array]) -> Applicative[D, Array]:
         n = measure(x)
         mean = counit(x) / n
-        centred = x.fmap(lambda a: a - mean)
+        centred = add(x, x.pure(-mean))
         inv_std = jax.lax.rsqrt(counit(centred.fmap(jnp.square)) / n + self.eps)
         return add(lift_a2(lambda g, a: g * a * inv_std, self.gamma, centred), self.beta)
 

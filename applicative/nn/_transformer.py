@@ -9,25 +9,41 @@ layers). An ``Encoder`` or ``Decoder`` embeds its input (a linear map per
 position, plus positional encodings), runs its layers, normalises and
 unembeds; an ``EncoderDecoder`` feeds the encoder's states to the decoder's
 cross attention. A sequence is any structure ``S (D a)``; masks are
-structures of booleans (``causal_mask`` for Vec sequences).
+structures of booleans (``causal_mask`` for Vec sequences). An encoder's
+layers are any ``Layer``s, maps of the sequence to itself (``EncoderLayer``,
+or one that views the sequence another way, as the Funcformer's layers along
+its second axis do).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import jax
 from jax import Array
 
 from applicative.linalg import add
 from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation
-from applicative.nn._base import Matrix, compiled_init, module, static
+from applicative.nn._base import Matrix, compiled_init
 from applicative.nn._linear import Linear
 from applicative.nn._mlp import MLP, LayerNorm
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import F, I
+from applicative.records import record, static
+
+__all__ = [
+    "Decoder",
+    "DecoderLayer",
+    "Embedding",
+    "Encoder",
+    "EncoderDecoder",
+    "EncoderLayer",
+    "Layer",
+    "init_decoder",
+    "init_encoder",
+]
 
 S = TypeVar("S")  # the sequence structure
 V = TypeVar("V")  # input features (a one-hot vocabulary, or measurements)
@@ -39,11 +55,17 @@ Hk = TypeVar("Hk")
 Hidden = TypeVar("Hidden")
 
 
+class Layer(Protocol[S, D]):
+    """A map of a sequence ``S (D a)`` to itself, with an optional self-attention mask."""
+
+    def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]: ...
+
+
 def _norm(norm: LayerNorm[D] | None, x: Matrix[I, D]) -> Matrix[I, D]:
     return x if norm is None else x.fmap(norm)
 
 
-@module
+@record
 class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
     """Self-attention and an MLP, each with a residual connection and an optional pre-norm."""
 
@@ -57,7 +79,7 @@ class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
         return add(x, _norm(n2, x).fmap(self.mlp))
 
 
-@module
+@record
 class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
     """Masked self-attention, cross attention to a memory (if ``cross``), and an MLP."""
 
@@ -82,28 +104,28 @@ class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
         return add(x, _norm(n3, x).fmap(self.mlp))
 
 
-@module
+@record
 class Embedding(Generic[S, V, D]):
     """A linear map per position, plus positional encodings (fixed unless ``learned``)."""
 
     linear: Linear[V, D]
     positions: Matrix[S, D] | None
-    learned: bool = static(False)
+    learned: bool = static(default=False)
 
     def __call__(self, x: Matrix[S, V]) -> Matrix[S, D]:
-        embedded = x.fmap(self.linear)
+        embedded = self.linear.each(x)
         if self.positions is None:
             return embedded
         positions = self.positions if self.learned else jax.lax.stop_gradient(self.positions)
         return add(embedded, positions)
 
 
-@module
-class Encoder(Generic[S, V, Heads, D, Hk, Hidden, Out]):
-    """embed, encoder layers, final norm, unembed (``unembed=None`` inside an encoder-decoder)."""
+@record
+class Encoder(Generic[S, V, D, Out]):
+    """embed, layers, final norm, unembed (``unembed=None`` inside an encoder-decoder)."""
 
     embed: Embedding[S, V, D]
-    layers: tuple[EncoderLayer[Heads, D, Hk, Hidden], ...]
+    layers: tuple[Layer[S, D], ...]
     norm: LayerNorm[D] | None
     unembed: Linear[D, Out] | None
 
@@ -117,10 +139,10 @@ class Encoder(Generic[S, V, Heads, D, Hk, Hidden, Out]):
     def __call__(self, x: Matrix[S, V], mask: Matrix[S, S] | None = None) -> Matrix[S, Out]:
         if self.unembed is None:
             raise ValueError("Encoder: built without an unembedding; use encode()")
-        return self.encode(x, mask).fmap(self.unembed)
+        return self.unembed.each(self.encode(x, mask))
 
 
-@module
+@record
 class Decoder(Generic[S, V, Heads, D, E, Hk, Hidden, Out]):
     """embed, decoder layers (masked self-attention; cross attention if built with a source), norm, unembed."""
 
@@ -139,14 +161,14 @@ class Decoder(Generic[S, V, Heads, D, E, Hk, Hidden, Out]):
         h = self.embed(x)
         for layer in self.layers:
             h = layer(h, mask, memory, memory_mask)
-        return _norm(self.norm, h).fmap(self.unembed)
+        return self.unembed.each(_norm(self.norm, h))
 
 
-@module
+@record
 class EncoderDecoder(Generic[S, V, Heads, D, Hk, Hidden, Out]):
     """decoder(target, mask, memory = encoder.encode(source))."""
 
-    encoder: Encoder[Any, Any, Heads, D, Hk, Hidden, Any]
+    encoder: Encoder[Any, Any, D, Any]
     decoder: Decoder[S, V, Heads, D, D, Hk, Hidden, Out]
 
     def __call__(
@@ -224,7 +246,7 @@ def init_encoder(
     score: Any = DotProduct,
     normalise: Normalisation = SOFTMAX,
     activation: Callable[[Array], Array] = jax.nn.relu,
-) -> Encoder[S, V, Heads, D, Hk, Hidden, Out]:
+) -> Encoder[S, V, D, Out]:
     """An encoder; every shape comes from a template (``outputs=None``: no unembedding)."""
     spec = _Layers(model, hidden, heads, head_features, layer_norm, score, normalise, activation)
     keys = jax.random.split(key, layers + 2)

@@ -1,4 +1,5 @@
-"""The protocol layer: brands and dimension tags, Functor, Applicative, Counit, Module and Ring."""
+"""The protocol layer: brands and dimension tags, Functor, Applicative, Counit, Module and Ring,
+and ``Dense``, the hook through which the linear algebra's fast paths run."""
 
 from applicative.protocols.algebra import ARITHMETIC as ARITHMETIC
 from applicative.protocols.algebra import Arithmetic as Arithmetic
@@ -10,7 +11,30 @@ from applicative.protocols.algebra import arithmetic as arithmetic
 from applicative.protocols.applicative import Applicative as Applicative
 from applicative.protocols.applicative import ap as ap
 from applicative.protocols.applicative import lift_a2 as lift_a2
-from applicative.protocols.counit import Counit as Counit
-from applicative.protocols.counit import counit as counit
+from applicative.protocols.dense import Axis as Axis
+from applicative.protocols.dense import Dense as Dense
+from applicative.protocols.dense import to_array as to_array
 from applicative.protocols.functor import Functor as Functor
+from applicative.protocols.integration import Counit as Counit
+from applicative.protocols.integration import counit as counit
 from applicative.protocols.kinds import Dim as Dim
+
+__all__ = [
+    "ARITHMETIC",
+    "Applicative",
+    "Arithmetic",
+    "Axis",
+    "Counit",
+    "Dense",
+    "Dim",
+    "Functor",
+    "Module",
+    "Pointwise",
+    "Real",
+    "Ring",
+    "ap",
+    "arithmetic",
+    "counit",
+    "lift_a2",
+    "to_array",
+]

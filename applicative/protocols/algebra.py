@@ -28,6 +28,23 @@ import jax.numpy as jnp
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import A, F, R
 
+__all__ = [
+    "ARITHMETIC",
+    "Arithmetic",
+    "Module",
+    "Pointwise",
+    "Real",
+    "Ring",
+    "add_associativity_law",
+    "add_commutativity_law",
+    "arithmetic",
+    "mul_associativity_law",
+    "mul_distributivity_law",
+    "scale_compatibility_law",
+    "scale_distributivity_law",
+    "zero_unit_law",
+]
+
 T = TypeVar("T")
 
 Real = float | jax.Array
@@ -36,12 +53,6 @@ Real = float | jax.Array
 
 class Module(ABC, Generic[T]):
     """A real vector space on ``T``: ``add``, ``scale`` by a real, and ``zero`` shaped like an element."""
-
-    @property
-    def leafwise(self) -> bool:
-        """True when, on pytrees of equal shape, add and scale are ``+`` and ``*`` on each
-        array leaf: a stacked container may then sum its elements leaf by leaf."""
-        return False
 
     @abstractmethod
     def zero(self, like: T) -> T:
@@ -74,10 +85,6 @@ def _zero_leaf(leaf: T) -> T:
 class Arithmetic(Ring[T]):
     """Ordinary ``+`` and ``*``, applied leafwise to pytrees."""
 
-    @property
-    def leafwise(self) -> bool:
-        return True
-
     def zero(self, like: T) -> T:
         return cast(T, jax.tree_util.tree_map(_zero_leaf, like))
 
@@ -109,10 +116,6 @@ class Pointwise(Module[Applicative[F, A]]):
     add = fmap(add) . pair, scale r = fmap(scale r), zero = fmap(zero)."""
 
     inner: Module[A]
-
-    @property
-    def leafwise(self) -> bool:
-        return self.inner.leafwise
 
     def zero(self, like: Applicative[F, A]) -> Applicative[F, A]:
         return like.fmap(self.inner.zero)

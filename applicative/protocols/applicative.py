@@ -21,21 +21,27 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
 from applicative.protocols.functor import Functor
 from applicative.protocols.kinds import A_co, B, C, F
+
+__all__ = [
+    "Applicative",
+    "ap",
+    "associativity_law",
+    "left_unit_law",
+    "lift_a2",
+    "naturality_law",
+    "pure_naturality_law",
+    "right_unit_law",
+]
 
 D = TypeVar("D")
 
 
 class Applicative(Functor[F, A_co]):
     """A functor with ``pair`` (zip elements) and ``pure`` (a constant shaped like ``self``)."""
-
-    zips: ClassVar[bool] = True
-    """True when ``pair`` of two equal-shaped values zips their pytree leaves (Vec, Cheb, Tree), so
-    that pointwise sums of such values are leafwise; False where it does not (a Distribution's
-    pair is a product)."""
 
     @abstractmethod
     def fmap(self, f: Callable[[A_co], B]) -> Applicative[F, B]:

@@ -14,6 +14,8 @@ from typing import Generic
 
 from applicative.protocols.kinds import A_co, B, C, F
 
+__all__ = ["Functor", "composition_law", "identity_law"]
+
 
 class Functor(ABC, Generic[F, A_co]):
     """A structure of brand ``F`` holding elements of type ``A``; ``fmap`` maps them."""

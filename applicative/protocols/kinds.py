@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+__all__ = ["A", "A_co", "B", "C", "Dim", "F", "G", "H", "I", "K", "L", "M", "N", "R", "check_tag"]
+
 
 class Dim:
     """Base class of dimension tags: declare ``class Seq(Dim): ...`` and use ``Seq``

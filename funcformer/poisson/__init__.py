@@ -1,4 +1,4 @@
-"""The Poisson operator-learning task (../shared/POISSON.md) and its Funcformer demo.
+"""The Poisson operator-learning task (docs/poisson.md) and its Funcformer demo.
 
 ``task``: sources, the spectral reference solver, the metric, cached datasets;
 ``training``: optax training with checkpoints and resuming; ``solver``:
@@ -11,3 +11,5 @@ from funcformer.poisson.solver import load_solver as load_solver
 from funcformer.poisson.task import Task as Task
 from funcformer.poisson.training import Run as Run
 from funcformer.poisson.training import train as train
+
+__all__ = ["Run", "Task", "evaluate", "load_solver", "train"]

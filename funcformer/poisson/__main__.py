@@ -27,6 +27,8 @@ from funcformer.poisson.training import (
     train,
 )
 
+__all__ = ["main"]
+
 
 def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     def parse(text: str) -> Any:

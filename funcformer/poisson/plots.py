@@ -23,6 +23,8 @@ from mpl_toolkits.mplot3d import Axes3D  # type: ignore[import-untyped]  # mplot
 
 from funcformer.poisson import task
 
+__all__ = ["loss_figure", "plot_loss", "plot_prediction", "prediction_figure", "prediction_panels", "sample_error"]
+
 PANELS = ("source", "exact", "predicted", "error")
 """The keys of ``prediction_panels``, in the figure's reading order."""
 _TITLES = {

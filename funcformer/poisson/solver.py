@@ -1,4 +1,4 @@
-"""A trained run as a solver, and its evaluation on the held-out test set (POISSON.md's metric)."""
+"""A trained run as a solver, and its evaluation on the held-out test set (the metric of docs/poisson.md)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from funcformer.poisson.training import (
     read_run,
     write_atomically,
 )
+
+__all__ = ["Solver", "as_solver", "evaluate", "load_solver"]
 
 Solver = Callable[[np.ndarray], np.ndarray]
 

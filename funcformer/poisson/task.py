@@ -1,4 +1,4 @@
-"""The Poisson task (shared/POISSON.md) in float64 numpy: sources, the reference solver, the metric, datasets.
+"""The Poisson task (docs/poisson.md) in float64 numpy: sources, the reference solver, the metric, datasets.
 
 Functions are 2-D Chebyshev series in the ``numpy.polynomial.chebyshev.chebval2d`` convention:
 C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y.
@@ -35,6 +35,28 @@ import numpy as np
 import scipy.fft
 
 from funcformer.poisson._files import atomic_file
+
+__all__ = [
+    "FINE",
+    "GRID",
+    "TEST_SEED",
+    "TRAIN_SEED",
+    "Dataset",
+    "K",
+    "N",
+    "Task",
+    "check_train_seed",
+    "grid_values",
+    "load_dataset",
+    "lobatto_points",
+    "make_dataset",
+    "relative_l2",
+    "solve",
+    "sources",
+    "summary",
+    "truncate",
+    "truncation_floor",
+]
 
 N = 16
 """Model resolution: Chebyshev coefficients per axis."""

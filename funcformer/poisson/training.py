@@ -36,6 +36,29 @@ from funcformer.model import Config, Funcformer, init
 from funcformer.poisson._files import atomic_file
 from funcformer.poisson.task import TRAIN_SEED, Task, check_train_seed, load_dataset
 
+__all__ = [
+    "CHECKPOINT",
+    "CONFIG",
+    "METRICS",
+    "Progress",
+    "Run",
+    "State",
+    "TrainingDiverged",
+    "batch_indices",
+    "default_cache",
+    "l2_norm",
+    "load",
+    "make_step",
+    "optimiser",
+    "output_scale",
+    "predict",
+    "read_run",
+    "save",
+    "series_relative_l2",
+    "train",
+    "write_atomically",
+]
+
 CONFIG = "config.json"
 CHECKPOINT = "checkpoint.npz"
 METRICS = "metrics.json"

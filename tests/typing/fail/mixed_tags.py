@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from applicative import Dim, dot, vector
+from applicative import Dim, Vec, dot
 
 
 class Seq(Dim): ...
@@ -11,8 +11,8 @@ class Seq(Dim): ...
 class Model(Dim): ...
 
 
-a = vector(np.ones(3), Seq)
-b = vector(np.ones(3), Model)
+a = Vec.from_array(np.ones(3), Seq)
+b = Vec.from_array(np.ones(3), Model)
 a.pair(b)  # E: Argument 1 to "pair" of "Vec" has incompatible type "Vec[Model, Array]"
 dot(a, b)  # E: Cannot infer value of type parameter "F" of "dot"
-vector(np.ones(3), int)  # E: Value of type variable "N" of "vector" cannot be "int"
+Vec.from_array(np.ones(3), int)  # E: Value of type variable "M" of "from_array" of "Vec" cannot be "int"

@@ -3,7 +3,7 @@
 import jax
 import numpy as np
 
-from applicative import Compose, Dim, Tree, Vec, matrix
+from applicative import Compose, Dim, Tree, Vec, to_array
 
 
 class Seq(Dim): ...
@@ -13,12 +13,12 @@ class Model(Dim): ...
 
 
 def first_row(x: Vec[Seq, Vec[Model, jax.Array]]) -> jax.Array:
-    return x[0].to_array()
+    return to_array(x[0])
 
 
-grid = Compose(matrix(np.ones((2, 3)), Seq, Model))
+grid = Compose(Vec.from_array(np.ones((2, 3)), Seq, Model))
 first_row(grid)  # E: Argument 1 to "first_row" has incompatible type "Compose[VecOf[Seq], VecOf[Model], Array]"
-grid.to_array()  # E: "Compose[VecOf[Seq], VecOf[Model], Array]" has no attribute "to_array"
+grid[0]  # E: Value of type "Compose[VecOf[Seq], VecOf[Model], Array]" is not indexable
 
 
 def total(x: Vec[Seq, jax.Array]) -> jax.Array:

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from applicative import Dim, matrix, mul_mm, mul_mv, vector
+from applicative import Dim, Vec, mul_mm, mul_mv
 
 
 class Seq(Dim): ...
@@ -14,7 +14,7 @@ class Model(Dim): ...
 class Hidden(Dim): ...
 
 
-x = matrix(np.ones((2, 3)), Seq, Model)
-w_transposed = matrix(np.ones((4, 3)), Hidden, Model)
-mul_mm(x, w_transposed)  # E: Cannot infer value of type parameter "M" of "mul_mm"
-mul_mv(x, vector(np.ones(4), Hidden))  # E: Cannot infer value of type parameter "M" of "mul_mv"
+x = Vec.from_array(np.ones((2, 3)), Seq, Model)
+w_transposed = Vec.from_array(np.ones((4, 3)), Hidden, Model)
+mul_mm(x, w_transposed)  # E: Cannot infer value of type parameter "G" of "mul_mm"
+mul_mv(x, Vec.from_array(np.ones(4), Hidden))  # E: Cannot infer value of type parameter "G" of "mul_mv"

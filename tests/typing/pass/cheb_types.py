@@ -17,9 +17,9 @@ class Y(Dim): ...
 class Z(Dim): ...
 
 
-f = Cheb.from_numpy(np.ones(4), X)
-g2 = Cheb.from_numpy(np.ones((4, 5)), X, Y)
-h2 = Cheb.from_numpy(np.ones((5, 3)), Y, Z)
+f = Cheb.from_array(np.ones(4), X)
+g2 = Cheb.from_array(np.ones((4, 5)), X, Y)
+h2 = Cheb.from_array(np.ones((5, 3)), Y, Z)
 assert_type(f, Cheb[X, jax.Array])
 assert_type(g2, Cheb[X, Cheb[Y, jax.Array]])
 assert_type(dot(f, f), jax.Array)

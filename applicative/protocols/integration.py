@@ -1,4 +1,4 @@
-"""Counit: the weighted sum of a structure's elements, an integral against a measure.
+"""Integration: ``Counit``, the weighted sum of a structure's elements, an integral against a measure.
 
     counit(x) = sum_i w_i x_i      (for Vec: w_i = 1, the counting measure)
 
@@ -25,6 +25,8 @@ from typing import Generic, cast
 from applicative.protocols.algebra import Module, Pointwise, Real, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import A, A_co, B, F
+
+__all__ = ["Counit", "additivity_law", "counit", "homogeneity_law", "pairing_law"]
 
 
 class Counit(ABC, Generic[F, A_co]):

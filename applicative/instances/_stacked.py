@@ -1,8 +1,8 @@
-"""Stacked storage, shared by ``Vec``, ``Cheb`` and ``Distribution``.
+"""Stacked storage, shared by ``Vec``, ``Cheb`` and the finite distributions (an instance concern).
 
-These containers store their n elements as one element pytree with a leading
+These structures store their n elements as one element pytree with a leading
 axis of length n on every leaf. A weighted sum of the elements (their counit)
-is then one tensordot per leaf, when the Module allows it, or else a fold of
+is then one tensordot per leaf where the Module allows it, or else a fold of
 the Module's ``scale`` and ``add`` over the elements.
 """
 
@@ -14,10 +14,14 @@ from typing import TypeVar, cast
 import jax
 import jax.numpy as jnp
 
-from applicative.protocols.algebra import Module
-from applicative.protocols.applicative import Applicative
+from applicative.protocols.algebra import Arithmetic, Module, Pointwise
 
 T = TypeVar("T")
+
+
+class ProductPairing:
+    """Marks a structure whose ``pair`` is not a zip of two equal shapes (a distribution's is the
+    independent product): a pointwise sum of such structures is not a sum of their leaves."""
 
 
 def stacked_size(data: object, what: str) -> int:
@@ -33,13 +37,21 @@ def element(data: T, i: int) -> T:
     return cast(T, jax.tree_util.tree_map(lambda leaf: leaf[i], data))
 
 
+def _leafwise(module: Module[T]) -> bool:
+    # Ordinary arithmetic adds and scales leaf by leaf, and so does its pointwise lifting to
+    # structures that zip; any other Module is folded element by element.
+    if isinstance(module, Pointwise):
+        return _leafwise(module.inner)
+    return isinstance(module, Arithmetic)
+
+
 def sums_leafwise(module: Module[T], data: object) -> bool:
-    """Whether stacked elements may be summed leaf by leaf in ``module``: the module is leafwise
-    and the elements contain no structure whose ``pair`` is not a zip (a Distribution's is a product)."""
-    if not module.leafwise:
+    """Whether stacked elements may be summed leaf by leaf in ``module``: it is ordinary arithmetic
+    (lifted pointwise or not) and the elements hold no structure whose ``pair`` is a product."""
+    if not _leafwise(module):
         return False
-    nodes = jax.tree_util.tree_leaves(data, is_leaf=lambda x: isinstance(x, Applicative) and not x.zips)
-    return not any(isinstance(node, Applicative) for node in nodes)
+    nodes = jax.tree_util.tree_leaves(data, is_leaf=lambda x: isinstance(x, ProductPairing))
+    return not any(isinstance(node, ProductPairing) for node in nodes)
 
 
 def weighted_sum(module: Module[T], weights: jax.Array | None, data: T, n: int) -> T:

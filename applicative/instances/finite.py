@@ -33,8 +33,8 @@ sums amplitudes through an equality matrix, sum_i Re(conj(a_i) sum_{j: x_j = x_i
 which equals merging first. Weights may always be traced (``jit``/``grad``
 over probabilities or amplitudes with fixed outcomes merge as usual).
 
-Validation at construction (``Distribution(...)``, ``distribution(...)``,
-``quantum(...)``): weights form a 1-D array matching the outcomes;
+Validation at construction (``Distribution(outcomes, probabilities)``,
+``Quantum(outcomes, amplitudes)``, outcomes as a list or stacked): weights form a 1-D array matching the outcomes;
 probabilities are non-negative and sum to one, amplitudes have squared
 magnitudes summing to one, within 1e-6 (relative to one); value checks are
 skipped when the weights are tracers. Results of fmap/pair are not checked
@@ -61,12 +61,12 @@ loses interference.
 scale = scale the weights, zero = the empty measure); ``mixture(w, ds)`` is the
 generic ``counit`` of the scaled components in it, sum_k w_k D_k.
 
->>> d = distribution([0.0, 1.0, 2.0], [0.25, 0.25, 0.5])
+>>> d = Distribution([0.0, 1.0, 2.0], [0.25, 0.25, 0.5])
 >>> float(d.counit())                                   # 0.25 + 2 * 0.5
 1.25
 >>> d.fmap(lambda x: x * 0.0).size                      # all outcomes merge into one
 1
->>> h = quantum([0.0, 1.0], [2**-0.5, 1j * 2**-0.5])    # a beam splitter: transmit 0, reflect 1
+>>> h = Quantum([0.0, 1.0], [2**-0.5, 1j * 2**-0.5])    # a beam splitter: transmit 0, reflect 1
 >>> mz = h.pair(h).fmap(lambda p: abs(p[0] - p[1]))      # which detector: the two paths interfere
 >>> round(float(mz.counit()), 6)                        # always detector 1 (classically: 0.5)
 1.0
@@ -78,7 +78,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast, overload
 
-import hypothesis.strategies as st
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -86,9 +85,22 @@ from jax.typing import ArrayLike
 
 from applicative.protocols.algebra import Module, Real, arithmetic
 from applicative.protocols.applicative import Applicative
-from applicative.protocols.counit import Counit, counit
+from applicative.protocols.integration import Counit, counit
 from applicative.protocols.kinds import A, A_co, B, F
-from applicative.protocols.stacked import element, stacked_size, weighted_sum
+from applicative.records import record
+
+__all__ = [
+    "MIXTURE",
+    "TOLERANCE",
+    "Distribution",
+    "DistributionOf",
+    "Mixture",
+    "Quantum",
+    "QuantumOf",
+    "Weights",
+    "mixture",
+]
+from applicative.instances._stacked import ProductPairing, element, stacked_size, weighted_sum
 
 TOLERANCE = 1e-6
 """How far the total probability (or squared norm) may be from one at construction."""
@@ -192,10 +204,8 @@ def _check_weights(name: str, weights: jax.Array, n: int, mass: Callable[[np.nda
 # The two instances share their representation and most of their operations.
 
 
-class _Finite(Generic[A_co]):
+class _Finite(ProductPairing, Generic[A_co]):
     """Outcomes stacked along a leading axis, with one weight each (shared by both instances)."""
-
-    zips = False  # pair is the product of two distributions, not a zip of their outcomes
 
     outcomes: A_co
     """The outcome pytree with a leading axis of length ``size`` on every leaf."""
@@ -209,7 +219,7 @@ class _Finite(Generic[A_co]):
 
     @classmethod
     def _raw(cls: type[W], outcomes: object, weights: jax.Array) -> W:
-        """No checks, no merging: for results already canonical, unnormalised measures and unflattening."""
+        """No checks, no merging: for results already canonical, and unnormalised measures."""
         self = object.__new__(cls)
         object.__setattr__(self, "outcomes", outcomes)
         object.__setattr__(self, "weights", weights)
@@ -272,18 +282,8 @@ class _Finite(Generic[A_co]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(size={self.size}, outcomes={self.outcomes!r}, weights={self.weights!r})"
 
-    # Pytree: the outcome leaves and the weights.
 
-    def tree_flatten(self) -> tuple[tuple[A_co, jax.Array], None]:
-        return (self.outcomes, self.weights), None
-
-    @classmethod
-    def tree_unflatten(cls: type[W], aux: None, children: tuple[Any, Any]) -> W:
-        return cls._raw(children[0], children[1])
-
-
-@jax.tree_util.register_pytree_node_class
-@dataclass(frozen=True, eq=False, init=False, repr=False)
+@record
 class Distribution(_Finite[A_co], Applicative[DistributionOf, A_co], Counit[DistributionOf, A_co]):
     """A finite discrete probability distribution: outcomes x_i with probabilities p_i.
 
@@ -295,7 +295,11 @@ class Distribution(_Finite[A_co], Applicative[DistributionOf, A_co], Counit[Dist
     outcomes: A_co
     weights: jax.Array
 
-    def __init__(self, outcomes: A_co | list[A_co], probabilities: Weights) -> None:
+    @overload
+    def __init__(self: Distribution[A], outcomes: list[A], probabilities: Weights) -> None: ...
+    @overload
+    def __init__(self: Distribution[A], outcomes: A, probabilities: Weights) -> None: ...
+    def __init__(self, outcomes: Any, probabilities: Weights) -> None:
         self._init(outcomes, probabilities, lambda w: w)
 
     def fmap(self, f: Callable[[A_co], B]) -> Distribution[B]:
@@ -321,8 +325,7 @@ class Distribution(_Finite[A_co], Applicative[DistributionOf, A_co], Counit[Dist
         return self.weights
 
 
-@jax.tree_util.register_pytree_node_class
-@dataclass(frozen=True, eq=False, init=False, repr=False)
+@record
 class Quantum(_Finite[A_co], Applicative[QuantumOf, A_co], Counit[QuantumOf, A_co]):
     """A finite quantum state over outcomes x_i with complex amplitudes a_i.
 
@@ -334,7 +337,11 @@ class Quantum(_Finite[A_co], Applicative[QuantumOf, A_co], Counit[QuantumOf, A_c
     outcomes: A_co
     weights: jax.Array
 
-    def __init__(self, outcomes: A_co | list[A_co], amplitudes: Weights) -> None:
+    @overload
+    def __init__(self: Quantum[A], outcomes: list[A], amplitudes: Weights) -> None: ...
+    @overload
+    def __init__(self: Quantum[A], outcomes: A, amplitudes: Weights) -> None: ...
+    def __init__(self, outcomes: Any, amplitudes: Weights) -> None:
         self._init(outcomes, amplitudes, lambda w: np.abs(w) ** 2)
 
     @staticmethod
@@ -375,24 +382,6 @@ class Quantum(_Finite[A_co], Applicative[QuantumOf, A_co], Counit[QuantumOf, A_c
         """|A_k|^2 of the merged state (Born's rule), one per distinct outcome; needs concrete outcomes."""
         a = self.merged().weights
         return a.real**2 + a.imag**2
-
-
-@overload
-def distribution(outcomes: list[A], probabilities: Weights) -> Distribution[A]: ...
-@overload
-def distribution(outcomes: A, probabilities: Weights) -> Distribution[A]: ...
-def distribution(outcomes: A | list[A], probabilities: Weights) -> Distribution[A]:
-    """The distribution with these outcomes (a list, or stacked) and probabilities (checked, merged)."""
-    return Distribution(outcomes, probabilities)
-
-
-@overload
-def quantum(outcomes: list[A], amplitudes: Weights) -> Quantum[A]: ...
-@overload
-def quantum(outcomes: A, amplitudes: Weights) -> Quantum[A]: ...
-def quantum(outcomes: A | list[A], amplitudes: Weights) -> Quantum[A]:
-    """The normalised state with these outcomes (a list, or stacked) and amplitudes (checked, merged)."""
-    return Quantum(outcomes, amplitudes)
 
 
 # Mixtures: the Module of finite measures.
@@ -441,54 +430,3 @@ def mixture(weights: Applicative[F, jax.Array], components: Applicative[F, Distr
     mixed = counit(scaled, cast(Module[Distribution[A]], MIXTURE))
     _check_weights("mixture", mixed.weights, mixed.size, lambda w: w)
     return mixed
-
-
-# Law-test strategies: triples of small distributions of float64 scalars.
-
-
-def _outcome_values() -> st.SearchStrategy[float]:
-    # Small integers make merges (coinciding sums, fst of a pair) frequent; other floats make them rare.
-    return st.one_of(st.integers(-3, 3).map(float), st.floats(-10, 10, allow_nan=False, width=64))
-
-
-def _finite(build: Callable[[np.ndarray, np.ndarray], Any], complex_weights: bool) -> st.SearchStrategy[Any]:
-    def one(n: int) -> st.SearchStrategy[Any]:
-        outcomes = st.lists(_outcome_values(), min_size=n, max_size=n).map(np.array)
-        magnitudes = st.lists(st.floats(0.1, 1.0), min_size=n, max_size=n).map(np.array)
-        phases = st.lists(st.floats(-np.pi, np.pi), min_size=n, max_size=n).map(np.array)
-        if not complex_weights:
-            return st.tuples(outcomes, magnitudes).map(lambda t: build(t[0], t[1] / t[1].sum()))
-        return st.tuples(outcomes, magnitudes, phases).map(
-            lambda t: build(t[0], t[1] * np.exp(1j * t[2]) / np.sqrt(np.sum(t[1] ** 2)))
-        )
-
-    return st.integers(1, 3).flatmap(one)
-
-
-def distribution_triples() -> st.SearchStrategy[tuple[Any, Any, Any]]:
-    """Triples of ``Distribution`` of float64 scalars, 1 to 3 outcomes each."""
-    d = _finite(lambda x, p: Distribution(x, p), complex_weights=False)
-    return st.tuples(d, d, d)
-
-
-def quantum_triples() -> st.SearchStrategy[tuple[Any, Any, Any]]:
-    """Triples of normalised ``Quantum`` states of float64 scalars, 1 to 3 outcomes each."""
-    q = _finite(lambda x, a: Quantum(x, a), complex_weights=True)
-    return st.tuples(q, q, q)
-
-
-__all__ = [
-    "MIXTURE",
-    "TOLERANCE",
-    "Distribution",
-    "DistributionOf",
-    "Mixture",
-    "Quantum",
-    "QuantumOf",
-    "Weights",
-    "distribution",
-    "distribution_triples",
-    "mixture",
-    "quantum",
-    "quantum_triples",
-]

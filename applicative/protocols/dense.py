@@ -1,0 +1,92 @@
+"""Dense: the one instance hook through which every fast path of the linear algebra runs.
+
+Many structures hold their elements as coordinates in a basis, stacked along
+array axes. Such a structure shows them by reporting
+
+    axes()               the axes it lays in front of its elements' array leaves, outermost first,
+                         each with the Gram matrix of its basis (the inner products of the basis
+                         functions, i.e. the measure in coordinates); None where it cannot
+    elements()           its elements, stacked: a pytree whose leaves carry those axes first
+    with_elements(e)     the same shape holding other stacked elements e
+
+    Vec of n elements         one axis of length n, Gram matrix the identity (the counting measure)
+    Cheb of N coefficients    one axis of length N, G_ij = integral over [-1, 1] of T_i T_j
+    Compose of two of these   both axes (the product measure)
+
+Under ordinary arithmetic, ``applicative.linalg`` then computes each operation
+by one dense formula, the coordinates contracted through the Gram matrices of
+the contracted axes: dot(a, b) = a^T G b, mul_mv(m, v) = M G v,
+mul_mm(a, b) = A G B, and sums and scalings act on the coordinates directly.
+An instance never calls the linear algebra; it only describes itself.
+
+Each instance states how the dense formula relates to its generic definition
+(``counit . fmap (uncurry mul) . pair``): equal for ``Vec``; for ``Cheb``, the
+exact integral of the product, equal to the generic definition when the
+product's degree is below N (``fmap`` truncates products to N coefficients).
+
+>>> import numpy as np
+>>> from applicative import Dim, Vec
+>>> class Seq(Dim): ...
+>>> [str(axis) for axis in Vec.from_array(np.ones(3), Seq).axes()]
+['Vec[Seq] of size 3']
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from applicative.protocols.applicative import Applicative
+from applicative.protocols.kinds import A_co, B, F
+
+__all__ = ["Axis", "Dense", "to_array"]
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One array axis of a dense structure: which structure and tag, its size, and the Gram matrix of
+    its basis (None: the identity). Two axes meet in a product only if they are equal (kind, tag, size)."""
+
+    kind: str
+    """The structure's name, for messages: "Vec", "Cheb"."""
+    tag: type
+    size: int
+    gram: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.kind}[{self.tag.__name__}] of size {self.size}"
+
+
+class Dense(Applicative[F, A_co]):
+    """An applicative whose elements are coordinates along array axes, with the Gram matrix of each
+    axis's basis: the hook of ``applicative.linalg``'s fast paths."""
+
+    @abstractmethod
+    def axes(self) -> tuple[Axis, ...] | None:
+        """The axes this structure lays in front of its elements' leaves, outermost first (None: none)."""
+
+    @abstractmethod
+    def elements(self) -> A_co:
+        """The elements, stacked: a pytree whose leaves carry ``axes()`` in front."""
+
+    @abstractmethod
+    def with_elements(self, elements: B) -> Dense[F, B]:
+        """The same shape (tags, sizes) holding other stacked elements."""
+
+
+def to_array(x: Applicative[Any, Any]) -> jax.Array:
+    """The coordinates of a dense structure whose elements are scalars, as one array
+    (``to_array(Vec.from_array(x, Row, Column))`` is x; a ``Cheb``'s are its coefficients)."""
+    if not isinstance(x, Dense):
+        raise TypeError(f"to_array: a {type(x).__name__} has no array form (it is not a Dense structure)")
+    leaves = jax.tree_util.tree_leaves(x)
+    if len(leaves) != 1:
+        axes = x.axes()
+        what = " x ".join(map(str, axes)) if axes else type(x).__name__
+        raise ValueError(f"to_array: this {what} holds {len(leaves)} arrays, not one")
+    return jnp.asarray(leaves[0])

@@ -1,0 +1,201 @@
+"""Hypothesis strategies for the library's instances: triples ``(x, y, z)`` for the law suite.
+
+Each strategy draws three structures that can be paired (same brand, same
+size for a Vec) holding float64 scalars; ``INSTANCES`` lists them with the
+element maps their laws are checked with:
+
+    for name, (triples, maps) in INSTANCES.items():
+        check_laws(triples(), maps=maps)
+
+A new structure brings its own strategy, as these do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
+import jax.numpy as jnp
+import numpy as np
+
+from applicative.instances import Cheb, Compose, Distribution, Leaf, Node, Quantum, Vec
+from applicative.instances.tree import Shape
+from applicative.laws import Maps, Triple
+from applicative.protocols.algebra import ARITHMETIC, Pointwise
+from applicative.protocols.kinds import Dim
+
+__all__ = [
+    "AFFINE",
+    "INSTANCES",
+    "TREE_SHAPES",
+    "Law",
+    "LawInner",
+    "cheb2_triples",
+    "cheb_triples",
+    "cheb_vec_triples",
+    "compose_triples",
+    "distribution_triples",
+    "matrix_triples",
+    "quantum_triples",
+    "tree_triples",
+    "vec_cheb_triples",
+    "vec_triples",
+]
+
+
+class Law(Dim):
+    """The dimension tag of law-test structures."""
+
+
+class LawInner(Dim):
+    """The inner dimension tag of law-test structures of structures."""
+
+
+def _arrays(shape: tuple[int, ...]) -> st.SearchStrategy[np.ndarray]:
+    return hnp.arrays(np.float64, shape, elements=st.floats(-10, 10, allow_nan=False, width=64))
+
+
+def _triples(
+    shapes: st.SearchStrategy[tuple[int, ...]], build: Callable[[np.ndarray], Any]
+) -> st.SearchStrategy[Triple]:
+    def three(shape: tuple[int, ...]) -> st.SearchStrategy[Triple]:
+        return st.tuples(*(_arrays(shape).map(build) for _ in range(3)))
+
+    return shapes.flatmap(three)
+
+
+# Vec and Compose
+
+
+def vec_triples(max_size: int = 6) -> st.SearchStrategy[Triple]:
+    """Triples of ``Vec[Law, Array]`` of one random size."""
+    return _triples(st.tuples(st.integers(1, max_size)), lambda a: Vec.from_array(a, Law))
+
+
+def matrix_triples(max_size: int = 5) -> st.SearchStrategy[Triple]:
+    """Triples of ``Vec[Law, Vec[LawInner, Array]]``, seen as Vecs whose elements are Vecs."""
+    sizes = st.tuples(st.integers(1, max_size), st.integers(1, max_size))
+    return _triples(sizes, lambda a: Vec.from_array(a, Law, LawInner))
+
+
+def compose_triples(max_size: int = 5) -> st.SearchStrategy[Triple]:
+    """Triples of ``Compose[VecOf[Law], VecOf[LawInner], Array]``: a grid of scalars."""
+    sizes = st.tuples(st.integers(1, max_size), st.integers(1, max_size))
+    return _triples(sizes, lambda a: Compose(Vec.from_array(a, Law, LawInner)))
+
+
+# Chebyshev functions. Every new resolution compiles its DCTs afresh: the
+# strategies draw from a few resolutions, odd and even, one of them a constant.
+
+CHEB_SIZES = st.sampled_from([(1,), (4,), (7,)])
+CHEB2_SIZES = st.sampled_from([(1, 3), (4, 2), (3, 5)])
+
+
+def cheb_triples() -> st.SearchStrategy[Triple]:
+    """Triples of ``Cheb[Law, Array]`` of one random resolution."""
+    return _triples(CHEB_SIZES, lambda a: Cheb.from_array(a, Law))
+
+
+def cheb2_triples() -> st.SearchStrategy[Triple]:
+    """Triples of ``Cheb[Law, Cheb[LawInner, Array]]``: functions of two variables."""
+    return _triples(CHEB2_SIZES, lambda a: Cheb.from_array(a, Law, LawInner))
+
+
+def vec_cheb_triples() -> st.SearchStrategy[Triple]:
+    """Triples of ``Compose`` of a Vec of functions: C functions of one variable."""
+    # Stacked storage: the Vec's elements are functions whose coefficients run along axis 1.
+    return _triples(
+        CHEB2_SIZES, lambda a: Compose(Vec.stack(Cheb(jnp.asarray(a), LawInner, a.shape[1], 2 * a.shape[1]), Law))
+    )
+
+
+def cheb_vec_triples() -> st.SearchStrategy[Triple]:
+    """Triples of ``Compose`` of a function with Vec values: a function with C channels."""
+    return _triples(CHEB2_SIZES, lambda a: Compose(Cheb.stack(Vec.from_array(a, Law, LawInner).data, Law)))
+
+
+# Trees
+
+TREE_SHAPES: tuple[Shape, ...] = (
+    None,
+    (None, None),
+    ((None, None), None),
+    (None, (None, None)),
+    ((None, None), (None, None)),
+    (((None, None), None), None),
+    (None, (None, (None, None))),
+    (((None, None), (None, None)), (None, (None, None))),
+)
+"""A few shapes of depth <= 3: every pairing case (leaf/leaf, leaf/node, node/node) occurs at
+every level; few, since each new shape traces afresh under ``jit``."""
+
+
+def tree_triples(shapes: tuple[Shape, ...] = TREE_SHAPES) -> st.SearchStrategy[Triple]:
+    """Triples ``(x, y, z)`` of trees of independently drawn shapes with scalar float64 leaves."""
+
+    def with_values(shape: Shape) -> st.SearchStrategy[Any]:
+        if shape is None:
+            return st.floats(-10, 10, allow_nan=False, width=64).map(lambda v: Leaf(jnp.asarray(np.float64(v))))
+        return st.builds(Node, with_values(shape[0]), with_values(shape[1]))
+
+    one = st.sampled_from(shapes).flatmap(with_values)
+    return st.tuples(one, one, one)
+
+
+# Finite distributions: 1 to 3 outcomes each.
+
+
+def _outcome_values() -> st.SearchStrategy[float]:
+    # Small integers make merges (coinciding sums, fst of a pair) frequent; other floats make them rare.
+    return st.one_of(st.integers(-3, 3).map(float), st.floats(-10, 10, allow_nan=False, width=64))
+
+
+def _finite(build: Callable[[np.ndarray, np.ndarray], Any], complex_weights: bool) -> st.SearchStrategy[Any]:
+    def one(n: int) -> st.SearchStrategy[Any]:
+        outcomes = st.lists(_outcome_values(), min_size=n, max_size=n).map(np.array)
+        magnitudes = st.lists(st.floats(0.1, 1.0), min_size=n, max_size=n).map(np.array)
+        phases = st.lists(st.floats(-np.pi, np.pi), min_size=n, max_size=n).map(np.array)
+        if not complex_weights:
+            return st.tuples(outcomes, magnitudes).map(lambda t: build(t[0], t[1] / t[1].sum()))
+        return st.tuples(outcomes, magnitudes, phases).map(
+            lambda t: build(t[0], t[1] * np.exp(1j * t[2]) / np.sqrt(np.sum(t[1] ** 2)))
+        )
+
+    return st.integers(1, 3).flatmap(one)
+
+
+def distribution_triples() -> st.SearchStrategy[Triple]:
+    """Triples of ``Distribution`` of float64 scalars."""
+    d = _finite(lambda x, p: Distribution(x, p), complex_weights=False)
+    return st.tuples(d, d, d)
+
+
+def quantum_triples() -> st.SearchStrategy[Triple]:
+    """Triples of normalised ``Quantum`` states of float64 scalars."""
+    q = _finite(lambda x, a: Quantum(x, a), complex_weights=True)
+    return st.tuples(q, q, q)
+
+
+def _rowwise(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda row: row.fmap(f)
+
+
+AFFINE = Maps(lambda a: 2.0 * a - 1.0, lambda a: 0.5 * a + 3.0)
+"""fmap is exact on Chebyshev functions for affine maps; nonlinear ones are checked separately,
+with their bounds (tests/test_chebyshev.py)."""
+
+INSTANCES: dict[str, tuple[Callable[[], st.SearchStrategy[Triple]], Maps]] = {
+    "Vec": (vec_triples, Maps()),
+    "Vec of Vec": (matrix_triples, Maps(_rowwise(Maps.f), _rowwise(Maps.g), Pointwise(ARITHMETIC))),
+    "Compose Vec Vec": (compose_triples, Maps()),
+    "Cheb": (cheb_triples, AFFINE),
+    "Cheb of Cheb": (cheb2_triples, Maps(_rowwise(AFFINE.f), _rowwise(AFFINE.g), Pointwise(ARITHMETIC))),
+    "Compose Vec Cheb": (vec_cheb_triples, AFFINE),
+    "Compose Cheb Vec": (cheb_vec_triples, AFFINE),
+    "Tree": (tree_triples, Maps()),
+    "Distribution": (distribution_triples, Maps()),
+}
+"""Law-test strategies of the library's instances, and the element maps to use, by name (``Quantum``
+claims only some laws: tests/test_distribution.py)."""
