@@ -36,6 +36,7 @@ from applicative import (
     mul_mmt,
     mul_mv,
     mul_vm,
+    nn,
     outer,
     record_fast_paths,
     scale,
@@ -257,3 +258,17 @@ def test_mismatched_levels_are_named() -> None:
         match=r"dot: dimension mismatch: Cheb\[A\] of size 5 x Vec\[E\] of size 2 vs Cheb\[A\] of size 5 x Vec\[E\] ",
     ):
         dot(x, y)
+
+
+def test_a_linear_map_of_a_cheb_sequence_is_one_contraction_without_dcts() -> None:
+    # Linear.each: the Gram matrix folded into W, then one contraction of coefficients. The map
+    # through fmap would sample the sequence and transform back: the same numbers, two DCTs more.
+    xs = build(rng.normal(size=(6, 5)), [KINDS["Cheb"](A), (("cheb", B, 5),)])
+    lin = nn.Linear.init(jax.random.key(0), Cheb.from_array(np.zeros(5), B), Cheb.from_array(np.zeros(4), D))
+
+    def matmuls(f: Callable[[Any], Any]) -> int:
+        return str(jax.make_jaxpr(f)(xs)).count("dot_general")
+
+    assert matmuls(lin.each) == 2
+    assert matmuls(lambda x: x.fmap(lin)) == 4
+    np.testing.assert_allclose(to_array(lin.each(xs)), to_array(xs.fmap(lin)), **TOL)

@@ -1,1 +1,3 @@
 """Runnable examples: ``python -m applicative.examples.<name>``."""
+
+__all__: list[str] = []
