@@ -160,7 +160,7 @@ def linear(
 def add(a: Applicative[F, T], b: Applicative[F, T], module: Module[T] | None = None) -> Applicative[F, T]:
     """The pointwise sum of two structures (of scalars, or of anything ``module`` adds)."""
     m = module if module is not None else arithmetic()
-    if _leafwise(m, a) and _same_shape(a, b):
+    if _on_coordinates(m, a) and _same_shape(a, b):
         _log("add")
         return cast(Applicative[F, T], jax.tree_util.tree_map(operator.add, a, b))
     return a.pair(b).fmap(lambda p: m.add(p[0], p[1]))
@@ -169,7 +169,7 @@ def add(a: Applicative[F, T], b: Applicative[F, T], module: Module[T] | None = N
 def scale(r: Real, a: Applicative[F, T], module: Module[T] | None = None) -> Applicative[F, T]:
     """The structure scaled by a real: fmap (scale r) a."""
     m = module if module is not None else arithmetic()
-    if _leafwise(m, a):
+    if _on_coordinates(m, a):
         _log("scale")
         return cast(Applicative[F, T], jax.tree_util.tree_map(lambda leaf: r * leaf, a))
     return a.fmap(lambda x: m.scale(r, x))
@@ -225,8 +225,9 @@ def _ring(ring: Ring[R] | None) -> Ring[R]:
     return ring if ring is not None else arithmetic()
 
 
-def _leafwise(module: Module[Any], a: object) -> bool:
-    """Sums and scalings of a dense structure act on its coordinates, leaf by leaf."""
+def _on_coordinates(module: Module[Any], a: object) -> bool:
+    """Whether a sum or scaling in ``module`` may act on ``a``'s coordinates, leaf by leaf: ordinary
+    arithmetic on a dense structure."""
     return _use_fast_paths.get() and isinstance(module, Arithmetic) and isinstance(a, Dense) and a.axes() is not None
 
 

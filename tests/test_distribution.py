@@ -273,8 +273,8 @@ def test_attention_as_a_mixture_of_distributions() -> None:
     the output for query i is the mixture sum_k w_ik D_k, computed by the generic ``counit`` over
     the keys in the ``MIXTURE`` Module (union of outcomes, weights scaled and added; its zero is
     the empty measure, not the point mass at 0). ``nn.attention`` itself cannot take these values:
-    it sums them in ``Pointwise(ARITHMETIC)``, whose ``leafwise`` flag would add the outcome
-    leaves of different distributions. So the scores come from the library (``DotProduct`` and
+    it sums them in ``Pointwise(ARITHMETIC)``, which pairs two distributions independently (a
+    product) where a mixture is a union of their outcomes. So the scores come from the library (``DotProduct`` and
     ``Softmax``), and the value step is ``mixture``: its expectation is sum_k w_ik E[D_k], which is
     attention applied to the expectations."""
     n, d, m = 3, 4, 3

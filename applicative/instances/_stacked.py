@@ -9,12 +9,14 @@ the Module's ``scale`` and ``add`` over the elements.
 from __future__ import annotations
 
 import functools
-from typing import TypeVar, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
 
 from applicative.protocols.algebra import Arithmetic, Module, Pointwise
+from applicative.protocols.kinds import Dim, check_tag
 
 T = TypeVar("T")
 
@@ -30,6 +32,22 @@ def stacked_size(data: object, what: str) -> int:
     if len(sizes) != 1 or None in sizes:
         raise ValueError(f"{what}: leaves need one common leading axis, got lengths {sizes}")
     return cast(int, sizes.pop())
+
+
+def nested(
+    what: str, array: jax.Array, tags: tuple[type[Dim], ...], shell: Callable[[Any, type[Dim], int], Any]
+) -> Any:
+    """The structure of structures holding ``array``, one tag per axis: ``shell(data, tag, size)``
+    builds each level, from the innermost axis out (every level's leaves carry the outer axes too)."""
+    for tag in tags:
+        check_tag(tag, what)
+    if not tags or array.ndim != len(tags):
+        names = ", ".join(t.__name__ for t in tags)
+        raise ValueError(f"{what}({names}): a {array.ndim}-D array needs {array.ndim} tags, one per axis")
+    out: Any = array
+    for axis in reversed(range(len(tags))):
+        out = shell(out, tags[axis], array.shape[axis])
+    return out
 
 
 def element(data: T, i: int) -> T:

@@ -50,7 +50,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from applicative.instances import chebyshev
-from applicative.instances._stacked import stacked_size, weighted_sum
+from applicative.instances._stacked import nested, stacked_size, weighted_sum
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense
@@ -102,17 +102,9 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
                 raise ValueError(f"Cheb: a Chebyshev series on domain {c.domain}, window {c.window}; need [-1, 1]")
             c = c.coef
         array = jnp.asarray(c)
-        for tag in tags:
-            check_tag(tag, "Cheb.from_array")
-        names = ", ".join(t.__name__ for t in tags)
-        if not tags or array.ndim != len(tags):
-            raise ValueError(f"Cheb.from_array({names}): {array.ndim}-D coefficients need {array.ndim} tags")
         if 0 in array.shape:
-            raise ValueError(f"Cheb.from_array({names}): every axis needs at least one coefficient, got {array.shape}")
-        out: Any = array
-        for axis in reversed(range(len(tags))):
-            out = Cheb(out, tags[axis], array.shape[axis], _points(array.shape[axis], points))
-        return out
+            raise ValueError(f"Cheb.from_array: every axis needs at least one coefficient, got shape {array.shape}")
+        return nested("Cheb.from_array", array, tags, lambda data, tag, n: Cheb(data, tag, n, _points(n, points)))
 
     @staticmethod
     def from_function(f: Callable[[jax.Array], jax.Array], tag: type[M], size: int) -> Cheb[M, jax.Array]:

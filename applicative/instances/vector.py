@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from applicative.instances._stacked import element, stacked_size, weighted_sum
+from applicative.instances._stacked import element, nested, stacked_size, weighted_sum
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense
@@ -79,16 +79,7 @@ class Vec(Dense[VecOf[N], A_co], Counit[VecOf[N], A_co]):
     @staticmethod
     def from_array(x: ArrayLike, *tags: type[Dim]) -> Any:
         """The nested Vec of an array with one tag per axis: ``Vec.from_array(x, Row, Column)[i]`` is row i."""
-        array = jnp.asarray(x)
-        for tag in tags:
-            check_tag(tag, "Vec.from_array")
-        if not tags or array.ndim != len(tags):
-            names = ", ".join(t.__name__ for t in tags)
-            raise ValueError(f"Vec.from_array({names}): a {array.ndim}-D array needs {array.ndim} tags, one per axis")
-        out: Any = array
-        for axis in reversed(range(len(tags))):
-            out = Vec(out, tags[axis], array.shape[axis])
-        return out
+        return nested("Vec.from_array", jnp.asarray(x), tags, Vec)
 
     # Functor, Applicative, Counit
 
