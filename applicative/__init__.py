@@ -27,6 +27,7 @@ from applicative.instances import as_vec as as_vec
 from applicative.instances import causal_mask as causal_mask
 from applicative.instances import mixture as mixture
 from applicative.instances import one_hot as one_hot
+from applicative.instances import padding_mask as padding_mask
 from applicative.instances import sinusoidal_positions as sinusoidal_positions
 from applicative.linalg import add as add
 from applicative.linalg import dot as dot
@@ -48,6 +49,7 @@ from applicative.protocols import Counit as Counit
 from applicative.protocols import Dense as Dense
 from applicative.protocols import Dim as Dim
 from applicative.protocols import Functor as Functor
+from applicative.protocols import Measured as Measured
 from applicative.protocols import Module as Module
 from applicative.protocols import Pointwise as Pointwise
 from applicative.protocols import Real as Real
@@ -76,6 +78,7 @@ __all__ = [
     "DistributionOf",
     "Functor",
     "Leaf",
+    "Measured",
     "Module",
     "Node",
     "Pointwise",
@@ -105,6 +108,7 @@ __all__ = [
     "mul_vm",
     "one_hot",
     "outer",
+    "padding_mask",
     "record",
     "record_fast_paths",
     "scale",

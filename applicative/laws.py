@@ -4,10 +4,14 @@ A law is an equation; each abstraction's module states its laws as functions
 returning both sides (``functor.identity_law`` ...). Here they are gathered
 in ``LAWS`` and checked on random structures:
 
-    check_laws(vec_triples())          # all laws for Vec, or
+    check_laws(vec_triples())          # every law Vec claims, or
     check_law("pair associativity", vec_triples())
 
 (strategies for the library's own instances are in ``applicative.strategies``).
+An instance claims every law of the abstractions it implements (Functor,
+Applicative, Counit) unless its class says otherwise in ``laws_claimed``
+(``Quantum``'s counit is a measurement, not linear); ``check_laws`` checks
+exactly the claimed ones and returns their names.
 
 A strategy yields triples ``(x, y, z)`` of structures that can be paired (same
 brand, same size for a Vec) holding scalar arrays. Equality is structural
@@ -31,7 +35,7 @@ import numpy as np
 from applicative.protocols import algebra, applicative, functor
 from applicative.protocols.algebra import ARITHMETIC, Module
 from applicative.protocols.applicative import Applicative
-from applicative.protocols.integration import additivity_law, counit, homogeneity_law, pairing_law
+from applicative.protocols.integration import Counit, additivity_law, counit, homogeneity_law, pairing_law
 
 __all__ = [
     "LAWS",
@@ -43,6 +47,7 @@ __all__ = [
     "check_algebra_laws",
     "check_law",
     "check_laws",
+    "claimed_laws",
 ]
 
 # Law-test structures are existential in brand and element: Any is "some type".
@@ -78,6 +83,28 @@ def _laws(m: Maps) -> dict[str, Callable[[X, X, X], tuple[object, object]]]:
 
 LAWS: tuple[str, ...] = tuple(_laws(Maps()))
 """The names of all structure laws."""
+FUNCTOR_LAWS, APPLICATIVE_LAWS, COUNIT_LAWS = LAWS[:2], LAWS[2:7], LAWS[7:]
+
+
+def claimed_laws(structure: object) -> tuple[str, ...]:
+    """The laws a structure (or its class) claims, in ``LAWS`` order: its class's ``laws_claimed``,
+    or by default every law of the abstractions it implements."""
+    cls = structure if isinstance(structure, type) else type(structure)
+    declared: frozenset[str] | None = getattr(cls, "laws_claimed", None)
+    if declared is not None:
+        if unknown := declared - set(LAWS):
+            raise ValueError(f"{cls.__name__}.laws_claimed names unknown laws {sorted(unknown)}; the laws are {LAWS}")
+        return tuple(law for law in LAWS if law in declared)
+    claimed: tuple[str, ...] = ()
+    if issubclass(cls, functor.Functor):
+        claimed += FUNCTOR_LAWS
+    if issubclass(cls, Applicative):
+        claimed += APPLICATIVE_LAWS
+    if issubclass(cls, Counit):
+        claimed += COUNIT_LAWS
+    return claimed
+
+
 _NO_SHRINK = (hypothesis.Phase.explicit, hypothesis.Phase.reuse, hypothesis.Phase.generate)
 
 
@@ -119,10 +146,13 @@ def check_laws(
     rtol: float = 1e-10,
     atol: float = 1e-10,
     max_examples: int = 20,
-) -> None:
-    """Check every law in ``LAWS``."""
-    for law in LAWS:
+) -> tuple[str, ...]:
+    """Check every law the structures claim (``claimed_laws`` of the first one drawn); return their names."""
+    first = hypothesis.find(structures, lambda _: True, settings=hypothesis.settings(database=None, phases=_NO_SHRINK))
+    claimed = claimed_laws(first[0])
+    for law in claimed:
         check_law(law, structures, maps=maps, rtol=rtol, atol=atol, max_examples=max_examples)
+    return claimed
 
 
 # Algebra laws, for a Module or Ring on values drawn from ``values``.

@@ -1,5 +1,8 @@
 """Linear algebra written once (the reference's Part 3), for any applicative with a counit.
 
+Each operation sums over one structure (two for ``sum_mul_mmt``); its type names that brand
+``Summed``, a type variable bound to ``Measured``, so mypy rejects a structure with no counit there.
+
 Each operation is defined from ``fmap``, ``pair`` and ``counit`` alone. Under
 ordinary arithmetic, when its operands are ``Dense`` structures of scalars
 (``applicative.protocols.dense``), it is computed instead by one dense
@@ -54,7 +57,7 @@ from applicative.protocols.algebra import Arithmetic, Module, Pointwise, Real, R
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import counit
-from applicative.protocols.kinds import F, G, H, I, R
+from applicative.protocols.kinds import F, G, H, I, R, Summed, Summed2
 
 __all__ = [
     "add",
@@ -74,7 +77,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-def dot(a: Applicative[F, R], b: Applicative[F, R], ring: Ring[R] | None = None) -> R:
+def dot(a: Applicative[Summed, R], b: Applicative[Summed, R], ring: Ring[R] | None = None) -> R:
     """The inner product sum_i a_i b_i (the integral of a b for functions)."""
     r = _ring(ring)
     if (fast := _dense("dot", "f,f->", r, a, b)) is not None:
@@ -91,7 +94,7 @@ def outer(a: Applicative[F, R], b: Applicative[G, R], ring: Ring[R] | None = Non
 
 
 def mul_mv(
-    m: Applicative[F, Applicative[G, R]], v: Applicative[G, R], ring: Ring[R] | None = None
+    m: Applicative[F, Applicative[Summed, R]], v: Applicative[Summed, R], ring: Ring[R] | None = None
 ) -> Applicative[F, R]:
     """Matrix times vector: (m v)_i = dot(m_i, v)."""
     r = _ring(ring)
@@ -101,7 +104,7 @@ def mul_mv(
 
 
 def mul_vm(
-    v: Applicative[F, R], m: Applicative[F, Applicative[G, R]], ring: Ring[R] | None = None
+    v: Applicative[Summed, R], m: Applicative[Summed, Applicative[G, R]], ring: Ring[R] | None = None
 ) -> Applicative[G, R]:
     """Vector times matrix: v^T m = sum_i v_i m_i, a counit over the rows."""
     r = _ring(ring)
@@ -112,7 +115,7 @@ def mul_vm(
 
 
 def mul_mm(
-    a: Applicative[F, Applicative[G, R]], b: Applicative[G, Applicative[H, R]], ring: Ring[R] | None = None
+    a: Applicative[F, Applicative[Summed, R]], b: Applicative[Summed, Applicative[H, R]], ring: Ring[R] | None = None
 ) -> Applicative[F, Applicative[H, R]]:
     """Matrix product: (a b)_i = mul_vm(a_i, b)."""
     r = _ring(ring)
@@ -122,7 +125,7 @@ def mul_mm(
 
 
 def mul_mmt(
-    a: Applicative[F, Applicative[G, R]], b: Applicative[H, Applicative[G, R]], ring: Ring[R] | None = None
+    a: Applicative[F, Applicative[Summed, R]], b: Applicative[H, Applicative[Summed, R]], ring: Ring[R] | None = None
 ) -> Applicative[H, Applicative[F, R]]:
     """Apply ``a`` to each row of ``b``: mul_mmt(a, b)_j = mul_mv(a, b_j), i.e. b a^T."""
     r = _ring(ring)
@@ -132,8 +135,8 @@ def mul_mmt(
 
 
 def sum_mul_mmt(
-    a: Applicative[F, Applicative[G, Applicative[H, R]]],
-    b: Applicative[F, Applicative[I, Applicative[H, R]]],
+    a: Applicative[Summed, Applicative[G, Applicative[Summed2, R]]],
+    b: Applicative[Summed, Applicative[I, Applicative[Summed2, R]]],
     ring: Ring[R] | None = None,
 ) -> Applicative[I, Applicative[G, R]]:
     """sum_f mul_mmt(a_f, b_f): contract over the outer structure and the innermost one.
@@ -150,7 +153,10 @@ def sum_mul_mmt(
 
 
 def linear(
-    w: Applicative[G, Applicative[F, R]], c: Applicative[G, R], x: Applicative[F, R], ring: Ring[R] | None = None
+    w: Applicative[G, Applicative[Summed, R]],
+    c: Applicative[G, R],
+    x: Applicative[Summed, R],
+    ring: Ring[R] | None = None,
 ) -> Applicative[G, R]:
     """The affine map x -> W x + c (weights indexed [out][in], as in the reference)."""
     r = _ring(ring)

@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
+from jax.typing import ArrayLike
 
 from applicative import Cheb, ChebOf, Compose, ComposeOf, Dim, Vec, VecOf, as_vec, record, static, to_array
 from applicative.nn import (
@@ -187,7 +188,7 @@ class Funcformer:
     encoder: Encoder[ChebOf[X], ChebOf[Y], Features[Y], ChebOf[Y]]
     config: Config = static()
 
-    def __call__(self, f: Array) -> Array:
+    def __call__(self, f: ArrayLike) -> Array:
         """One source (N, N) -> one potential (N, N); ``jax.vmap`` it for a batch."""
         n = self.config.n
         if jnp.shape(f) != (n, n):

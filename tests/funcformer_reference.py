@@ -53,13 +53,15 @@ class Basis:
         """G[i, j] = integral over [-1, 1] of T_i T_j, by quadrature."""
         _, w = self.nodes
         b = self.at_nodes
-        return np.einsum("m,mi,mj->ij", w, b, b)
+        gram: np.ndarray = np.einsum("m,mi,mj->ij", w, b, b)
+        return gram
 
     @cached_property
     def weights(self) -> np.ndarray:
         """w[k] = integral over [-1, 1] of T_k, by quadrature."""
         _, w = self.nodes
-        return w @ self.at_nodes
+        weights: np.ndarray = w @ self.at_nodes
+        return weights
 
     @cached_property
     def points(self) -> np.ndarray:
@@ -102,7 +104,8 @@ def linear(basis: Basis, weight: np.ndarray, h: np.ndarray) -> np.ndarray:
     b = basis.at_nodes  # (M, N_in)
     h_nodes = np.einsum("mi,...id->...md", b, h)
     w_nodes = np.einsum("mj,ocjd->ocmd", b, weight)
-    return np.einsum("m,ocmd,...md->...oc", w, w_nodes, h_nodes)
+    out: np.ndarray = np.einsum("m,ocmd,...md->...oc", w, w_nodes, h_nodes)
+    return out
 
 
 def layer_norm(basis: Basis, gamma: np.ndarray, beta: np.ndarray, eps: float, row: np.ndarray) -> np.ndarray:
@@ -117,7 +120,8 @@ def layer_norm(basis: Basis, gamma: np.ndarray, beta: np.ndarray, eps: float, ro
     square = basis.fmap(np.square, centred, 0)
     var = basis.integrate(square, 0).sum() / measure
     product = basis.analyse(basis.sample(gamma, 0) * basis.sample(centred, 0), 0)
-    return product / np.sqrt(var + eps) + beta
+    normalised: np.ndarray = product / np.sqrt(var + eps) + beta
+    return normalised
 
 
 def along_sequence(basis: Basis, f: Callable[[np.ndarray], np.ndarray], h: np.ndarray) -> np.ndarray:
@@ -130,10 +134,12 @@ def normalise_row(basis: Basis, row: np.ndarray, how: str) -> np.ndarray:
     """A score row (N coefficients of a function of the key) normalised."""
     if how == "coefficients":
         e = np.exp(row - row.max())
-        return e / e.sum()
+        normalised: np.ndarray = e / e.sum()
+        return normalised
     values = basis.sample(row, 0)
     e = basis.analyse(np.exp(values - values.max()), 0)
-    return e / (basis.weights @ e)
+    normalised = e / (basis.weights @ e)
+    return normalised
 
 
 def attention(basis: Basis, params: Params, h: np.ndarray, how: str) -> np.ndarray:
@@ -153,7 +159,8 @@ def attention(basis: Basis, params: Params, h: np.ndarray, how: str) -> np.ndarr
         weights = basis.analyse(np.stack([normalise_row(basis, r, how) for r in rows]), 0)  # (N, N)
         attended = np.einsum("ab,bc,cjd->ajd", weights, g, v)
         out += linear(basis, params["output"][i], attended)
-    return out + _t0(params["bias"], h.shape[0])
+    biased: np.ndarray = out + _t0(params["bias"], h.shape[0])
+    return biased
 
 
 def _t0(bias: np.ndarray, n: int) -> np.ndarray:
@@ -167,7 +174,8 @@ def mlp(basis: Basis, params: Params, row: np.ndarray) -> np.ndarray:
     """One row (N, C): W2 relu(W1 h + b1) + b2, relu on the values of the hidden functions."""
     hidden = linear(basis, params["hidden"]["weight"], row) + params["hidden"]["bias"]
     hidden = basis.fmap(lambda a: np.maximum(a, 0.0), hidden, 0)
-    return linear(basis, params["output"]["weight"], hidden) + params["output"]["bias"]
+    out: np.ndarray = linear(basis, params["output"]["weight"], hidden) + params["output"]["bias"]
+    return out
 
 
 def forward(params: Params, source: np.ndarray, *, normalise: str, points: int = 0, eps: float = 1e-5) -> np.ndarray:
@@ -194,9 +202,14 @@ def forward(params: Params, source: np.ndarray, *, normalise: str, points: int =
             h = h.transpose(1, 0, 2)
         norms = layer["norms"] or (None, None)
         h = h + attention(basis, layer["attention"], norm(norms[0], h), normalise)
-        h = h + along_sequence(basis, lambda r, lay=layer: mlp(basis, lay["mlp"], r), norm(norms[1], h))
+
+        def layer_mlp(r: np.ndarray, lay: Params = layer) -> np.ndarray:
+            return mlp(basis, lay["mlp"], r)
+
+        h = h + along_sequence(basis, layer_mlp, norm(norms[1], h))
         if layer["axis"] == "y":
             h = h.transpose(1, 0, 2)
     h = norm(params["norm"], h)
     unembed = params["unembed"]
-    return (linear(basis, unembed["weight"], h) + _t0(unembed["bias"], n))[:, :, 0]
+    output: np.ndarray = (linear(basis, unembed["weight"], h) + _t0(unembed["bias"], n))[:, :, 0]
+    return output

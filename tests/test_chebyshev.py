@@ -15,6 +15,7 @@ from applicative import Cheb, Compose, Dim, Vec, counit, dot, lift_a2, nn, to_ar
 from applicative.instances.chebyshev import gram, to_coefficients
 from applicative.nn import CoefficientSoftmax
 from tests.dims import Hidden, Model, Seq
+from tests.tolerance import Tolerance
 
 
 class X(Dim):
@@ -30,7 +31,7 @@ class Z(Dim):
 
 
 rng = np.random.default_rng(3)
-TOL = {"rtol": 1e-12, "atol": 1e-12}
+TOL: Tolerance = {"rtol": 1e-12, "atol": 1e-12}
 
 
 def padded(c: np.ndarray, n: int) -> np.ndarray:
@@ -127,10 +128,11 @@ def test_bad_input_is_rejected_clearly() -> None:
     f, g = Cheb.from_array(np.ones(4), X), Cheb.from_array(np.ones(5), X)
     with pytest.raises(ValueError, match=r"pair: dimension mismatch: Cheb\[X\] of size 4 vs Cheb\[X\] of size 5"):
         f.pair(g)
+    # Mismatched operands on purpose (mypy rejects both dots: it cannot infer their brand); the errors are under test.
     with pytest.raises(ValueError, match=r"dot: dimension mismatch: Cheb\[X\] of size 4 vs Cheb\[Y\] of size 4"):
         dot(f, Cheb.from_array(np.ones(4), Y))  # type: ignore[misc]
     with pytest.raises(ValueError, match=r"dot: dimension mismatch: Cheb\[X\] of size 4 vs Vec\[X\] of size 4"):
-        dot(f, Vec.from_array(np.ones(4), X))  # type: ignore[arg-type]
+        dot(f, Vec.from_array(np.ones(4), X))  # type: ignore[misc]
     with pytest.raises(ValueError, match=r"evaluation outside \[-1, 1\]"):
         f(np.array([0.5, 1.5]))
     with pytest.raises(ValueError, match="domain"):
@@ -182,6 +184,7 @@ def _structures(kind: str) -> tuple[Any, Any, Any]:
 def test_the_generic_transformer_runs_on_functions(kind: str, normalise: Any) -> None:
     x, model, hidden = _structures(kind)
     heads = Vec.from_array(np.zeros(2), Head)
+    enc: nn.Encoder[Any, Any, Any, Any]  # the structures differ by kind
     enc = nn.init_encoder(jax.random.key(0), inputs=model, model=model, hidden=hidden, outputs=model, layers=1,
                           heads=heads, head_features=model, normalise=normalise)  # fmt: skip
 
@@ -192,4 +195,5 @@ def test_the_generic_transformer_runs_on_functions(kind: str, normalise: Any) ->
     assert np.isfinite(value)
     assert all(np.all(np.isfinite(g)) for g in jax.tree_util.tree_leaves(grads))
     assert type(out) is type(x)
-    assert jax.tree_util.tree_structure(out) == jax.tree_util.tree_structure(x)
+    # jaxlib 0.9.0 ships no type stub for PyTreeDef: mypy cannot type its ==.
+    assert jax.tree_util.tree_structure(out) == jax.tree_util.tree_structure(x)  # type: ignore[operator]

@@ -5,7 +5,7 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import scipy.fft
 
-from applicative import Cheb, Dim, Tree, Vec, nn, to_array
+from applicative import Cheb, Dim, Tree, Vec, as_cheb, as_vec, nn, to_array
 from tests.dims import Hidden, Model, Seq
 
 
@@ -19,7 +19,8 @@ rng = np.random.default_rng(5)
 def _softmax_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     s = q @ k.T / np.sqrt(k.shape[1])
     p = np.exp(s - s.max(axis=-1, keepdims=True))
-    return (p / p.sum(axis=-1, keepdims=True)) @ v
+    attended: np.ndarray = (p / p.sum(axis=-1, keepdims=True)) @ v
+    return attended
 
 
 def test_function_queries_attend_over_vector_keys() -> None:
@@ -30,9 +31,9 @@ def test_function_queries_attend_over_vector_keys() -> None:
     q_coefficients[:3] = rng.normal(size=(3, 4))  # a quadratic query path
     k, v = rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
     queries = Cheb.stack(Vec.from_array(q_coefficients, X, Model).data, X)
-    out = nn.attention(queries, Vec.from_array(k, Seq, Model), Vec.from_array(v, Seq, Hidden))
+    out = as_cheb(nn.attention(queries, Vec.from_array(k, Seq, Model), Vec.from_array(v, Seq, Hidden)))
     assert out.tag is X
-    assert out.data.tag is Hidden  # type: ignore[attr-defined]
+    assert as_vec(out.data).tag is Hidden
 
     # Direct: attention at the 2N Chebyshev points fmap samples, back to N coefficients with scipy's DCT.
     points = C.chebpts1(2 * n)[::-1]

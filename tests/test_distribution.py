@@ -2,7 +2,7 @@
 numpy, merging and the canonical form, validation, interference, gradients, jit, and attention
 whose values are distributions."""
 
-from typing import Any
+from typing import Any, cast
 
 import hypothesis.strategies as st
 import jax
@@ -12,7 +12,7 @@ import pytest
 
 from applicative import ARITHMETIC, Dim, Module, Pointwise, Real, Vec, as_vec, counit, laws, nn, to_array
 from applicative.instances.finite import MIXTURE, Distribution, Quantum, mixture
-from applicative.strategies import distribution_triples, quantum_triples
+from applicative.strategies import distribution_triples
 from tests.dims import Model, Seq
 
 rng = np.random.default_rng(7)
@@ -30,9 +30,7 @@ class Query(Dim):
 # Laws
 
 
-@pytest.mark.parametrize("law", [law for law in laws.LAWS if law not in QUANTUM_NON_LAWS])
-def test_quantum_laws(law: str) -> None:
-    laws.check_law(law, quantum_triples(), max_examples=10)
+# Quantum's claimed laws are checked with every instance's (tests/test_laws.py); here, the two it drops.
 
 
 @pytest.mark.parametrize("law", QUANTUM_NON_LAWS)
@@ -54,7 +52,8 @@ def test_quantum_pairing_counterexample() -> None:
 
 
 def test_mixture_module_laws() -> None:
-    measures = distribution_triples().map(lambda t: t[0])
+    # distribution_triples() is typed as triples of any structure; it draws Distributions.
+    measures = distribution_triples().map(lambda t: cast(Distribution[Any], t[0]))
     laws.check_algebra_laws(MIXTURE, measures, max_examples=15)
 
 

@@ -15,6 +15,7 @@ from jax.test_util import check_grads
 
 from applicative import generic_only, record_fast_paths
 from funcformer import Config, Funcformer, init, parameter_count, weights
+from funcformer.model import Normalise
 from tests.funcformer_reference import Basis, forward
 
 TOL = 1e-12
@@ -55,7 +56,8 @@ def model(name: str) -> Funcformer:
     leaves, tree = jax.tree_util.tree_flatten(m)
     rng = np.random.default_rng(1)
     leaves = [jnp.asarray(np.asarray(x) + 0.3 * rng.standard_normal(x.shape)) for x in leaves]
-    return jax.tree_util.tree_unflatten(tree, leaves)  # type: ignore[no-any-return]
+    perturbed: Funcformer = jax.tree_util.tree_unflatten(tree, leaves)
+    return perturbed
 
 
 def source(n: int, seed: int) -> np.ndarray:
@@ -137,10 +139,10 @@ def test_every_product_runs_its_dense_formula() -> None:
 
 
 @pytest.mark.parametrize("normalise", ["values", "coefficients"])
-def test_gradients_match_finite_differences(normalise: str) -> None:
+def test_gradients_match_finite_differences(normalise: Normalise) -> None:
     config = Config(
         n=4, channels=2, heads=2, head_channels=2, hidden_channels=2, layers=1, axes="x", normalise=normalise
-    )  # type: ignore[arg-type]
+    )
     m = init(3, config, np.float64)
     # An O(1) source: the layer norms' variances are not small, so finite differences (eps 1e-4) are accurate.
     f = jnp.asarray(np.random.default_rng(7).standard_normal((4, 4)))

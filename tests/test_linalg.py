@@ -4,6 +4,7 @@ jitted == eager, gradients == finite differences, clear dimension errors."""
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -12,11 +13,14 @@ import pytest
 from jax.test_util import check_grads
 
 from applicative import (
+    Applicative,
     Arithmetic,
     Compose,
     Dim,
     Ring,
     Vec,
+    VecOf,
+    counit,
     dot,
     generic_only,
     linear,
@@ -134,10 +138,12 @@ class MaxPlus(Ring[jax.Array]):
         return jnp.full_like(like, -jnp.inf)
 
     def add(self, a: jax.Array, b: jax.Array) -> jax.Array:
-        return jax.tree_util.tree_map(jnp.maximum, a, b)
+        larger: jax.Array = jax.tree_util.tree_map(jnp.maximum, a, b)
+        return larger
 
     def scale(self, r: float | jax.Array, a: jax.Array) -> jax.Array:
-        return jax.tree_util.tree_map(lambda leaf: leaf + jnp.log(r), a)
+        shifted: jax.Array = jax.tree_util.tree_map(lambda leaf: leaf + jnp.log(r), a)
+        return shifted
 
     def mul(self, a: jax.Array, b: jax.Array) -> jax.Array:
         return a + b
@@ -166,9 +172,9 @@ def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> jax.Array:
     """Generic scores, a row softmax through counit, and the weighted values."""
     scores = mul_mmt(Vec.from_array(k, Seq, Model), Vec.from_array(q, Out, Model))  # one row per query
 
-    def softmax(row: Vec[Seq, jax.Array]) -> Vec[Seq, jax.Array]:
+    def softmax(row: Applicative[VecOf[Seq], jax.Array]) -> Applicative[VecOf[Seq], jax.Array]:
         e = row.fmap(jnp.exp)
-        total = e.counit()
+        total = counit(e)
         return e.fmap(lambda a: a / total)
 
     return to_array(mul_mm(scores.fmap(softmax), Vec.from_array(v, Seq, Hidden)))
@@ -177,7 +183,8 @@ def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> jax.Array:
 def _attention_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     s = q @ k.T
     p = np.exp(s - s.max(axis=1, keepdims=True))
-    return (p / p.sum(axis=1, keepdims=True)) @ v
+    attended: np.ndarray = (p / p.sum(axis=1, keepdims=True)) @ v
+    return attended
 
 
 class Batch(Dim):
@@ -189,7 +196,7 @@ class Three(Dim):
 
 
 @pytest.mark.parametrize(("dtype", "rows"), [(np.float32, 36000), (np.float64, 20000)])
-def test_jit_regression_vmapped_matvec_then_reduction(dtype: type, rows: int) -> None:
+def test_jit_regression_vmapped_matvec_then_reduction(dtype: type[np.floating[Any]], rows: int) -> None:
     # jax-ml/jax#39103: XLA:CPU's YNNPACK fusion of a vmapped small matvec and
     # a reduction gives O(1) errors under jit for 16k-43k rows; jaxlib 0.10.2
     # in float32 and float64, 0.10.1 in float32. The pinned 0.9.0 is correct.
@@ -199,7 +206,7 @@ def test_jit_regression_vmapped_matvec_then_reduction(dtype: type, rows: int) ->
 
     def row_sums(m: np.ndarray, x: np.ndarray) -> jax.Array:
         w = Vec.from_array(m, Three, Three)
-        return to_array(Vec.from_array(x, Batch, Three).fmap(lambda r: mul_mv(w, r).counit()))
+        return to_array(Vec.from_array(x, Batch, Three).fmap(lambda r: counit(mul_mv(w, r))))
 
     for context in (contextlib.nullcontext, generic_only):
         with context():
@@ -209,7 +216,9 @@ def test_jit_regression_vmapped_matvec_then_reduction(dtype: type, rows: int) ->
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(("queries", "keys", "model"), [(4, 3, 2), (8, 5, 4), (16, 16, 8), (64, 32, 16)])
-def test_jit_regression_nested_vmap_dot_then_row_softmax(dtype: type, queries: int, keys: int, model: int) -> None:
+def test_jit_regression_nested_vmap_dot_then_row_softmax(
+    dtype: type[np.floating[Any]], queries: int, keys: int, model: int
+) -> None:
     # The pattern docs/design.md reports jaxlib 0.10.2 getting wrong on CPU: jitted
     # generic attention with a row softmax, wrong by O(1) while eager was right.
     q, k = rng.normal(size=(queries, model)).astype(dtype), rng.normal(size=(keys, model)).astype(dtype)
@@ -224,12 +233,12 @@ def test_jit_regression_nested_vmap_dot_then_row_softmax(dtype: type, queries: i
 
 
 V = Vec.from_array
-MISMATCHES = {
+MISMATCHES: dict[str, Callable[[], object]] = {
     "dot": lambda: dot(V(np.ones(3), Model), V(np.ones(4), Model)),
     "mul_mv": lambda: mul_mv(V(np.ones((2, 3)), Seq, Model), V(np.ones(3), Hidden)),  # type: ignore[misc]
     "mul_vm": lambda: mul_vm(V(np.ones(3), Seq), V(np.ones((4, 2)), Seq, Model)),
     "mul_mm": lambda: mul_mm(V(np.ones((2, 3)), Seq, Model), V(np.ones((3, 2)), Hidden, Model)),  # type: ignore[misc]
-    "mul_mmt": lambda: mul_mmt(V(np.ones((2, 3)), Seq, Model), V(np.ones((3, 2)), Hidden, Model)),  # type: ignore[misc]
+    "mul_mmt": lambda: mul_mmt(V(np.ones((2, 3)), Seq, Model), V(np.ones((3, 2)), Hidden, Model)),
     "sum_mul_mmt": lambda: sum_mul_mmt(
         V(np.ones((2, 3, 4)), Out, Seq, Model), V(np.ones((2, 3, 5)), Out, Hidden, Model)
     ),

@@ -2,7 +2,7 @@
 reference in tests/numpy_reference.py (same weights), plus masks, autoregression,
 jit, and gradients."""
 
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from applicative import Dim, Vec, causal_mask, nn, one_hot, sinusoidal_positions, to_array
+from applicative import Dim, Vec, VecOf, as_vec, causal_mask, nn, one_hot, sinusoidal_positions, to_array
 from tests import numpy_reference as ref
 from tests.dims import Hidden, Model, Out, Seq
+from tests.tolerance import Tolerance
 
 
 class Head(Dim):
@@ -27,15 +28,35 @@ class Vocab(Dim):
     """Token vocabulary."""
 
 
+N = TypeVar("N", bound=Dim)
+
 rng = np.random.default_rng(2)
-TOL = {"rtol": 1e-10, "atol": 1e-10}
+TOL: Tolerance = {"rtol": 1e-10, "atol": 1e-10}
 
 
-def zeros(n: int, tag: type[Dim]) -> Vec[Any, jax.Array]:
-    return Vec.from_array(np.zeros(n), tag)
+def zeros(n: int, tag: type[N], dtype: type[np.floating[Any]] = np.float64) -> Vec[N, jax.Array]:
+    return Vec.from_array(np.zeros(n, dtype), tag)
 
 
-SIZES = {"model": zeros(6, Model), "hidden": zeros(10, Hidden), "heads": zeros(3, Head), "head_features": zeros(4, Key)}
+class Sizes(TypedDict):
+    """The templates of the models' dimensions, passed as ``**SIZES``."""
+
+    model: Vec[Model, jax.Array]
+    hidden: Vec[Hidden, jax.Array]
+    heads: Vec[Head, jax.Array]
+    head_features: Vec[Key, jax.Array]
+
+
+def sizes(dtype: type[np.floating[Any]] = np.float64) -> Sizes:
+    return {
+        "model": zeros(6, Model, dtype),
+        "hidden": zeros(10, Hidden, dtype),
+        "heads": zeros(3, Head, dtype),
+        "head_features": zeros(4, Key, dtype),
+    }
+
+
+SIZES = sizes()
 SCORES = [nn.DotProduct, nn.Multiplicative, nn.Additive]
 NORMALISATIONS = [nn.Softmax(), nn.ReferenceSoftmax(), nn.ReluAttention()]
 
@@ -54,15 +75,17 @@ def test_attention_matches_numpy(score: Any, normalise: Any, masked: bool) -> No
     q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
     mask = random_mask(3, 5) if masked else None
     s = score.init(jax.random.key(0), zeros(4, Key))
-    out = nn.attention(
-        Vec.from_array(q, Out, Key),
-        Vec.from_array(k, Seq, Key),
-        Vec.from_array(v, Seq, Hidden),
-        score=s,
-        normalise=normalise,
-        mask=None if mask is None else Vec.from_array(mask, Out, Seq),
+    out = as_vec(
+        nn.attention(
+            Vec.from_array(q, Out, Key),
+            Vec.from_array(k, Seq, Key),
+            Vec.from_array(v, Seq, Hidden),
+            score=s,
+            normalise=normalise,
+            mask=None if mask is None else Vec.from_array(mask, Out, Seq),
+        )
     )
-    assert (out.tag, out[0].tag) == (Out, Hidden)
+    assert (out.tag, as_vec(out[0]).tag) == (Out, Hidden)
     np.testing.assert_allclose(to_array(out), ref.attention(q, k, v, s, normalise, mask), **TOL)
 
 
@@ -87,8 +110,10 @@ def test_reference_softmax_rows_sum_to_one_over_sqrt_dk() -> None:
 
 @pytest.mark.parametrize("normalise", NORMALISATIONS, ids=lambda n: type(n).__name__)
 def test_multi_head_attention_matches_numpy(normalise: Any) -> None:
-    mha = nn.MultiHeadAttention.init(jax.random.key(1), **{k: SIZES[k] for k in ("model", "heads", "head_features")},
-                                     normalise=normalise)  # fmt: skip
+    # value_features and source left out: the head features and the model's (brands that mypy cannot infer)
+    mha: nn.MultiHeadAttention[VecOf[Head], VecOf[Model], VecOf[Model], VecOf[Key], VecOf[Key]]
+    mha = nn.MultiHeadAttention.init(jax.random.key(1), model=SIZES["model"], heads=SIZES["heads"],
+                                     head_features=SIZES["head_features"], normalise=normalise)  # fmt: skip
     mha = jax.tree_util.tree_map(lambda a: a + 0.1 * rng.normal(size=a.shape), mha)  # non-zero biases
     x = rng.normal(size=(5, 6))
     mask = np.tril(np.ones((5, 5), bool))
@@ -97,20 +122,23 @@ def test_multi_head_attention_matches_numpy(normalise: Any) -> None:
 
 
 def test_cross_attention_between_structures_matches_numpy() -> None:
-    mha = nn.MultiHeadAttention.init(jax.random.key(2), **{k: SIZES[k] for k in ("model", "heads", "head_features")},
-                                     source=zeros(7, Hidden))  # fmt: skip
+    mha: nn.MultiHeadAttention[VecOf[Head], VecOf[Model], VecOf[Hidden], VecOf[Key], VecOf[Key]]
+    mha = nn.MultiHeadAttention.init(jax.random.key(2), model=SIZES["model"], heads=SIZES["heads"],
+                                     head_features=SIZES["head_features"], source=zeros(7, Hidden))  # fmt: skip
     x, memory = rng.normal(size=(4, 6)), rng.normal(size=(9, 7))
-    out = mha(Vec.from_array(x, Out, Model), Vec.from_array(memory, Seq, Hidden))
+    out = as_vec(mha(Vec.from_array(x, Out, Model), Vec.from_array(memory, Seq, Hidden)))
     assert out.tag is Out
     np.testing.assert_allclose(to_array(out), ref.multi_head(mha, x, memory, None), **TOL)
 
 
-def _encoder(key: int, **options: Any) -> nn.Encoder[Any, Any, Any, Any]:
+def _encoder(key: int, **options: Any) -> nn.Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Vocab]]:
     noise = np.random.default_rng(key)
     enc = nn.init_encoder(jax.random.key(key), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2,
                           positions=sinusoidal_positions(5, Seq, 6, Model), **SIZES, **options)  # fmt: skip
     # Perturb every parameter so that biases, gains and shifts all matter.
-    return jax.tree_util.tree_map(lambda a: a + 0.1 * noise.normal(size=a.shape), enc)
+    perturbed: nn.Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Vocab]]
+    perturbed = jax.tree_util.tree_map(lambda a: a + 0.1 * noise.normal(size=a.shape), enc)
+    return perturbed
 
 
 @pytest.mark.parametrize("layer_norm", [True, False])
@@ -119,6 +147,8 @@ def test_encoder_layer_and_encoder_match_numpy(layer_norm: bool) -> None:
     x = rng.normal(size=(5, 8))
     h = rng.normal(size=(5, 6))
     layer = enc.layers[0]
+    assert isinstance(layer, nn.EncoderLayer)  # the reference computes an EncoderLayer's formulas
+    assert enc.unembed is not None  # built with outputs
     np.testing.assert_allclose(to_array(layer(Vec.from_array(h, Seq, Model))), ref.encoder_layer(layer, h), **TOL)
     expected = ref.linear(enc.unembed, ref.encode(enc, x))
     np.testing.assert_allclose(to_array(enc(Vec.from_array(x, Seq, Vocab))), expected, **TOL)
@@ -126,7 +156,12 @@ def test_encoder_layer_and_encoder_match_numpy(layer_norm: bool) -> None:
 
 
 def test_encoder_decoder_matches_numpy() -> None:
+    # Without positions, mypy cannot infer the sequence brands; the encoder has no output brand.
+    encoder: nn.Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], Any]
     encoder = nn.init_encoder(jax.random.key(4), inputs=zeros(8, Vocab), outputs=None, layers=2, **SIZES)
+    decoder: nn.Decoder[
+        VecOf[Out], VecOf[Vocab], VecOf[Head], VecOf[Model], VecOf[Model], VecOf[Key], VecOf[Hidden], VecOf[Vocab]
+    ]
     decoder = nn.init_decoder(jax.random.key(5), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2,
                               source=SIZES["model"], **SIZES)  # fmt: skip
     model = jax.tree_util.tree_map(lambda a: a + 0.1 * rng.normal(size=a.shape), nn.EncoderDecoder(encoder, decoder))
@@ -140,6 +175,8 @@ def test_encoder_decoder_matches_numpy() -> None:
 
 
 def test_decoder_is_autoregressive() -> None:
+    # No positions and no source: mypy cannot infer the sequence brand, and there is no memory brand.
+    dec: nn.Decoder[VecOf[Seq], VecOf[Vocab], VecOf[Head], VecOf[Model], Any, VecOf[Key], VecOf[Hidden], VecOf[Vocab]]
     dec = nn.init_decoder(jax.random.key(6), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2, **SIZES)
     run = jax.jit(lambda x, mask: to_array(dec(Vec.from_array(x, Seq, Vocab), Vec.from_array(mask, Seq, Seq))))
     causal, full = np.tril(np.ones((6, 6), bool)), np.ones((6, 6), bool)
@@ -158,7 +195,8 @@ def test_decoder_is_autoregressive() -> None:
 def _fourth_differences(values: np.ndarray) -> np.ndarray:
     """Delta^4 along the first axis of samples at t - 2h, ..., t + 2h (groups of five)."""
     f = values.reshape(-1, 5, *values.shape[1:])
-    return f[:, 4] - 4 * f[:, 3] + 6 * f[:, 2] - 4 * f[:, 1] + f[:, 0]
+    differences: np.ndarray = f[:, 4] - 4 * f[:, 3] + 6 * f[:, 2] - 4 * f[:, 1] + f[:, 0]
+    return differences
 
 
 @pytest.mark.parametrize("block", ["attention", "encoder block"])
@@ -233,6 +271,9 @@ def test_a_sequence_longer_than_the_positions_is_rejected() -> None:
 
 
 def test_decoder_with_cross_attention_needs_memory() -> None:
+    dec: nn.Decoder[
+        VecOf[Seq], VecOf[Vocab], VecOf[Head], VecOf[Model], VecOf[Model], VecOf[Key], VecOf[Hidden], VecOf[Vocab]
+    ]
     dec = nn.init_decoder(jax.random.key(11), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=1,
                           source=SIZES["model"], **SIZES)  # fmt: skip
     with pytest.raises(ValueError, match="pass memory="):
@@ -240,11 +281,12 @@ def test_decoder_with_cross_attention_needs_memory() -> None:
 
 
 def test_float32_templates_give_a_float32_model_under_x64() -> None:
-    def zeros(n: int, tag: type[Dim]) -> Vec[Any, jax.Array]:
+    def zeros(n: int, tag: type[N]) -> Vec[N, jax.Array]:
         return Vec.from_array(np.zeros(n, np.float32), tag)
 
+    enc: nn.Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Vocab]]
     enc = nn.init_encoder(jax.random.key(12), inputs=zeros(8, Vocab), layers=1, outputs=zeros(8, Vocab),
-                          **{k: zeros(v.size, v.tag) for k, v in SIZES.items()})  # fmt: skip
+                          **sizes(np.float32))  # fmt: skip
     assert {leaf.dtype for leaf in jax.tree_util.tree_leaves(enc)} == {jnp.dtype(jnp.float32)}
     out = jax.jit(enc)(one_hot(np.array([1, 2, 3]), Seq, 8, Vocab, jnp.float32))
     assert to_array(out).dtype == jnp.float32

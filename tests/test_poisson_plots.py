@@ -20,7 +20,7 @@ def sample() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     data = task.make_dataset(task.Task(), seed=3, count=2)
     noise = np.random.default_rng(0).standard_normal(data.u[1].shape)
     predicted = data.u[1] + 0.02 * np.abs(data.u[1]).max() * noise
-    return data.f[1], data.u_fine[1], predicted
+    return data.f[1], data.exact()[1], predicted
 
 
 def _read_png(path: Path) -> np.ndarray:

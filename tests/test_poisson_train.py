@@ -143,3 +143,17 @@ def test_the_cli_validates_its_arguments(tmp_path: Path, capsys: pytest.CaptureF
     assert "Run.seed must be >= 0, got -1" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "missing")]) == 1
     assert "no trained run" in capsys.readouterr().err
+
+
+def test_the_progress_bar_is_tqdms_and_counts_from_the_resumed_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train(RUN, tmp_path, progress=False, interrupt_after=2)
+    assert not capsys.readouterr().err
+    train(RUN, tmp_path, resume=True, progress=True)
+    bar = capsys.readouterr().err
+    assert bar.startswith("\rtrain:")  # tqdm's text bar, redrawn in place
+    assert f"{RUN.steps}/{RUN.steps}" in bar
+    assert "loss=" in bar
+    assert " 0/" not in bar
+    assert f" 2/{RUN.steps}" in bar

@@ -3,7 +3,7 @@
 linear algebra is numpy's on those grids. Laws, refinement invariance, the plain sum's
 failure, jit, grad, vmap, the generic linear algebra and attention on Tree∘Vec."""
 
-from typing import Any
+from typing import Any, cast
 
 import hypothesis
 import jax
@@ -14,6 +14,7 @@ from jax.test_util import check_grads
 
 from applicative import (
     ARITHMETIC,
+    Applicative,
     Compose,
     Pointwise,
     Vec,
@@ -27,15 +28,16 @@ from applicative import (
     nn,
     outer,
 )
-from applicative.instances.tree import Leaf, Node, Shape, Tree
+from applicative.instances.tree import Leaf, Nested, Node, Shape, Tree
 from applicative.protocols.integration import pairing_law
 from applicative.strategies import TREE_SHAPES, tree_triples
 from tests.dims import Hidden, Model, Seq
+from tests.tolerance import Tolerance
 
 D = 3
 """Every tree here has depth <= D, so it is constant on each of the 2^D cells."""
 CELLS = 2**D
-TOL = {"rtol": 1e-12, "atol": 1e-12}
+TOL: Tolerance = {"rtol": 1e-12, "atol": 1e-12}
 rng = np.random.default_rng(7)
 
 
@@ -70,13 +72,13 @@ SHAPE_PAIRS = [(TREE_SHAPES[i], TREE_SHAPES[j]) for i, j in [(0, 0), (0, 1), (1,
 
 
 def test_structure_laws_hold_for_trees_of_vectors() -> None:
-    def tree_of_vecs(t: Tree[jax.Array]) -> Tree[Vec[Model, jax.Array]]:
+    def tree_of_vecs(t: Applicative[Any, jax.Array]) -> Applicative[Any, Vec[Model, jax.Array]]:
         return t.fmap(lambda a: Vec.from_array(jnp.stack([a, 2.0 * a + 1.0]), Model))
 
-    triples = tree_triples().map(lambda xyz: tuple(tree_of_vecs(t) for t in xyz))
+    triples = tree_triples().map(lambda xyz: (tree_of_vecs(xyz[0]), tree_of_vecs(xyz[1]), tree_of_vecs(xyz[2])))
     maps = laws.Maps(lambda v: v.fmap(laws.Maps.f), lambda v: v.fmap(laws.Maps.g), Pointwise(ARITHMETIC))
     for law in laws.LAWS:
-        laws.check_law(law, triples, maps=maps, max_examples=8)  # type: ignore[arg-type]
+        laws.check_law(law, triples, maps=maps, max_examples=8)
 
 
 def test_pointwise_module_laws_on_trees_of_different_shapes() -> None:
@@ -87,7 +89,7 @@ def test_pointwise_module_laws_on_trees_of_different_shapes() -> None:
 
 
 def test_the_law_suite_sees_different_shapes() -> None:
-    shapes: set[object] = set()
+    shapes: set[tuple[Shape, ...]] = set()
 
     @hypothesis.settings(max_examples=60, database=None, deadline=None)
     @hypothesis.given(tree_triples())
@@ -152,7 +154,9 @@ def test_pair_is_the_common_refinement() -> None:
     b = Tree.from_nested(((10.0, 20.0), 30.0))
     assert a.pair(b).leaves() == [(1.0, 10.0), (1.0, 20.0), (2.0, 30.0), (3.0, 30.0)]
     assert a.pair(b).shape == ((None, None), (None, None))
-    assert repr(a.pair(b).to_nested()[1][0]) == "Leaf((2.0, 30.0))"  # a pair as a value stays a Leaf
+    # to_nested() is a Nested union; this one is a pair of pairs.
+    nested = cast(tuple[Any, tuple[Any, Any]], a.pair(b).to_nested())
+    assert repr(nested[1][0]) == "Leaf((2.0, 30.0))"  # a pair as a value stays a Leaf
     assert a.pure(5.0).pair(a).fmap(lambda p: p[1]).to_nested() == a.to_nested()
     assert isinstance(a.pure(5.0), Leaf)
 
@@ -161,7 +165,8 @@ def test_construction_and_conversion() -> None:
     nested = (1.0, ((2.0, 3.0), 4.0))
     t = Tree.from_nested(nested)
     assert t.to_nested() == nested
-    assert Tree.from_nested([1.0, [2.0, 3.0]]).to_nested() == (1.0, (2.0, 3.0))
+    as_lists: Nested[float] = [1.0, [2.0, 3.0]]
+    assert Tree.from_nested(as_lists).to_nested() == (1.0, (2.0, 3.0))
     assert t.leaves() == [1.0, 2.0, 3.0, 4.0]
     assert t.depths() == [1, 3, 3, 2]
     assert t.shape == (None, ((None, None), None))

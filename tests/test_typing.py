@@ -1,11 +1,17 @@
 """Typing tests: mypy --strict accepts tests/typing/pass and reports exactly the
-errors marked ``# E: <message>`` in tests/typing/fail."""
+errors marked ``# E: <message>`` in tests/typing/fail.
+
+The snippets are users' scripts: they are copied into a temporary directory outside the
+repository and checked there, so mypy sees the library only as installed (the README's
+editable install), through its py.typed marker, as a user's mypy does."""
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from mypy import api
 
 HERE = Path(__file__).parent / "typing"
 PASS = sorted((HERE / "pass").glob("*.py"))
@@ -14,12 +20,19 @@ ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(  \
 
 
 @pytest.fixture(scope="module")
-def mypy_errors() -> dict[tuple[str, int], str]:
-    """Run mypy once over every snippet; map (file name, line) to its error messages."""
-    stdout, stderr, _ = api.run(["--strict", "--no-incremental", "--hide-error-context", *map(str, PASS + FAIL)])
-    assert not stderr, stderr
+def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], str]:
+    """Run mypy once over every snippet, copied outside the repository; map (file name, line) to its
+    error messages."""
+    user = tmp_path_factory.mktemp("user_scripts")
+    for path in PASS + FAIL:
+        shutil.copy(path, user / path.name)
+    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--hide-error-context", "."]
+    result = subprocess.run(command, cwd=user, capture_output=True, text=True, check=False)
+    assert not result.stderr, result.stderr
+    assert "Cannot find implementation or library stub" not in result.stdout, result.stdout
+    assert "missing library stubs or py.typed marker" not in result.stdout, result.stdout
     errors: dict[tuple[str, int], str] = {}
-    for line in stdout.splitlines():
+    for line in result.stdout.splitlines():
         if match := ERROR.match(line):
             key = (Path(match["file"]).name, int(match["line"]))
             errors[key] = errors.get(key, "") + match["message"] + "\n"

@@ -14,6 +14,7 @@ from applicative.instances.finite import QuantumOf as QuantumOf
 from applicative.instances.finite import mixture as mixture
 from applicative.instances.sequence import causal_mask as causal_mask
 from applicative.instances.sequence import one_hot as one_hot
+from applicative.instances.sequence import padding_mask as padding_mask
 from applicative.instances.sequence import sinusoidal_positions as sinusoidal_positions
 from applicative.instances.tree import Leaf as Leaf
 from applicative.instances.tree import Node as Node
@@ -43,5 +44,6 @@ __all__ = [
     "causal_mask",
     "mixture",
     "one_hot",
+    "padding_mask",
     "sinusoidal_positions",
 ]

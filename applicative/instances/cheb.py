@@ -50,18 +50,18 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from applicative.instances import chebyshev
-from applicative.instances._stacked import nested, stacked_size, weighted_sum
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
-from applicative.protocols.kinds import A_co, B, Dim, M, N, check_tag
+from applicative.protocols.kinds import A_co, B, Dim, M, Measured, N, check_tag
 from applicative.records import record, static
+from applicative.stacked import nested, stacked_size, weighted_sum
 
 __all__ = ["Cheb", "ChebOf", "as_cheb"]
 
 
-class ChebOf(Generic[N]):
+class ChebOf(Measured, Generic[N]):
     """Brand of ``Cheb`` with axis tag ``N``: ``Cheb[N, A]`` is an ``Applicative[ChebOf[N], A]``."""
 
 

@@ -33,20 +33,24 @@ stacked elements leaf by leaf. Each is tested against its definition above
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic
+from typing import Any, Generic, TypeVar
 
-from applicative.instances._stacked import sums_leafwise
 from applicative.protocols.algebra import Module, Pointwise, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit, counit
-from applicative.protocols.kinds import A_co, B, F, G
+from applicative.protocols.kinds import A_co, B, Measured
 from applicative.records import record
+from applicative.stacked import sums_leafwise
 
 __all__ = ["Compose", "ComposeOf"]
 
+# The composite's counit sums the inner structures and then the outer one: both need a counit.
+F = TypeVar("F", bound=Measured)
+G = TypeVar("G", bound=Measured)
 
-class ComposeOf(Generic[F, G]):
+
+class ComposeOf(Measured, Generic[F, G]):
     """Brand of ``Compose`` of brands ``F`` (outer) and ``G`` (inner)."""
 
 

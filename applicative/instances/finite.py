@@ -86,7 +86,7 @@ from jax.typing import ArrayLike
 from applicative.protocols.algebra import Module, Real, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import Counit, counit
-from applicative.protocols.kinds import A, A_co, B, F
+from applicative.protocols.kinds import A, A_co, B, Measured, Summed
 from applicative.records import record
 
 __all__ = [
@@ -100,7 +100,7 @@ __all__ = [
     "Weights",
     "mixture",
 ]
-from applicative.instances._stacked import ProductPairing, element, stacked_size, weighted_sum
+from applicative.stacked import ProductPairing, element, stacked_size, weighted_sum
 
 TOLERANCE = 1e-6
 """How far the total probability (or squared norm) may be from one at construction."""
@@ -111,11 +111,11 @@ Weights = ArrayLike | Sequence[complex]
 """Probabilities or amplitudes: an array, or a list of numbers."""
 
 
-class DistributionOf:
+class DistributionOf(Measured):
     """Brand of ``Distribution``: ``Distribution[A]`` is an ``Applicative[DistributionOf, A]``."""
 
 
-class QuantumOf:
+class QuantumOf(Measured):
     """Brand of ``Quantum``: ``Quantum[A]`` is an ``Applicative[QuantumOf, A]``."""
 
 
@@ -332,7 +332,26 @@ class Quantum(_Finite[A_co], Applicative[QuantumOf, A_co], Counit[QuantumOf, A_c
     ``Quantum(outcomes, amplitudes)`` checks that sum |a_i|^2 = 1 (a normalised
     state) and merges equal outcomes by summing their amplitudes. ``fmap``
     merges coherently (interference), so with a non-injective map the norm may
-    change; ``pair`` is the tensor product."""
+    change; ``pair`` is the tensor product.
+
+    Laws: its counit is a measurement (Born's rule), quadratic in the amplitudes, not an integral
+    against a measure. It is homogeneous (relabelling outcomes x by r x scales the expectation), but
+    neither additive (sums of outcomes that coincide interfere) nor invariant under pairing (tracing
+    out a partner state merges it coherently): those two are not its laws, and ``laws_claimed``
+    leaves them out (tests/test_distribution.py shows a counterexample to each)."""
+
+    laws_claimed = frozenset(
+        {
+            "functor identity",
+            "functor composition",
+            "pair naturality",
+            "pair associativity",
+            "pair left unit",
+            "pair right unit",
+            "pure naturality",
+            "counit homogeneity",
+        }
+    )
 
     outcomes: A_co
     weights: jax.Array
@@ -422,7 +441,9 @@ MIXTURE: Mixture[Any] = Mixture()
 """The Module of finite measures under mixing."""
 
 
-def mixture(weights: Applicative[F, jax.Array], components: Applicative[F, Distribution[A]]) -> Distribution[A]:
+def mixture(
+    weights: Applicative[Summed, jax.Array], components: Applicative[Summed, Distribution[A]]
+) -> Distribution[A]:
     """sum_k w_k D_k: the generic counit, in ``MIXTURE``, of the components scaled by the weights.
 
     The weights must sum to one (checked when concrete); E[sum_k w_k D_k] = sum_k w_k E[D_k]."""

@@ -1,10 +1,18 @@
-"""Helpers for ``Vec`` sequences: causal masks, sinusoidal positions, one-hot tokens.
+"""Helpers for ``Vec`` sequences: causal and padding masks, sinusoidal positions, one-hot tokens.
 
 These know the order of a sequence, so they live beside ``Vec``; the
 transformer itself sees only structures.
+
+Masks hold one row per query, over the keys, and ``True`` means *may attend*
+(as in ``jax.nn.dot_product_attention`` and ``torch.nn.functional.scaled_dot_product_attention``).
+``torch.nn.MultiheadAttention``'s boolean ``attn_mask`` and ``key_padding_mask``
+mean the opposite (True = may *not* attend): negate them when porting. Masks
+combine with ``&`` on their arrays, ``Vec.from_array(to_array(a) & to_array(b), Seq, Seq)``.
 """
 
 from __future__ import annotations
+
+from typing import Any, overload
 
 import jax
 import jax.numpy as jnp
@@ -14,12 +22,36 @@ from jax.typing import ArrayLike, DTypeLike
 from applicative.instances.vector import Vec
 from applicative.protocols.kinds import M, N
 
-__all__ = ["causal_mask", "one_hot", "sinusoidal_positions"]
+__all__ = ["causal_mask", "one_hot", "padding_mask", "sinusoidal_positions"]
 
 
 def causal_mask(length: int, seq: type[N]) -> Vec[N, Vec[N, jax.Array]]:
     """mask[i][j] = (j <= i): query i sees keys up to itself (Vaswani et al.'s decoder mask)."""
     return Vec.from_array(jnp.tril(jnp.ones((length, length), bool)), seq, seq)
+
+
+@overload
+def padding_mask(length: ArrayLike, size: int, seq: type[N], /) -> Vec[N, Vec[N, jax.Array]]: ...
+@overload
+def padding_mask(
+    length: ArrayLike, size: int, seq: type[N], query_size: int, query_seq: type[M], /
+) -> Vec[M, Vec[N, jax.Array]]: ...
+def padding_mask(
+    length: ArrayLike, size: int, seq: type[N], query_size: int | None = None, query_seq: type[M] | None = None, /
+) -> Vec[Any, Vec[N, jax.Array]]:
+    """mask[i][j] = (j < length): every query sees the first ``length`` keys of a sequence of ``size``
+    padded at its end, and no padding. The queries are the same sequence (self-attention), or
+    ``query_size`` positions along ``query_seq`` (cross attention to a padded memory). ``length``
+    may be traced (a batch of lengths under ``vmap``); a concrete one must lie in [0, size]."""
+    length = jnp.asarray(length)
+    if length.ndim != 0 or not jnp.issubdtype(length.dtype, jnp.integer):
+        raise ValueError(f"padding_mask: length must be an integer scalar, got {length.dtype} {length.shape}")
+    if not isinstance(length, jax.core.Tracer) and not 0 <= int(length) <= size:
+        raise ValueError(f"padding_mask: length {int(length)} is outside [0, {size}] for {seq.__name__}")
+    keep = jnp.arange(size) < length
+    if query_size is None or query_seq is None:
+        return Vec.from_array(jnp.broadcast_to(keep, (size, size)), seq, seq)
+    return Vec.from_array(jnp.broadcast_to(keep, (query_size, size)), query_seq, seq)
 
 
 def sinusoidal_positions(

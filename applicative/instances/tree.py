@@ -49,7 +49,7 @@ from typing import TypeAlias, TypeVar, Union
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import Counit
-from applicative.protocols.kinds import A_co, B
+from applicative.protocols.kinds import A_co, B, Measured
 from applicative.records import record
 
 __all__ = ["Leaf", "Nested", "Node", "Shape", "Tree", "TreeOf"]
@@ -63,7 +63,7 @@ Shape: TypeAlias = Union[tuple["Shape", "Shape"], None]  # noqa: UP007
 """The shape of a tree: ``None`` for a leaf, a pair of shapes for a node."""
 
 
-class TreeOf:
+class TreeOf(Measured):
     """Brand of ``Tree``: ``Tree[A]`` is an ``Applicative[TreeOf, A]``."""
 
 

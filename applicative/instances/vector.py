@@ -35,18 +35,18 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from applicative.instances._stacked import element, nested, stacked_size, weighted_sum
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
-from applicative.protocols.kinds import A_co, B, Dim, K, M, N, check_tag
+from applicative.protocols.kinds import A_co, B, Dim, K, M, Measured, N, check_tag
 from applicative.records import record, static
+from applicative.stacked import element, nested, stacked_size, weighted_sum
 
 __all__ = ["Vec", "VecOf", "as_vec"]
 
 
-class VecOf(Generic[N]):
+class VecOf(Measured, Generic[N]):
     """Brand of ``Vec`` with tag ``N``: ``Vec[N, A]`` is an ``Applicative[VecOf[N], A]``."""
 
 

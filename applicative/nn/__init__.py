@@ -15,6 +15,7 @@ from applicative.nn._attention import ReferenceSoftmax as ReferenceSoftmax
 from applicative.nn._attention import ReluAttention as ReluAttention
 from applicative.nn._attention import Sampled as Sampled
 from applicative.nn._attention import Score as Score
+from applicative.nn._attention import ScoreInit as ScoreInit
 from applicative.nn._attention import Softmax as Softmax
 from applicative.nn._attention import attention as attention
 from applicative.nn._base import Matrix as Matrix
@@ -59,6 +60,7 @@ __all__ = [
     "ReluAttention",
     "Sampled",
     "Score",
+    "ScoreInit",
     "Softmax",
     "attention",
     "compiled_init",

@@ -9,8 +9,11 @@ keys (the reference's ``queries mulMMT keys`` is transposed; we use
 ``mul_mmt(keys, queries)``). ``d_k`` is the measure of the key features.
 
 Scores: ``DotProduct`` q.k; ``Multiplicative`` q^T W k; ``Additive``
-u^T tanh(W1 k + W2 q). Normalisations (applied to each row, masked keys
-excluded): ``Softmax`` softmax(s / sqrt(d_k)) (standard, the default),
+u^T tanh(W1 k + W2 q); a user's own is any ``Score`` (a call from queries and
+keys to scores), and ``score=`` of the initialisers takes any ``ScoreInit``
+(an object, usually the score's class, whose ``init(key, features)`` builds
+one). Normalisations (applied to each row, masked keys
+excluded; a user's own is any hashable ``Normalisation``): ``Softmax`` softmax(s / sqrt(d_k)) (standard, the default),
 ``ReferenceSoftmax`` e^s / (sqrt(d_k) sum e^s) (the reference text's, as
 written: rows sum to 1/sqrt(d_k)), ``ReluAttention`` relu(s / sqrt(d_k)) /
 measure(keys) (a ReLU attention module is a cubic spline; docs/design.md),
@@ -40,7 +43,7 @@ from applicative.nn._linear import Linear
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import counit
-from applicative.protocols.kinds import F, G, H, I
+from applicative.protocols.kinds import Measured
 from applicative.records import record, static
 
 __all__ = [
@@ -55,31 +58,46 @@ __all__ = [
     "ReluAttention",
     "Sampled",
     "Score",
+    "ScoreInit",
     "Softmax",
     "attention",
 ]
 
-D = TypeVar("D")  # features of the queries' source (the model)
-E = TypeVar("E")  # features of the keys' and values' source
-Hk = TypeVar("Hk")  # query/key features of a head
-Hv = TypeVar("Hv")  # value features of a head
-Heads = TypeVar("Heads")  # the structure of heads
+# Brands. Those that attention sums over (keys, key features, heads, and the inputs of linear maps)
+# are bound to Measured: mypy rejects a structure with no counit there.
+I = TypeVar("I")  # noqa: E741  (the queries' structure)
+F = TypeVar("F", bound=Measured)  # the keys' and values' structure
+H = TypeVar("H", bound=Measured)  # query/key features (of the score)
+G = TypeVar("G")  # value features (of attention)
+D = TypeVar("D", bound=Measured)  # features of the queries' source (the model)
+E = TypeVar("E", bound=Measured)  # features of the keys' and values' source
+Hk = TypeVar("Hk", bound=Measured)  # query/key features of a head
+Hv = TypeVar("Hv", bound=Measured)  # value features of a head
+Heads = TypeVar("Heads", bound=Measured)  # the structure of heads
 
 
 # Scores
 
 
-class Score(Protocol):
-    """(queries I (H a), keys F (H a)) -> scores I (F a)."""
+class Score(Protocol[H]):
+    """A score over key features ``H``: (queries I (H a), keys F (H a)) -> scores I (F a), one row
+    per query. A pytree (a ``@record``) when it holds parameters."""
 
-    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Any: ...
+    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H], /) -> Matrix[I, F]: ...
+
+
+class ScoreInit(Protocol):
+    """What ``score=`` takes: an object whose ``init(key, features)`` builds a ``Score`` over the
+    structure of ``features`` (a template). A score class with a static ``init`` is one."""
+
+    def init(self, key: jax.Array, features: Applicative[H, Array], /) -> Score[H]: ...
 
 
 @record
 class DotProduct:
     """s_ij = q_i . k_j."""
 
-    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Any:
+    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Matrix[I, F]:
         return mul_mmt(keys, queries)
 
     @staticmethod
@@ -96,11 +114,11 @@ class Multiplicative(Generic[H]):
 
     weight: Applicative[H, Applicative[H, Array]]
 
-    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Any:
+    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Matrix[I, F]:
         return mul_mmt(mul_mmt(self.weight, keys), queries)
 
     @staticmethod
-    def init(key: jax.Array, features: Applicative[H, Array]) -> Multiplicative[H]:
+    def init(key: jax.Array, features: Applicative[Hk, Array]) -> Multiplicative[Hk]:
         return Multiplicative(normal_like(key, outer(features, features), 1.0 / jnp.sqrt(measure(features))))
 
 
@@ -112,14 +130,14 @@ class Additive(Generic[H]):
     queries: Linear[H, H]
     u: Applicative[H, Array]
 
-    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Any:
+    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Matrix[I, F]:
         projected_keys = self.keys.each(keys)
         return self.queries.each(queries).fmap(
             lambda q: projected_keys.fmap(lambda k: dot(self.u, add(k, q).fmap(jnp.tanh)))
         )
 
     @staticmethod
-    def init(key: jax.Array, features: Applicative[H, Array]) -> Additive[H]:
+    def init(key: jax.Array, features: Applicative[Hk, Array]) -> Additive[Hk]:
         k1, k2, k3 = jax.random.split(key, 3)
         u = normal_like(k3, features, 1.0 / jnp.sqrt(measure(features)))
         return Additive(Linear.init(k1, features, features, bias=False), Linear.init(k2, features, features), u)
@@ -222,7 +240,7 @@ def attention(
     keys: Matrix[F, H],
     values: Matrix[F, G],
     *,
-    score: Score = DOT_PRODUCT,
+    score: Score[H] = DOT_PRODUCT,
     normalise: Normalisation = SOFTMAX,
     mask: Matrix[I, F] | None = None,
 ) -> Matrix[I, G]:
@@ -244,7 +262,7 @@ class AttentionHead(Generic[D, E, Hk, Hv]):
     key: Linear[E, Hk]
     value: Linear[E, Hv]
     output: Matrix[D, Hv]
-    score: Score
+    score: Score[Hk]
 
     def attend(
         self, x: Matrix[I, D], source: Matrix[F, E], mask: Matrix[I, F] | None, normalise: Normalisation
@@ -288,7 +306,7 @@ class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
         head_features: Applicative[Hk, Array],
         value_features: Applicative[Hv, Array] | None = None,
         source: Applicative[E, Array] | None = None,
-        score: type[DotProduct] | type[Multiplicative[Any]] | type[Additive[Any]] = DotProduct,
+        score: ScoreInit = DotProduct,
         normalise: Normalisation = SOFTMAX,
     ) -> MultiHeadAttention[Heads, D, E, Hk, Hv]:
         """Templates give the shapes: ``heads`` (e.g. a Vec over a head dimension), the model

@@ -18,7 +18,7 @@ import numpy as np
 
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import counit
-from applicative.protocols.kinds import F, G
+from applicative.protocols.kinds import F, G, Summed
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -29,7 +29,7 @@ Matrix = Applicative[F, Applicative[G, jax.Array]]
 """A structure of structures of scalars: a sequence of feature vectors, scores, a mask."""
 
 
-def measure(x: Applicative[F, Any]) -> jax.Array:
+def measure(x: Applicative[Summed, Any]) -> jax.Array:
     """The total measure of a structure, counit(fmap(const 1) x): a Vec's size.
 
     In the float type of ``x``'s leaves, so that float32 models stay float32 under x64.

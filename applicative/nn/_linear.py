@@ -12,11 +12,12 @@ from applicative.linalg import add, mul_mmt, mul_mv, outer
 from applicative.nn._base import Matrix, measure, normal_like
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
+from applicative.protocols.kinds import Measured
 from applicative.records import record
 
 __all__ = ["Linear"]
 
-In = TypeVar("In")
+In = TypeVar("In", bound=Measured)  # summed over: a structure with a counit
 Out = TypeVar("Out")
 S = TypeVar("S")
 

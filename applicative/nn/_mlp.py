@@ -24,12 +24,14 @@ from applicative.nn._linear import Linear
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative, lift_a2
 from applicative.protocols.integration import counit
+from applicative.protocols.kinds import Measured
 from applicative.records import record, static
 
 __all__ = ["MLP", "LayerNorm"]
 
-D = TypeVar("D")
-Hidden = TypeVar("Hidden")
+# Brands summed over (by counit and linear maps): structures with a counit.
+D = TypeVar("D", bound=Measured)
+Hidden = TypeVar("Hidden", bound=Measured)
 
 
 @record

@@ -25,12 +25,12 @@ import jax
 from jax import Array
 
 from applicative.linalg import add
-from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation
+from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit
 from applicative.nn._base import Matrix, compiled_init
 from applicative.nn._linear import Linear
 from applicative.nn._mlp import MLP, LayerNorm
 from applicative.protocols.applicative import Applicative
-from applicative.protocols.kinds import F, I
+from applicative.protocols.kinds import Measured
 from applicative.records import record, static
 
 __all__ = [
@@ -45,14 +45,17 @@ __all__ = [
     "init_encoder",
 ]
 
-S = TypeVar("S")  # the sequence structure
-V = TypeVar("V")  # input features (a one-hot vocabulary, or measurements)
-D = TypeVar("D")  # model features
-E = TypeVar("E")  # the encoder's model features, seen from a decoder
+# Brands; those summed over (by attention, linear maps, layer norms) are bound to Measured.
+S = TypeVar("S", bound=Measured)  # the sequence structure
+F = TypeVar("F", bound=Measured)  # the memory's structure (an encoder's sequence)
+I = TypeVar("I")  # noqa: E741  (any sequence a layer norm is mapped over)
+V = TypeVar("V", bound=Measured)  # input features (a one-hot vocabulary, or measurements)
+D = TypeVar("D", bound=Measured)  # model features
+E = TypeVar("E", bound=Measured)  # the encoder's model features, seen from a decoder
 Out = TypeVar("Out")  # output features
-Heads = TypeVar("Heads")
-Hk = TypeVar("Hk")
-Hidden = TypeVar("Hidden")
+Heads = TypeVar("Heads", bound=Measured)
+Hk = TypeVar("Hk", bound=Measured)
+Hidden = TypeVar("Hidden", bound=Measured)
 
 
 class Layer(Protocol[S, D]):
@@ -81,12 +84,15 @@ class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
 
 @record
 class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
-    """Masked self-attention, cross attention to a memory (if ``cross``), and an MLP."""
+    """Masked self-attention, cross attention to a memory (if ``cross``), and an MLP.
+
+    ``norms`` are the pre-norms of the three blocks; the cross-attention one is None in a layer
+    without cross attention (a decoder-only model has no parameter that gets no gradient)."""
 
     attention: MultiHeadAttention[Heads, D, D, Hk, Hk]
     cross: MultiHeadAttention[Heads, D, E, Hk, Hk] | None
     mlp: MLP[D, Hidden]
-    norms: tuple[LayerNorm[D], LayerNorm[D], LayerNorm[D]] | None
+    norms: tuple[LayerNorm[D], LayerNorm[D] | None, LayerNorm[D]] | None
 
     def __call__(
         self,
@@ -194,7 +200,8 @@ class _Layers:
     heads: Applicative[Any, Any]
     head_features: Applicative[Any, Array]
     layer_norm: bool
-    score: Any
+    score: ScoreInit
+    cross_score: ScoreInit
     normalise: Normalisation
     activation: Callable[[Array], Array]
 
@@ -202,21 +209,26 @@ class _Layers:
         k1, k2, k3 = jax.random.split(key, 3)
         kw: dict[str, Any] = {"heads": self.heads, "model": self.model, "head_features": self.head_features}
         attention = MultiHeadAttention.init(k1, **kw, score=self.score, normalise=self.normalise)
-        cross = None if source is None else MultiHeadAttention.init(k2, **kw, source=source, normalise=self.normalise)
+        cross = (
+            None
+            if source is None
+            else MultiHeadAttention.init(k2, **kw, source=source, score=self.cross_score, normalise=self.normalise)
+        )
         return attention, cross, MLP.init(k3, self.model, self.hidden, self.activation)
-
-    def _norms(self, count: int) -> Any:
-        return tuple(LayerNorm.init(self.model) for _ in range(count)) if self.layer_norm else None
 
     def encoder_layer(self, key: Array) -> EncoderLayer[Any, Any, Any, Any]:
         attention, _, mlp = self._parts(key, None)
-        return EncoderLayer(attention, mlp, self._norms(2))
+        # Every norm starts as the identity (gain 1, shift 0); leaves are values, so training updates each apart.
+        norm = LayerNorm.init(self.model)
+        return EncoderLayer(attention, mlp, (norm, norm) if self.layer_norm else None)
 
     def decoder_layer(
         self, key: Array, source: Applicative[Any, Array] | None
     ) -> DecoderLayer[Any, Any, Any, Any, Any]:
         attention, cross, mlp = self._parts(key, source)
-        return DecoderLayer(attention, cross, mlp, self._norms(3))
+        norm = LayerNorm.init(self.model)
+        norms = (norm, None if cross is None else norm, norm)
+        return DecoderLayer(attention, cross, mlp, norms if self.layer_norm else None)
 
 
 def _embedding(
@@ -243,12 +255,13 @@ def init_encoder(
     positions: Matrix[S, D] | None = None,
     learned_positions: bool = False,
     layer_norm: bool = True,
-    score: Any = DotProduct,
+    score: ScoreInit = DotProduct,
     normalise: Normalisation = SOFTMAX,
     activation: Callable[[Array], Array] = jax.nn.relu,
 ) -> Encoder[S, V, D, Out]:
-    """An encoder; every shape comes from a template (``outputs=None``: no unembedding)."""
-    spec = _Layers(model, hidden, heads, head_features, layer_norm, score, normalise, activation)
+    """An encoder; every shape comes from a template (``outputs=None``: no unembedding). ``score``
+    and ``normalise`` may be a user's own (``nn.ScoreInit``, ``nn.Normalisation``)."""
+    spec = _Layers(model, hidden, heads, head_features, layer_norm, score, score, normalise, activation)
     keys = jax.random.split(key, layers + 2)
     return Encoder(
         _embedding(keys[layers], inputs, model, positions, learned_positions),
@@ -273,12 +286,15 @@ def init_decoder(
     positions: Matrix[S, D] | None = None,
     learned_positions: bool = False,
     layer_norm: bool = True,
-    score: Any = DotProduct,
+    score: ScoreInit = DotProduct,
+    cross_score: ScoreInit = DotProduct,
     normalise: Normalisation = SOFTMAX,
     activation: Callable[[Array], Array] = jax.nn.relu,
 ) -> Decoder[S, V, Heads, D, E, Hk, Hidden, Out]:
-    """A decoder; with ``source`` (the encoder's feature template) each layer also attends to a memory."""
-    spec = _Layers(model, hidden, heads, head_features, layer_norm, score, normalise, activation)
+    """A decoder; with ``source`` (the encoder's feature template) each layer also attends to a memory,
+    scored by ``cross_score`` (self-attention by ``score``). Without one, a layer has no cross attention
+    and no cross-attention norm."""
+    spec = _Layers(model, hidden, heads, head_features, layer_norm, score, cross_score, normalise, activation)
     keys = jax.random.split(key, layers + 2)
     return Decoder(
         _embedding(keys[layers], inputs, model, positions, learned_positions),

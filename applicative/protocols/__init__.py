@@ -18,6 +18,7 @@ from applicative.protocols.functor import Functor as Functor
 from applicative.protocols.integration import Counit as Counit
 from applicative.protocols.integration import counit as counit
 from applicative.protocols.kinds import Dim as Dim
+from applicative.protocols.kinds import Measured as Measured
 
 __all__ = [
     "ARITHMETIC",
@@ -28,6 +29,7 @@ __all__ = [
     "Dense",
     "Dim",
     "Functor",
+    "Measured",
     "Module",
     "Pointwise",
     "Real",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Generic
+from typing import ClassVar, Generic
 
 from applicative.protocols.kinds import A_co, B, C, F
 
@@ -19,6 +19,10 @@ __all__ = ["Functor", "composition_law", "identity_law"]
 
 class Functor(ABC, Generic[F, A_co]):
     """A structure of brand ``F`` holding elements of type ``A``; ``fmap`` maps them."""
+
+    laws_claimed: ClassVar[frozenset[str] | None] = None
+    """The laws this instance claims, named as in ``applicative.laws.LAWS``; None (the default): every
+    law of every abstraction it implements. The law suite checks exactly these."""
 
     @abstractmethod
     def fmap(self, f: Callable[[A_co], B]) -> Functor[F, B]:

@@ -19,7 +19,6 @@ import dataclasses
 import functools
 import json
 import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from tqdm.auto import tqdm
 
 from applicative.instances.chebyshev import gram
 from funcformer.model import Config, Funcformer, init
@@ -40,7 +40,6 @@ __all__ = [
     "CHECKPOINT",
     "CONFIG",
     "METRICS",
-    "Progress",
     "Run",
     "State",
     "TrainingDiverged",
@@ -222,33 +221,6 @@ def read_run(directory: Path) -> Run:
     return Run.from_json(path.read_text(), str(path))
 
 
-class Progress:
-    """One status line on stderr: step, loss, throughput, time left."""
-
-    def __init__(self, total: int, batch: int, enabled: bool) -> None:
-        self.total, self.batch, self.enabled = total, batch, enabled
-        self.start = self.last = time.perf_counter()
-        self.first: int | None = None
-
-    def update(self, step: int, loss: float) -> None:
-        now = time.perf_counter()
-        if self.first is None:
-            self.first, self.start = step, now  # the first step compiles: time from after it
-        if not self.enabled or (now - self.last < 0.5 and step < self.total):
-            return
-        self.last = now
-        done = step - self.first
-        rate = done / (now - self.start) if done else 0.0
-        left = (self.total - step) / rate if rate else 0.0
-        sys.stderr.write(
-            f"\rstep {step}/{self.total}  loss {loss:.3e}  {rate * self.batch:.0f} samples/s  "
-            f"{int(left) // 60}:{int(left) % 60:02d} left "
-        )
-        if step == self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
 @functools.lru_cache(maxsize=4)
 def make_step(run: Run) -> Callable[..., Any]:
     """The jitted update of ``run``: (model, opt_state, f, u) -> (model, opt_state, loss); one
@@ -300,26 +272,29 @@ def train(
     f = jnp.asarray(data.f, jnp.float32)
     u = jnp.asarray(data.u, jnp.float32)
     step_fn = make_step(run)
-    bar = Progress(run.steps, run.batch, progress)
     start, first = time.perf_counter() - state.seconds, state.step
     saved_step = first  # the step of the checkpoint on disk
-    for step in range(first, run.steps):
-        if interrupt_after is not None and step - first == interrupt_after:
-            return state
-        idx = jnp.asarray(batch_indices(run, step))
-        model, opt_state, loss_value = step_fn(state.model, state.opt_state, f[idx], u[idx])
-        loss = float(loss_value)
-        if not np.isfinite(loss):
-            raise TrainingDiverged(
-                f"loss is {loss} at step {step}; stopped. The last good checkpoint "
-                f"(step {saved_step}) is kept in {out}: lower --learning-rate or --clip and retrain"
-            )
-        state.losses.append(loss)
-        state = State(model, opt_state, step + 1, state.losses, time.perf_counter() - start)
-        if state.step % run.checkpoint_every == 0 or state.step == run.steps:
-            save(out, run, state)
-            saved_step = state.step
-        bar.update(state.step, loss)
+    # tqdm.auto: a text bar in a terminal, a widget in a notebook.
+    bar = tqdm(total=run.steps, initial=first, desc="train", unit="step", disable=not progress, mininterval=0.5)
+    with bar:
+        for step in range(first, run.steps):
+            if interrupt_after is not None and step - first == interrupt_after:
+                return state
+            idx = jnp.asarray(batch_indices(run, step))
+            model, opt_state, loss_value = step_fn(state.model, state.opt_state, f[idx], u[idx])
+            loss = float(loss_value)
+            if not np.isfinite(loss):
+                raise TrainingDiverged(
+                    f"loss is {loss} at step {step}; stopped. The last good checkpoint "
+                    f"(step {saved_step}) is kept in {out}: lower --learning-rate or --clip and retrain"
+                )
+            state.losses.append(loss)
+            state = State(model, opt_state, step + 1, state.losses, time.perf_counter() - start)
+            if state.step % run.checkpoint_every == 0 or state.step == run.steps:
+                save(out, run, state)
+                saved_step = state.step
+            bar.set_postfix(loss=f"{loss:.3e}", refresh=False)
+            bar.update()
     return state
 
 

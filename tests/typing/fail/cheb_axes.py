@@ -13,8 +13,8 @@ class Y(Dim): ...
 
 
 f = Cheb.from_array(np.ones(4), X)
-dot(f, Cheb.from_array(np.ones(4), Y))  # E: Cannot infer value of type parameter "F" of "dot"
-mul_mm(Cheb.from_array(np.ones((4, 4)), X, Y), Cheb.from_array(np.ones((4, 4)), X, Y))  # E: Cannot infer value of type parameter "G" of "mul_mm"
+dot(f, Cheb.from_array(np.ones(4), Y))  # E: Cannot infer value of type parameter "Summed" of "dot"
+mul_mm(Cheb.from_array(np.ones((4, 4)), X, Y), Cheb.from_array(np.ones((4, 4)), X, Y))  # E: Cannot infer value of type parameter "Summed" of "mul_mm"
 
 
 def first(v: Vec[X, jax.Array]) -> jax.Array:

@@ -16,5 +16,5 @@ class Hidden(Dim): ...
 
 x = Vec.from_array(np.ones((2, 3)), Seq, Model)
 w_transposed = Vec.from_array(np.ones((4, 3)), Hidden, Model)
-mul_mm(x, w_transposed)  # E: Cannot infer value of type parameter "G" of "mul_mm"
-mul_mv(x, Vec.from_array(np.ones(4), Hidden))  # E: Cannot infer value of type parameter "G" of "mul_mv"
+mul_mm(x, w_transposed)  # E: Cannot infer value of type parameter "Summed" of "mul_mm"
+mul_mv(x, Vec.from_array(np.ones(4), Hidden))  # E: Cannot infer value of type parameter "Summed" of "mul_mv"

@@ -1,9 +1,27 @@
-"""Stacked storage, shared by ``Vec``, ``Cheb`` and the finite distributions (an instance concern).
+"""The stacked storage convention, for authors of structures (``Vec``, ``Cheb`` and the finite
+distributions use it).
 
-These structures store their n elements as one element pytree with a leading
-axis of length n on every leaf. A weighted sum of the elements (their counit)
-is then one tensordot per leaf where the Module allows it, or else a fold of
-the Module's ``scale`` and ``add`` over the elements.
+A structure of n elements stores them as one element pytree with a leading
+axis of length n on every leaf: a Vec of 3 scalars holds one array of shape
+(3,), a Vec of 3 Vecs of 4 scalars one of shape (3, 4), a Vec of 3 pairs a
+pair of arrays. Then
+
+    fmap f    = jax.vmap(f) on the stacked elements
+    pair      = the tuple of the two stacked pytrees
+    pure b    = b broadcast along a new leading axis
+    counit    = weighted_sum(module, weights, data, n)
+
+``weighted_sum`` is one tensordot per leaf where the Module allows it
+(ordinary arithmetic, lifted pointwise or not: ``sums_leafwise``), or else a
+fold of the Module's ``scale`` and ``add`` over the elements (``element(data,
+i)``), so a counit written with it is right for every Module it receives.
+A structure whose ``pair`` is not a zip (a distribution's is a product)
+subclasses ``ProductPairing``, so that sums of it are never taken leaf by leaf.
+
+>>> import jax.numpy as jnp
+>>> from applicative import arithmetic
+>>> float(weighted_sum(arithmetic(), jnp.array([0.5, 0.25]), jnp.array([2.0, 4.0]), 2))
+2.0
 """
 
 from __future__ import annotations
@@ -11,6 +29,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
+
+__all__ = ["ProductPairing", "element", "nested", "stacked_size", "sums_leafwise", "weighted_sum"]
 
 import jax
 import jax.numpy as jnp
