@@ -63,6 +63,21 @@ TRIALS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {"channels": 16, "hidden_channels": 32, "layer_norm": False},
         {"learning_rate": 3e-3, "batch": 32},
     ),
+    # Kernel integrals (nn.KernelIntegral: learned linear mixing along the layer's axis).
+    ("2 kernel layers, then 2 attention layers", {**SMALL, "mixers": "kkaa"}, {"learning_rate": 3e-3, "batch": 32}),
+    ("4 kernel layers, no attention", {**SMALL, "mixers": "k"}, {"learning_rate": 3e-3, "batch": 32}),
+    ("4 kernel layers, lr 1e-2", {**SMALL, "mixers": "k"}, {"learning_rate": 1e-2, "batch": 32}),
+    (
+        "4 kernel layers, lr 1e-2, 3000 steps",
+        {**SMALL, "mixers": "k"},
+        {"learning_rate": 1e-2, "batch": 32, "steps": 3000},
+    ),
+    (
+        "2 kernel, 2 attention layers, lr 3e-3, 3000 steps",
+        {**SMALL, "mixers": "kkaa"},
+        {"learning_rate": 3e-3, "batch": 32, "steps": 3000},
+    ),
+    ("4 attention layers, lr 3e-3, 3000 steps", SMALL, {"learning_rate": 3e-3, "batch": 32, "steps": 3000}),
 ]
 
 
@@ -84,10 +99,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", type=int, nargs="*", help="trial numbers to run (default: all)")
     args = parser.parse_args()
-    print(f"{'':4}{'trial (300 steps unless noted)':48}  mean    median  p95      time")
+    print(f"{'':4}{'trial (300 steps unless noted)':52}  mean    median  p95      time")
     for i, (name, model, options) in enumerate(TRIALS):
         if args.only is None or i in args.only:
-            print(f"{i:<4}{name:48}  {trial(model, options)}", flush=True)
+            print(f"{i:<4}{name:52}  {trial(model, options)}", flush=True)
 
 
 if __name__ == "__main__":

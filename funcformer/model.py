@@ -47,6 +47,8 @@ from applicative.nn import (
     Embedding,
     Encoder,
     EncoderLayer,
+    KernelHead,
+    KernelIntegral,
     Layer,
     LayerNorm,
     Linear,
@@ -114,6 +116,8 @@ State: TypeAlias = Matrix[ChebOf[P], Features[Q]]
 """C channels of functions of (P, Q), P the sequence."""
 AxisLayer: TypeAlias = EncoderLayer[VecOf[Head], Features[Q], Channels[Q, HeadChannel], Channels[Q, HiddenChannel]]
 """An encoder layer whose features are functions of Q."""
+KernelLayer: TypeAlias = KernelIntegral[VecOf[Head], ChebOf[P], Features[Q], Channels[Q, HeadChannel]]
+"""A kernel integral along P whose features are functions of Q."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,9 @@ class Config:
     """Pre-norm layer normalisation (on the Poisson task it added 47% to a step and did worse)."""
     points: int = 0
     """Chebyshev points sampled for nonlinear maps (0: 2n)."""
+    mixers: str = "a"
+    """The mixing of successive layers, cycled: "a" attention (an encoder layer), "k" a learned kernel
+    integral along the layer's axis (``nn.KernelIntegral``, linear)."""
 
     def __post_init__(self) -> None:
         for name in ("n", "channels", "heads", "head_channels", "hidden_channels", "layers"):
@@ -145,6 +152,8 @@ class Config:
             raise ValueError(f"Config.axes must be a string of 'x' and 'y', got {self.axes!r}")
         if self.normalise not in ("values", "coefficients"):
             raise ValueError(f"Config.normalise must be 'values' or 'coefficients', got {self.normalise!r}")
+        if not self.mixers or set(self.mixers) - {"a", "k"}:
+            raise ValueError(f"Config.mixers must be a string of 'a' and 'k', got {self.mixers!r}")
         if self.points and self.points < self.n:
             raise ValueError(f"Config.points = {self.points} cannot resolve n = {self.n} coefficients")
 
@@ -156,6 +165,10 @@ class Config:
     def axis(self, layer: int) -> str:
         """The attention axis of a layer."""
         return self.axes[layer % len(self.axes)]
+
+    def mixer(self, layer: int) -> str:
+        """The mixing of a layer: "a" attention, "k" a kernel integral."""
+        return self.mixers[layer % len(self.mixers)]
 
 
 def transpose(h: State[P, Q]) -> State[Q, P]:
@@ -172,7 +185,7 @@ def transpose(h: State[P, Q]) -> State[Q, P]:
 class AlongY:
     """An encoder layer along the second axis: attends over y, with x and the channels as features."""
 
-    layer: AxisLayer[X]
+    layer: AxisLayer[X] | KernelLayer[Y, X]
 
     def __call__(self, h: State[X, Y], mask: Matrix[ChebOf[X], ChebOf[X]] | None = None, /) -> State[X, Y]:
         if mask is not None:
@@ -223,32 +236,44 @@ def init(seed: int, config: Config, dtype: type = np.float32) -> Funcformer:
     def zeros(*shape: int) -> Array:
         return jnp.zeros(shape, dtype)
 
+    def linear(w: Array, axis: type[Q], into: type[K], out: type[L]) -> Linear[Channels[Q, K], Channels[Q, L]]:
+        """(..., N, C_out, N, C_in) weights between channel sets of functions of ``axis``, zero biases."""
+        c_in, c_out = w.shape[-1], w.shape[-3]
+        bias = features(zeros(*w.shape[:-2]), axis, out, c_out)
+        return Linear(features(features(w, axis, into, c_in), axis, out, c_out), bias)
+
     def layer(axis: type[Q]) -> AxisLayer[Q]:
         """An encoder layer whose features are the channels of functions of ``axis``."""
-
-        def linear(w: Array, into: type[K], out: type[L]) -> Linear[Channels[Q, K], Channels[Q, L]]:
-            """(..., N, C_out, N, C_in) weights between channel sets, zero biases."""
-            c_in, c_out = w.shape[-1], w.shape[-3]
-            bias = features(zeros(*w.shape[:-2]), axis, out, c_out)
-            return Linear(features(features(w, axis, into, c_in), axis, out, c_out), bias)
-
-        def stacked(make: Callable[[], Array]) -> Array:
-            return jnp.stack([make() for _ in range(heads)])
 
         q, k, v = (stacked(lambda: weight(n, ck, n, c)) for _ in range(3))
         output = stacked(lambda: weight(n, c, n, ck, scale=residual / np.sqrt(heads)))
         each_head = AttentionHead(
-            linear(q, Channel, HeadChannel),
-            linear(k, Channel, HeadChannel),
-            linear(v, Channel, HeadChannel),
+            linear(q, axis, Channel, HeadChannel),
+            linear(k, axis, Channel, HeadChannel),
+            linear(v, axis, Channel, HeadChannel),
             features(features(output, axis, HeadChannel, ck), axis, Channel, c),
             DotProduct(),
         )
         normalise: Normalisation = CoefficientSoftmax() if config.normalise == "coefficients" else Softmax()
         attention = MultiHeadAttention(Vec(each_head, Head, heads), features(zeros(n, c), axis, Channel, c), normalise)
-        hidden = linear(weight(n, ch, n, c), Channel, HiddenChannel)
-        mlp = MLP(hidden, linear(weight(n, c, n, ch, scale=residual), HiddenChannel, Channel))
+        hidden = linear(weight(n, ch, n, c), axis, Channel, HiddenChannel)
+        mlp = MLP(hidden, linear(weight(n, c, n, ch, scale=residual), axis, HiddenChannel, Channel))
         return EncoderLayer(attention, mlp, (layer_norm(axis), layer_norm(axis)) if config.layer_norm else None)
+
+    def kernel_layer(sequence: type[P], axis: type[Q]) -> KernelLayer[P, Q]:
+        """A kernel integral along ``sequence`` whose features are the channels of functions of ``axis``."""
+        kernel = stacked(lambda: weight(n, n))
+        v = stacked(lambda: weight(n, ck, n, c))
+        output = stacked(lambda: weight(n, c, n, ck, scale=residual / np.sqrt(heads)))
+        each_head = KernelHead(
+            Cheb(Cheb(kernel, sequence, n, p), sequence, n, p),
+            linear(v, axis, Channel, HeadChannel),
+            features(features(output, axis, HeadChannel, ck), axis, Channel, c),
+        )
+        return KernelIntegral(Vec(each_head, Head, heads), features(zeros(n, c), axis, Channel, c))
+
+    def stacked(make: Callable[[], Array]) -> Array:
+        return jnp.stack([make() for _ in range(heads)])
 
     def layer_norm(axis: type[Q]) -> LayerNorm[Features[Q]]:
         one = zeros(n, c).at[0].set(1.0)  # gamma: the constant function 1
@@ -261,9 +286,13 @@ def init(seed: int, config: Config, dtype: type = np.float32) -> Funcformer:
         function(features(jnp.asarray(rng.standard_normal((n, n, c)) / n, dtype), Y, Channel, c), X),
         learned=True,
     )
-    layers: tuple[Layer[ChebOf[X], Features[Y]], ...] = tuple(
-        layer(Y) if config.axis(i) == "x" else AlongY(layer(X)) for i in range(config.layers)
-    )
+
+    def mixing(i: int) -> Layer[ChebOf[X], Features[Y]]:
+        if config.mixer(i) == "k":
+            return kernel_layer(X, Y) if config.axis(i) == "x" else AlongY(kernel_layer(Y, X))
+        return layer(Y) if config.axis(i) == "x" else AlongY(layer(X))
+
+    layers = tuple(mixing(i) for i in range(config.layers))
     unembed = Linear(function(features(weight(n, 1, n, c)[:, 0], Y, Channel, c), Y), function(zeros(n), Y))
     return Funcformer(Encoder(embed, layers, layer_norm(Y) if config.layer_norm else None, unembed), config)
 
@@ -275,7 +304,8 @@ def weights(model: Funcformer) -> dict[str, Any]:
     Every linear map is an (N_out, C_out, N_in, C_in) weight and an (N_out, C_out) bias (the source and
     the output count as one channel; a head's maps are stacked over the heads), a layer norm a gamma and
     a beta of shape (N, C): {"embed", "positions", "layers": [{"axis", "attention": {"query", "key",
-    "value", "output", "bias"}, "mlp": {"hidden", "output"}, "norms"}], "norm", "unembed"}."""
+    "value", "output", "bias"}, "mlp": {"hidden", "output"}, "norms"}], "norm", "unembed"}; a kernel
+    layer is {"axis", "kernel": {"kernel" (heads, N_s, N_t), "value", "output", "bias"}}."""
 
     def a(x: Any) -> np.ndarray:
         array: np.ndarray = np.asarray(to_array(x), np.float64)
@@ -288,7 +318,18 @@ def weights(model: Funcformer) -> dict[str, Any]:
         return None if ln is None else {"gamma": a(ln.gamma), "beta": a(ln.beta)}
 
     def layer(i: int, layer: Any) -> dict[str, Any]:
-        inner: AxisLayer[Any] = layer.layer if isinstance(layer, AlongY) else layer
+        inner: AxisLayer[Any] | KernelLayer[Any, Any] = layer.layer if isinstance(layer, AlongY) else layer
+        if isinstance(inner, KernelIntegral):
+            kernel_heads = as_vec(inner.heads).data
+            return {
+                "axis": model.config.axis(i),
+                "kernel": {
+                    "kernel": a(kernel_heads.kernel),
+                    "value": linear(kernel_heads.value),
+                    "output": a(kernel_heads.output),
+                    "bias": a(inner.bias),
+                },
+            }
         heads = as_vec(inner.attention.heads).data
         return {
             "axis": model.config.axis(i),

@@ -163,6 +163,19 @@ def attention(basis: Basis, params: Params, h: np.ndarray, how: str) -> np.ndarr
     return biased
 
 
+def kernel_integral(basis: Basis, params: Params, h: np.ndarray) -> np.ndarray:
+    """h + sum_heads W_o integral K(s, t) (W_v h + b_v)(t) dt + b, K (N, N) the coefficients of a
+    function of (s, t): the integral over t is K G V (G the Gram matrix)."""
+    g, n = basis.gram, h.shape[0]
+    out = np.zeros_like(h)
+    for i in range(params["kernel"].shape[0]):
+        v = linear(basis, params["value"]["weight"][i], h) + _t0(params["value"]["bias"][i], n)
+        mixed = np.einsum("ab,bc,cjd->ajd", params["kernel"][i], g, v)
+        out += linear(basis, params["output"][i], mixed)
+    mixed_h: np.ndarray = h + out + _t0(params["bias"], n)
+    return mixed_h
+
+
 def _t0(bias: np.ndarray, n: int) -> np.ndarray:
     """A bias function of the features (N, C) as the constant function of the sequence: (n, N, C)."""
     out = np.zeros((n, *bias.shape))
@@ -185,7 +198,8 @@ def forward(params: Params, source: np.ndarray, *, normalise: str, points: int =
     lin = {"weight": (N, C_out, N, C_in), "bias": (N, C_out)}, ln = {"gamma": (N, C), "beta": (N, C)},
     layer = {"axis": "x" | "y", "attention": {"query", "key", "value": heads-stacked lin,
     "output": (H, N, C, N, C_head), "bias": (N, C)}, "mlp": {"hidden": lin, "output": lin},
-    "norms": [ln, ln] | None}."""
+    "norms": [ln, ln] | None}, or a kernel layer {"axis", "kernel": {"kernel": (H, N, N), "value": heads-stacked
+    lin, "output", "bias"}}."""
     source = np.asarray(source, np.float64)
     n = source.shape[0]
     basis = Basis(n, points or 2 * n)
@@ -200,13 +214,16 @@ def forward(params: Params, source: np.ndarray, *, normalise: str, points: int =
     for layer in params["layers"]:
         if layer["axis"] == "y":
             h = h.transpose(1, 0, 2)
-        norms = layer["norms"] or (None, None)
-        h = h + attention(basis, layer["attention"], norm(norms[0], h), normalise)
+        if "kernel" in layer:
+            h = kernel_integral(basis, layer["kernel"], h)
+        else:
+            norms = layer["norms"] or (None, None)
+            h = h + attention(basis, layer["attention"], norm(norms[0], h), normalise)
 
-        def layer_mlp(r: np.ndarray, lay: Params = layer) -> np.ndarray:
-            return mlp(basis, lay["mlp"], r)
+            def layer_mlp(r: np.ndarray, lay: Params = layer) -> np.ndarray:
+                return mlp(basis, lay["mlp"], r)
 
-        h = h + along_sequence(basis, layer_mlp, norm(norms[1], h))
+            h = h + along_sequence(basis, layer_mlp, norm(norms[1], h))
         if layer["axis"] == "y":
             h = h.transpose(1, 0, 2)
     h = norm(params["norm"], h)

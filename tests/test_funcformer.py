@@ -46,6 +46,10 @@ CONFIGS = {
     "xy-coefficients-norm": Config(
         n=4, channels=2, heads=2, head_channels=2, hidden_channels=3, layers=3, axes="xy", normalise="coefficients"
     ),
+    # kernel integrals along x and y, then attention along x and y
+    "kernels-then-attention": Config(
+        n=5, channels=3, heads=2, head_channels=2, hidden_channels=3, layers=4, axes="xy", mixers="kkaa"
+    ),
 }
 
 

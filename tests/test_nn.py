@@ -290,3 +290,22 @@ def test_float32_templates_give_a_float32_model_under_x64() -> None:
     assert {leaf.dtype for leaf in jax.tree_util.tree_leaves(enc)} == {jnp.dtype(jnp.float32)}
     out = jax.jit(enc)(one_hot(np.array([1, 2, 3]), Seq, 8, Vocab, jnp.float32))
     assert to_array(out).dtype == jnp.float32
+
+
+def test_kernel_integral_on_a_vec_sequence_matches_numpy() -> None:
+    """x + sum_h (K_h (x W_v^T + b_v)) W_o^T + b: token mixing by learned kernels, one per head."""
+    layer = nn.KernelIntegral.init(
+        jax.random.key(7), heads=zeros(3, Head), sequence=zeros(5, Seq), model=zeros(6, Model),
+        value_features=zeros(4, Key),
+    )  # fmt: skip
+    layer = jax.tree_util.tree_map(lambda a: a + 0.1 * rng.normal(size=a.shape), layer)
+    x = rng.normal(size=(5, 6))
+    heads = as_vec(layer.heads)
+    expected = x + ref.arr(layer.bias)
+    for h in range(heads.size):
+        p = ref.head(heads, h)
+        expected = expected + (ref.arr(p.kernel) @ ref.linear(p.value, x)) @ ref.arr(p.output).T
+    out = jax.jit(lambda m, v: m(v))(layer, Vec.from_array(x, Seq, Model))
+    np.testing.assert_allclose(to_array(out), expected, **TOL)
+    with pytest.raises(ValueError, match="KernelIntegral: a learned kernel takes no mask"):
+        layer(Vec.from_array(x, Seq, Model), causal_mask(5, Seq))

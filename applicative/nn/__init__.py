@@ -1,4 +1,4 @@
-"""Neural networks written once against the protocols: attention, MLP, the transformer family.
+"""Neural networks written once against the protocols: attention, kernel integrals, MLP, the transformer family.
 
 Every model is a frozen pytree record (``applicative.record``) with an
 initialiser taking a PRNG key and templates that give the shapes.
@@ -24,6 +24,8 @@ from applicative.nn._base import init_each as init_each
 from applicative.nn._base import keys_like as keys_like
 from applicative.nn._base import measure as measure
 from applicative.nn._base import normal_like as normal_like
+from applicative.nn._kernel import KernelHead as KernelHead
+from applicative.nn._kernel import KernelIntegral as KernelIntegral
 from applicative.nn._linear import Linear as Linear
 from applicative.nn._mlp import MLP as MLP
 from applicative.nn._mlp import LayerNorm as LayerNorm
@@ -49,6 +51,8 @@ __all__ = [
     "Encoder",
     "EncoderDecoder",
     "EncoderLayer",
+    "KernelHead",
+    "KernelIntegral",
     "Layer",
     "LayerNorm",
     "Linear",

@@ -64,6 +64,7 @@ _MODEL_FLAGS: list[_Flag] = [
     ("--axes", "axes", str, "attention axis of successive layers, cycled: 'x' or 'xy'"),
     ("--normalise", "normalise", str, "attention normalisation: 'values' or 'coefficients'"),
     ("--points", "points", int, "Chebyshev points for nonlinear maps (0: 2n)"),
+    ("--mixers", "mixers", str, "mixing of successive layers, cycled: 'a' attention, 'k' kernel integral"),
 ]
 
 

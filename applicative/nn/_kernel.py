@@ -1,0 +1,85 @@
+"""``KernelIntegral``: a layer that mixes a sequence by learned kernels, the linear mixing of neural
+operators, written once like attention.
+
+    x(s)  <-  x(s) + sum_h W_o^h integral K_h(s, t) W_v^h x(t) dt + b
+
+It is multi-head attention whose weights are learned kernels ``K_h``, not computed from queries and
+keys: the integral over t is ``mul_mm(K_h, W_v^h x)``, a counit of the sequence structure. On a
+``Vec`` sequence a kernel is a matrix (token mixing); on a ``Cheb`` sequence it is a function of two
+variables (a ``Cheb`` of ``Cheb``s) and the integral is exact, one contraction of coefficients through
+the Gram matrix. It carries no positional information but its kernels, and is linear in x.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from applicative.linalg import add, mul_mm, outer, sum_mul_mmt
+from applicative.nn._base import Matrix, compiled_init, init_each, measure, normal_like
+from applicative.nn._linear import Linear
+from applicative.protocols.algebra import Module, arithmetic
+from applicative.protocols.applicative import Applicative
+from applicative.protocols.kinds import Measured
+from applicative.records import record
+
+__all__ = ["KernelHead", "KernelIntegral"]
+
+S = TypeVar("S", bound=Measured)  # the sequence: integrated over
+D = TypeVar("D", bound=Measured)  # the features
+Hv = TypeVar("Hv", bound=Measured)  # a head's value features
+Heads = TypeVar("Heads", bound=Measured)
+
+
+@record
+class KernelHead(Generic[S, D, Hv]):
+    """One head: a kernel on the sequence, a value map into the head's features, and the output
+    projection back to the features."""
+
+    kernel: Matrix[S, S]
+    value: Linear[D, Hv]
+    output: Matrix[D, Hv]
+
+
+@record
+class KernelIntegral(Generic[Heads, S, D, Hv]):
+    """x + sum_h W_o^h (K_h (W_v^h x)) + b, the heads a structure (as in ``MultiHeadAttention``)."""
+
+    heads: Applicative[Heads, KernelHead[S, D, Hv]]
+    bias: Applicative[D, Array]
+
+    def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]:
+        if mask is not None:
+            raise ValueError("KernelIntegral: a learned kernel takes no mask (zero its entries instead)")
+        mixed = self.heads.fmap(lambda head: mul_mm(head.kernel, head.value.each(x)))
+        projected = sum_mul_mmt(self.heads.fmap(lambda head: head.output), mixed)
+        return add(x, add(projected, projected.pure(self.bias)))
+
+    @staticmethod
+    @compiled_init
+    def init(
+        key: jax.Array,
+        *,
+        heads: Applicative[Heads, Array],
+        sequence: Applicative[S, Array],
+        model: Applicative[D, Array],
+        value_features: Applicative[Hv, Array],
+    ) -> KernelIntegral[Heads, S, D, Hv]:
+        """Templates give the shapes; kernels N(0, 1 / measure(sequence)^2), so that a kernel integral
+        keeps a function's size, and the output projections scaled down by the heads they sum."""
+        n = measure(sequence)
+        out_scale = 1.0 / jnp.sqrt(measure(value_features) * measure(heads))
+
+        def one_head(k: jax.Array) -> KernelHead[S, D, Hv]:
+            kk, kv, ko = jax.random.split(k, 3)
+            return KernelHead(
+                normal_like(kk, outer(sequence, sequence), 1.0 / n),
+                Linear.init(kv, model, value_features),
+                normal_like(ko, outer(model, value_features), out_scale),
+            )
+
+        zeros: Module[Applicative[D, Array]] = arithmetic()
+        return KernelIntegral(init_each(key, heads, one_head), zeros.zero(model))

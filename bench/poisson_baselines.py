@@ -1,0 +1,241 @@
+"""Benchmark: baselines for the Poisson task beside trained Funcformer runs, in and out of distribution.
+
+The metric is the task's (docs/poisson.md): relative L2 error on the uniform 64 x 64 grid against the
+fine solution ``solve(f)``, mean / median / p95 over 1024 sources of TEST_SEED. Everything below is
+measured in this one invocation:
+
+- in distribution: the truncation floor (the exact u cut to 16 x 16); the exact spectral solver's time
+  (``task.solve`` at fine = 64: the reference itself, error 0 by definition); the mean
+  predictor (the training set's mean u for every source); least squares: the 256 x 256 linear map from f
+  to u coefficients fitted by ``numpy.linalg.lstsq`` on the first k sources of the default training set
+  (``Run().seed``, ``Run().train_size``, the set ``train`` fits on); one row per RUN_DIR
+  (``load_solver``). Then the prediction time per source at batch 1 and 256, beside the exact
+  solver at the same batch, as ratios.
+- out of distribution: each family of ``funcformer.poisson.families`` (1024 sources of TEST_SEED): its
+  truncation floor, least squares fitted on 1000 in-distribution sources, and each RUN_DIR.
+
+Timings are medians of repeated calls, one predictor after another (interleaving them let XLA's busy
+worker threads slow the numpy solver), with one OpenBLAS thread unless OPENBLAS_NUM_THREADS says
+otherwise; on a shared machine they are noisy.
+
+    python bench/poisson_baselines.py                          # baselines only: seconds, datasets cached
+    python bench/poisson_baselines.py runs/default runs/best   # and these trained runs (30 s)
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# One OpenBLAS thread unless the caller chose (numpy's OpenBLAS reads it when it loads, so before the
+# imports): with two threads on this 2-core machine while another process kept a core and a half busy,
+# numpy's lstsq of 100 x 256 took about 1 s instead of 6 ms (its threads wait on each other while the
+# cores are taken). The spectral solver's batched matmuls took the same time with one thread or two.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
+
+from funcformer.model import parameter_count
+from funcformer.poisson.families import FAMILIES, apply_linear, fit_least_squares
+from funcformer.poisson.solver import Solver, load_solver
+from funcformer.poisson.task import (
+    TEST_SEED,
+    Dataset,
+    Task,
+    load_dataset,
+    relative_l2,
+    solve,
+    summary,
+    truncate,
+    truncation_floor,
+)
+from funcformer.poisson.training import METRICS, Run, default_cache, load, optimiser, read_run
+
+TEST_SIZE = 1024
+LEAST_SQUARES_SAMPLES = (50, 90, 100, 110, 200, 1000, 8192)
+OOD_SAMPLES = 1000
+"""Least squares out of distribution is fitted on this many in-distribution sources."""
+BATCHES = (1, 256)
+
+
+def seconds_of(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
+    """Median seconds of ``repeats`` calls after ``warmup`` calls (every predictor here returns numpy)."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def duration(seconds: float) -> str:
+    if seconds >= 1.0:
+        return f"{seconds:.1f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.2f} us"
+
+
+def errors(s: dict[str, float]) -> str:
+    return f"{s['mean']:.2e} | {s['median']:.2e} | {s['p95']:.2e}"
+
+
+def run_facts(directory: Path) -> tuple[int, float, int]:
+    """(parameters, training seconds, steps) of a run: from its metrics.json, else its checkpoint."""
+    metrics = directory / METRICS
+    if metrics.exists():
+        m = json.loads(metrics.read_text())
+        if all(key in m for key in ("parameters", "train_seconds", "steps")):
+            return int(m["parameters"]), float(m["train_seconds"]), int(m["steps"])
+    run = read_run(directory)
+    state = load(directory, run, optimiser(run))
+    return parameter_count(state.model), state.seconds, state.step
+
+
+def header(runs: list[str]) -> None:
+    print(f"$ python {shlex.join([sys.argv[0], *runs])}")
+    load_average = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"numpy {np.__version__}, jax {jax.__version__} on {jax.devices()[0].platform}; "
+        f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores, load average {load_average}; "
+        f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}. Timings: medians of repeats, noisy on a "
+        "shared machine."
+    )
+
+
+def in_distribution(
+    test: Dataset, train: Dataset, solvers: dict[str, Solver], directories: dict[str, Path]
+) -> dict[str, np.ndarray]:
+    """Table 1 (accuracy, fit or training cost, time at batch 1024); returns least squares' maps by k."""
+    f = test.f
+    print(f"\n## In distribution: {TEST_SIZE} test sources (TEST_SEED), relative L2 error\n")
+    print("| predictor | mean | median | p95 | fit / training | parameters | per source, batch 1024 |")
+    print("|---|---|---|---|---|---|---|")
+    print(
+        f"| truncation floor: exact u cut to {test.task.n} x {test.task.n} | {errors(truncation_floor(test))} | | | |"
+    )
+    solve_seconds = seconds_of(lambda: solve(f, test.task.fine), 5) / len(f)
+    print(
+        f"| exact spectral solver (`solve`, fine {test.task.fine}): the reference | 0 | 0 | 0 | none | "
+        f"| {duration(solve_seconds)} |"
+    )
+    mean_u = np.mean(train.u, axis=0)
+    mean_errors = relative_l2(np.broadcast_to(mean_u, f.shape), test.exact())
+    print(f"| mean predictor (mean u of {len(train.u)} training sources) | {errors(summary(mean_errors))} | | 256 | |")
+
+    maps: dict[str, np.ndarray] = {}
+    for k in LEAST_SQUARES_SAMPLES:
+        fk, uk = train.f[:k], train.u[:k]
+        fit_seconds = seconds_of(functools.partial(fit_least_squares, fk, uk), 3)
+        m = fit_least_squares(fk, uk)
+        maps[f"least squares, k = {k}"] = m
+        per_source = seconds_of(functools.partial(apply_linear, m, f), 20) / len(f)
+        s = summary(relative_l2(apply_linear(m, f), test.exact()))
+        print(
+            f"| least squares on k = {k} training sources | {errors(s)} | {duration(fit_seconds)} "
+            f"| {m.size:,} | {duration(per_source)} |"
+        )
+
+    for name, solver in solvers.items():
+        solver(f)  # compile
+        per_source = seconds_of(functools.partial(solver, f), 3) / len(f)
+        s = summary(relative_l2(solver(f), test.exact()))
+        parameters, train_seconds, steps = run_facts(directories[name])
+        print(
+            f"| Funcformer `{name}` | {errors(s)} | {steps:,} steps, {train_seconds:.0f} s | {parameters:,} "
+            f"| {duration(per_source)} |"
+        )
+    print(
+        "\nfit: `numpy.linalg.lstsq` of the flattened (k, 256) sources against the (k, 256) truncated "
+        "targets (median of 3); per source: the batch's time / 1024."
+    )
+    return maps
+
+
+def timing(test: Dataset, least_squares: np.ndarray, solvers: dict[str, Solver]) -> None:
+    """Table 2: seconds per source at batch 1 and 256, each beside the exact solver at that batch."""
+    print("\n## Prediction time per source (ratio: time / the exact solver's time at the same batch)\n")
+    columns = " | ".join(f"batch {b} | ratio" for b in BATCHES)
+    print(f"| predictor | {columns} |")
+    print("|---|" + "---|---|" * len(BATCHES))
+    rows: dict[str, list[str]] = {}
+    for batch in BATCHES:
+        f = np.ascontiguousarray(test.f[:batch])
+        cases: dict[str, Callable[[], Any]] = {
+            "exact spectral solver": functools.partial(solve, f, test.task.fine),
+            f"least squares, k = {OOD_SAMPLES}": functools.partial(apply_linear, least_squares, f),
+        }
+        for name, solver in solvers.items():
+            cases[f"Funcformer `{name}`"] = functools.partial(solver, f)
+        # One predictor after another, not interleaved: right after a jax call, XLA's worker threads
+        # still hold the cores for a while, which tripled the numpy solver's time at batch 1.
+        times = {name: seconds_of(fn, max(5, 512 // batch), warmup=2) for name, fn in cases.items()}
+        base = times["exact spectral solver"]
+        for name, seconds in times.items():
+            rows.setdefault(name, []).append(f"{duration(seconds / batch)} | {seconds / base:.2f}")
+    for name, cells in rows.items():
+        print(f"| {name} | {' | '.join(cells)} |")
+    print("\nmedian of max(5, 512 / batch) calls after 2 warm-ups, one predictor after another.")
+
+
+def out_of_distribution(task: Task, least_squares: np.ndarray, solvers: dict[str, Solver]) -> None:
+    """Table 3: each family's floor, least squares and the runs."""
+    print(f"\n## Out of distribution: {TEST_SIZE} sources (TEST_SEED) of each family, relative L2 error\n")
+    print("| family | predictor | mean | median | p95 |")
+    print("|---|---|---|---|---|")
+    for family_name, family in FAMILIES.items():
+        f = family(task.n, TEST_SEED, TEST_SIZE)
+        u = solve(f, task.fine)
+        rows = {
+            "truncation floor": truncate(u, task.n),
+            f"least squares, k = {OOD_SAMPLES}": apply_linear(least_squares, f),
+        }
+        for name, solver in solvers.items():
+            rows[f"Funcformer `{name}`"] = solver(f)
+        for name, predicted in rows.items():
+            print(f"| {family_name} | {name} | {errors(summary(relative_l2(predicted, u)))} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="*", metavar="RUN_DIR", help="trained runs (python -m funcformer.poisson train)")
+    args = parser.parse_args()
+    header(args.runs)
+    start = time.perf_counter()
+
+    run = Run()
+    task = run.task
+    for directory in args.runs:
+        if read_run(Path(directory)).task != task:
+            raise SystemExit(f"{directory}: trained on {read_run(Path(directory)).task}, not the default {task}")
+    test = load_dataset(default_cache(), task, TEST_SEED, TEST_SIZE)
+    train = load_dataset(default_cache(), task, run.seed, run.train_size, fine=False)
+    if max(LEAST_SQUARES_SAMPLES) > len(train.f):
+        raise SystemExit(f"the training set has {len(train.f)} sources, fewer than {max(LEAST_SQUARES_SAMPLES)}")
+    directories = {directory: Path(directory) for directory in args.runs}
+    solvers = {name: load_solver(path) for name, path in directories.items()}
+
+    maps = in_distribution(test, train, solvers, directories)
+    least_squares = maps[f"least squares, k = {OOD_SAMPLES}"]
+    timing(test, least_squares, solvers)
+    out_of_distribution(task, least_squares, solvers)
+    print(f"\ntotal {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
