@@ -13,7 +13,8 @@ normalise(Q G K^T / sqrt(d_k)) G V, and ReLU and ``exp`` sample the
 functions at P >= 2N Chebyshev points and transform back (``fmap``). A layer
 along y (``Config.axes``) sees the same function the other way round,
 Cheb[Y, Compose[ChebOf[X], VecOf[Channel], _]] (``AlongY``: the coefficient
-array's first two axes swapped).
+array's first two axes swapped). A layer may instead be a learned kernel integral along its axis
+(``nn.KernelIntegral``, ``Config.mixers``), linear mixing of the sequence.
 
 The source f(x, y), an (N, N) coefficient array, is a ``Cheb[X, Cheb[Y, _]]``;
 it is embedded by a linear map of its y-functions into the channels, plus

@@ -96,6 +96,7 @@ def test_load_solver_predicts_and_validates(tmp_path: Path) -> None:
     # the model on each source scaled to unit norm, scaled back (the operator is linear)
     norms = np.asarray(training.l2_norm(jax.numpy.asarray(f)))
     scale = training.output_scale(Task())
+    assert state.scale == scale  # stored when the run started
     direct = np.stack(
         [np.asarray(state.model(jax.numpy.asarray(x / n, np.float32))) for x, n in zip(f, norms, strict=True)]
     )
@@ -157,3 +158,14 @@ def test_the_progress_bar_is_tqdms_and_counts_from_the_resumed_step(
     assert "loss=" in bar
     assert " 0/" not in bar
     assert f" 2/{RUN.steps}" in bar
+
+
+def test_the_cli_changes_only_the_flags_given_from_the_default_run() -> None:
+    from funcformer.poisson.__main__ import _parser, _run_from
+
+    default = _run_from(_parser().parse_args(["train", "--out", "x"]))
+    assert default == Run()
+    assert default.model.mixers == "k"  # the default model is kernel layers (README, Results)
+    attention = _run_from(_parser().parse_args(["train", "--out", "x", "--mixers", "a", "--channels", "4"]))
+    assert attention.model == Config(mixers="a", channels=4)
+    assert attention.steps == Run().steps

@@ -9,13 +9,13 @@ plot DIR                    DIR/prediction.png (target, prediction, error) and D
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from funcformer.model import Config
 from funcformer.poisson.task import TEST_SEED, load_dataset
 from funcformer.poisson.training import (
     Run,
@@ -77,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     t = commands.add_parser("train", help="train a Funcformer, then evaluate it")
     t.add_argument("--out", type=Path, required=True, help="run directory")
     t.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
-    run_defaults, model_defaults = Run(), Config()
+    run_defaults = Run()
+    model_defaults = run_defaults.model
     for flag, name, kind, text in _RUN_FLAGS:
         t.add_argument(flag, type=kind, default=None, help=f"{text} (default {getattr(run_defaults, name)})")
     for flag, name, kind, text in _MODEL_FLAGS:
@@ -106,7 +107,7 @@ def _run_from(args: argparse.Namespace) -> Run:
     if args.layer_norm is not None:
         model["layer_norm"] = args.layer_norm
     run = {name: getattr(args, name) for _, name, _, _ in _RUN_FLAGS if getattr(args, name) is not None}
-    return Run(model=Config(**model), **run)
+    return Run(model=dataclasses.replace(Run().model, **model), **run)
 
 
 def _given(args: argparse.Namespace) -> list[str]:
@@ -154,7 +155,7 @@ def _plot(args: argparse.Namespace) -> None:
     test = load_dataset(default_cache(), run.task, TEST_SEED, max(args.sample + 1, 16))
     if not 0 <= args.sample < len(test.f):
         raise ValueError(f"--sample must be a test index >= 0, got {args.sample}")
-    predicted = as_solver(state.model, run, args.run)(test.f[args.sample : args.sample + 1])[0]
+    predicted = as_solver(state.model, state.scale, run, args.run)(test.f[args.sample : args.sample + 1])[0]
     metrics_path = args.run / "metrics.json"
     error = json.loads(metrics_path.read_text())["test"]["mean"] if metrics_path.exists() else None
     for path in (

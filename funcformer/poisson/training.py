@@ -1,12 +1,20 @@
 """Training a Funcformer on the Poisson task: optax Adam on a warm-up + cosine schedule, ``jit``, minibatches.
 
 A run lives in a directory: ``config.json`` (the ``Run``), ``checkpoint.npz``
-(parameters, optimiser state, step, loss history; written atomically every
-``checkpoint_every`` steps and at the end) and ``metrics.json`` (the test
-metric, written by ``evaluate``). The minibatches of step s depend only on
-(seed, s), so a run resumed from its last checkpoint continues exactly as an
-uninterrupted one would. A non-finite loss stops the run; the last good
-checkpoint stays.
+(parameters, optimiser state, step, loss history and the output scale; written
+atomically every ``checkpoint_every`` steps and at the end) and ``metrics.json``
+(the test metric, written by ``evaluate``). The output scale (``output_scale``)
+is computed once, when the run starts, and read back from the checkpoint by a
+resumed run and by ``load_solver``, which therefore generate no data. The
+minibatches of step s depend only on (seed, s), so a run resumed from its last
+checkpoint continues exactly as an uninterrupted one would. A non-finite loss
+stops the run; the last good checkpoint stays.
+
+Data parallel: each minibatch is split over ``jax.devices()`` (a 1-D mesh,
+``data_parallel``; in one process these are its local devices), the model and
+the optimiser state are replicated, so the same code runs on one CPU, several
+GPUs or a TPU slice. On one device this is the same computation as an
+unsharded step (bitwise equal losses and weights, checked on the CPU).
 
 The loss is the mean relative L2 error, in the exact L2 norm of the Chebyshev
 series (Gram matrices), of the model's n x n prediction against the
@@ -20,6 +28,8 @@ import functools
 import json
 import os
 import time
+import warnings
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from tqdm.auto import tqdm
 
 from applicative.instances.chebyshev import gram
@@ -40,10 +51,12 @@ __all__ = [
     "CHECKPOINT",
     "CONFIG",
     "METRICS",
+    "NoStoredScale",
     "Run",
     "State",
     "TrainingDiverged",
     "batch_indices",
+    "data_parallel",
     "default_cache",
     "l2_norm",
     "load",
@@ -68,15 +81,20 @@ def default_cache() -> Path:
     return Path(os.environ.get("FUNCFORMER_CACHE", Path.home() / ".cache" / "funcformer"))
 
 
+POISSON_MODEL = Config(mixers="k")
+"""The default model: four learned kernel integrals, along x and y in turn (README, "Choosing the
+architecture": on this linear operator, linear mixing beats attention at every step count tried)."""
+
+
 @dataclass(frozen=True)
 class Run:
     """Everything that defines a training run (saved as config.json)."""
 
-    model: Config = field(default_factory=Config)
+    model: Config = field(default_factory=lambda: POISSON_MODEL)
     task: Task = field(default_factory=Task)
-    steps: int = 1500
-    batch: int = 16
-    learning_rate: float = 3e-3
+    steps: int = 3000
+    batch: int = 32
+    learning_rate: float = 1e-2
     warmup: int = 100
     clip: float = 1.0
     train_size: int = 8192
@@ -114,7 +132,8 @@ class Run:
 
 def output_scale(task: Task) -> float:
     """The typical ||u|| / ||f|| (mean over 1024 sources of a seed no split uses): the model
-    predicts u in this unit, so its outputs start at the right size."""
+    predicts u in this unit, so its outputs start at the right size. ``train`` computes it once,
+    when a run starts, and stores it in the checkpoint (``State.scale``)."""
     data = load_dataset(default_cache(), task, seed=12345, count=1024, fine=False)
     ratio = np.asarray(l2_norm(jnp.asarray(data.u)) / l2_norm(jnp.asarray(data.f)))
     return float(np.mean(ratio))
@@ -135,7 +154,9 @@ def series_relative_l2(predicted: jax.Array, target: jax.Array) -> jax.Array:
 def predict(model: Funcformer, f: jax.Array, scale: float) -> jax.Array:
     """Potentials (B, n, n) for sources (B, n, n). The solution operator is linear, so the model
     sees each source scaled to unit norm and its output is scaled back: a layer norm cannot lose
-    the source's size."""
+    the source's size. This is the training loss's prediction, in ``f``'s dtype (the norm of a
+    float32 source beyond about 1e19 overflows); ``load_solver`` does the same scaling on the host
+    in float64, for sources of any finite size."""
     norm = jnp.maximum(l2_norm(f), float(np.finfo(f.dtype).tiny))[:, None, None]
     return jax.vmap(model)(f / norm) * (norm * scale)
 
@@ -164,6 +185,8 @@ class State:
     opt_state: Any
     step: int
     losses: list[float]
+    scale: float
+    """The run's ``output_scale``, computed when it started."""
     seconds: float = 0.0
     """Training time so far (all sessions of a resumed run)."""
 
@@ -172,9 +195,13 @@ class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite."""
 
 
-def _fresh(run: Run, opt: optax.GradientTransformation) -> State:
+class NoStoredScale(ValueError):
+    """A checkpoint written before runs stored their output scale; ``train --resume`` adds it."""
+
+
+def _fresh(run: Run, opt: optax.GradientTransformation, scale: float) -> State:
     model = init(run.seed, run.model)
-    return State(model, opt.init(model), 0, [])
+    return State(model, opt.init(model), 0, [], scale)
 
 
 def save(directory: Path, run: Run, state: State) -> None:
@@ -182,26 +209,46 @@ def save(directory: Path, run: Run, state: State) -> None:
     leaves = jax.tree_util.tree_leaves((state.model, state.opt_state))
     arrays = {f"leaf_{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
     arrays.update(run=np.asarray(run.to_json()), step=np.asarray(state.step), seconds=np.asarray(state.seconds))
-    arrays.update(losses=np.asarray(state.losses))
+    arrays.update(losses=np.asarray(state.losses), output_scale=np.asarray(state.scale, np.float64))
     with atomic_file(directory / CHECKPOINT) as file:
         np.savez(file, allow_pickle=False, **arrays)
 
 
-def load(directory: Path, run: Run, opt: optax.GradientTransformation) -> State:
-    """The checkpoint in ``directory``, checked against ``run`` and the shapes it implies."""
+def load(directory: Path, run: Run, opt: optax.GradientTransformation, *, scale: float | None = None) -> State:
+    """The checkpoint in ``directory``, checked against ``run`` and the shapes it implies.
+
+    A checkpoint written before runs stored their output scale raises ``NoStoredScale``, unless
+    ``scale`` gives one (``train --resume`` passes ``output_scale(run.task)``, as that run's training
+    computed it); a stored scale is always the one used. An unreadable file (truncated, not a zip,
+    a missing or damaged array) raises a ValueError naming it.
+    """
     path = directory / CHECKPOINT
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    template = _fresh(run, opt)
+    template = _fresh(run, opt, 1.0)
     leaves, treedef = jax.tree_util.tree_flatten((template.model, template.opt_state))
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        stored = np.load(path, allow_pickle=False)
+        if not isinstance(stored, np.lib.npyio.NpzFile):
+            raise ValueError("an .npy array, not an .npz archive")
+        with stored:
             saved_run = Run.from_json(str(stored["run"]), str(path))
             step, losses = int(stored["step"]), [float(x) for x in stored["losses"]]
             seconds = float(stored["seconds"])
+            stored_scale = float(stored["output_scale"]) if "output_scale" in stored.files else None
             arrays = [stored[f"leaf_{i}"] for i in range(len(leaves))]
-    except (OSError, ValueError, KeyError, EOFError) as error:
-        raise ValueError(f"{path} is corrupt or not a checkpoint ({error})") from error
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{path} is corrupt or not a checkpoint ({type(error).__name__}: {error})") from error
+    if stored_scale is None:
+        if scale is None:
+            raise NoStoredScale(
+                f"{path} was written before runs stored their output scale; run "
+                f"`python -m funcformer.poisson train --out {directory} --resume` once: it computes the scale "
+                "as the run's training did and stores it (loading a run generates no data)"
+            )
+        stored_scale = scale
+    if not (np.isfinite(stored_scale) and stored_scale > 0):
+        raise ValueError(f"{path}: the stored output scale is {stored_scale}, not a positive finite number")
     if saved_run != run:
         changed = sorted(k for k, v in dataclasses.asdict(run).items() if dataclasses.asdict(saved_run)[k] != v)
         raise ValueError(f"{path} was written by a different run configuration (fields differ: {', '.join(changed)})")
@@ -210,7 +257,7 @@ def load(directory: Path, run: Run, opt: optax.GradientTransformation) -> State:
             raise ValueError(f"{path}: array {i} has shape {array.shape}, the configuration needs {np.shape(leaf)}")
     restored = [jnp.asarray(a, jnp.result_type(leaf)) for a, leaf in zip(arrays, leaves, strict=True)]
     model, opt_state = jax.tree_util.tree_unflatten(treedef, restored)
-    return State(model, opt_state, step, losses, seconds)
+    return State(model, opt_state, step, losses, stored_scale, seconds)
 
 
 def read_run(directory: Path) -> Run:
@@ -221,23 +268,45 @@ def read_run(directory: Path) -> Run:
     return Run.from_json(path.read_text(), str(path))
 
 
+def data_parallel(batch: int) -> tuple[NamedSharding, NamedSharding]:
+    """(split, replicated): shardings on a 1-D mesh of ``jax.devices()`` that split a minibatch's
+    axis 0 into equal parts, one a device, and that replicate (the model, the optimiser state). In one
+    process the devices are its local ones; after ``jax.distributed.initialize()``, every process's.
+    A ``batch`` that the device count does not divide is refused."""
+    devices = jax.devices()
+    if batch % len(devices):
+        raise ValueError(
+            f"Run.batch = {batch} does not split over the {len(devices)} {devices[0].platform} devices: "
+            f"use a multiple of {len(devices)}, or fewer devices (e.g. CUDA_VISIBLE_DEVICES)"
+        )
+    mesh = Mesh(np.asarray(devices), ("batch",))
+    split, replicated = PartitionSpec("batch"), PartitionSpec()  # type: ignore[no-untyped-call]
+    return NamedSharding(mesh, split), NamedSharding(mesh, replicated)
+
+
 @functools.lru_cache(maxsize=4)
-def make_step(run: Run) -> Callable[..., Any]:
-    """The jitted update of ``run``: (model, opt_state, f, u) -> (model, opt_state, loss); one
+def make_step(run: Run, scale: float) -> Callable[..., Any]:
+    """The jitted update of ``run`` with output scale ``scale``: (model, opt_state, f, u) -> (model,
+    opt_state, loss), f and u split over the devices (``data_parallel``), the rest replicated; one
     compilation per run configuration and process (a resumed run reuses it)."""
     opt = optimiser(run)
-    scale = output_scale(run.task)
+    split, replicated = data_parallel(run.batch)
 
     def loss_fn(model: Funcformer, f: jax.Array, u: jax.Array) -> jax.Array:
         return jnp.mean(series_relative_l2(predict(model, f, scale), u))
 
-    @jax.jit
     def step(model: Funcformer, opt_state: Any, f: jax.Array, u: jax.Array) -> Any:
         loss, grads = jax.value_and_grad(loss_fn)(model, f, u)
         updates, opt_state = opt.update(grads, opt_state, model)
         return optax.apply_updates(model, updates), opt_state, loss
 
-    return step
+    return jax.jit(step, in_shardings=(replicated, replicated, split, split), out_shardings=replicated)
+
+
+def _minibatch(x: np.ndarray, split: NamedSharding) -> jax.Array:
+    """``x``, a whole minibatch (the same in every process), as an array split by ``split``: each
+    process copies only the rows of its own devices."""
+    return jax.make_array_from_callback(x.shape, split, lambda index: x[index])
 
 
 def train(
@@ -250,28 +319,42 @@ def train(
 ) -> State:
     """Train ``run`` into ``directory``; with ``resume``, continue from its checkpoint.
 
-    ``interrupt_after`` (for tests) stops abruptly after that many steps of this call, writing
-    nothing more, as a kill would.
+    Resuming a run saved before runs stored their output scale computes it (as its training did),
+    stores it in the checkpoint and warns. ``interrupt_after`` (for tests) stops abruptly after that
+    many steps of this call, writing nothing more, as a kill would.
     """
     out = Path(directory)
     opt = optimiser(run)
+    split, replicated = data_parallel(run.batch)  # refuses a batch the devices cannot split, before any write
     if resume:
         saved = read_run(out)
         if saved != run:
             raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
-        state = load(out, run, opt)
+        try:
+            state = load(out, run, opt)
+        except NoStoredScale:
+            state = load(out, run, opt, scale=output_scale(run.task))
+            save(out, run, state)
+            warnings.warn(
+                f"{out / CHECKPOINT} held no output scale (a run saved before scales were stored): "
+                f"computed it as the run's training did ({state.scale!r}) and stored it",
+                stacklevel=2,
+            )
     else:
         out.mkdir(parents=True, exist_ok=True)
         if (out / CHECKPOINT).exists():
             raise FileExistsError(f"{out} already holds a run: pass --resume, or another --out")
+        scale = output_scale(run.task)  # once per run: stored in every checkpoint
         write_atomically(out / CONFIG, run.to_json())
-        state = _fresh(run, opt)
+        state = _fresh(run, opt, scale)
         save(out, run, state)  # a run killed before its first interval resumes from here
 
     data = load_dataset(default_cache(), run.task, run.seed, run.train_size, fine=False)
-    f = jnp.asarray(data.f, jnp.float32)
-    u = jnp.asarray(data.u, jnp.float32)
-    step_fn = make_step(run)
+    f = np.asarray(data.f, np.float32)
+    u = np.asarray(data.u, np.float32)
+    step_fn = make_step(run, state.scale)
+    model, opt_state = jax.device_put((state.model, state.opt_state), replicated)
+    state = dataclasses.replace(state, model=model, opt_state=opt_state)
     start, first = time.perf_counter() - state.seconds, state.step
     saved_step = first  # the step of the checkpoint on disk
     # tqdm.auto: a text bar in a terminal, a widget in a notebook.
@@ -280,8 +363,10 @@ def train(
         for step in range(first, run.steps):
             if interrupt_after is not None and step - first == interrupt_after:
                 return state
-            idx = jnp.asarray(batch_indices(run, step))
-            model, opt_state, loss_value = step_fn(state.model, state.opt_state, f[idx], u[idx])
+            idx = batch_indices(run, step)
+            model, opt_state, loss_value = step_fn(
+                state.model, state.opt_state, _minibatch(f[idx], split), _minibatch(u[idx], split)
+            )
             loss = float(loss_value)
             if not np.isfinite(loss):
                 raise TrainingDiverged(
@@ -289,7 +374,7 @@ def train(
                     f"(step {saved_step}) is kept in {out}: lower --learning-rate or --clip and retrain"
                 )
             state.losses.append(loss)
-            state = State(model, opt_state, step + 1, state.losses, time.perf_counter() - start)
+            state = State(model, opt_state, step + 1, state.losses, state.scale, time.perf_counter() - start)
             if state.step % run.checkpoint_every == 0 or state.step == run.steps:
                 save(out, run, state)
                 saved_step = state.step
