@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.polynomial.chebyshev as chebyshev
 
-from funcformer.poisson.task import FINE, K, Task, sources
+from funcformer.poisson.task import FINE, K, Task, phi_basis, sources
 
 __all__ = [
     "BUMPS",
@@ -86,15 +86,6 @@ def _check(name: str, n: int, count: int, least_n: int) -> None:
         raise ValueError(f"{name}: n = {n} must be between {least_n} and {FINE // 2}")
 
 
-def _phi(n: int, k: int) -> np.ndarray:
-    """P (n x (k-2)), column i the coefficients of phi_i = T_{i+2} - T_i."""
-    p = np.zeros((n, k - 2))
-    i = np.arange(k - 2)
-    p[i + 2, i] = 1.0
-    p[i, i] = -1.0
-    return p
-
-
 def in_distribution(n: int, seed: int, count: int) -> np.ndarray:
     """The task's sources (``task.sources(Task(n), seed, count)``): a_ij = g_ij / ((1+i)(1+j)), i, j < K-2."""
     _check("in_distribution", n, count, K)
@@ -107,7 +98,7 @@ def slow_decay(n: int, seed: int, count: int) -> np.ndarray:
     _check("slow_decay", n, count, K)
     g = np.random.default_rng(seed).standard_normal((count, K - 2, K - 2))
     scale = np.sqrt(1.0 + np.arange(K - 2))
-    p = _phi(n, K)
+    p = phi_basis(n, K)
     f: np.ndarray = p @ (g / np.multiply.outer(scale, scale)) @ p.T
     return f
 

@@ -50,6 +50,7 @@ __all__ = [
     "load_dataset",
     "lobatto_points",
     "make_dataset",
+    "phi_basis",
     "relative_l2",
     "solve",
     "sources",
@@ -109,7 +110,7 @@ def check_train_seed(seed: int) -> int:
 # Sources
 
 
-def _phi(n: int, k: int) -> np.ndarray:
+def phi_basis(n: int, k: int) -> np.ndarray:
     """P (n x (k-2)) with P[m, i] = [m == i+2] - [m == i]: coefficients of phi_i = T_{i+2} - T_i as columns."""
     p = np.zeros((n, k - 2))
     i = np.arange(k - 2)
@@ -130,12 +131,12 @@ def sources(task: Task, seed: int, count: int) -> np.ndarray:
     """(count, n, n) chebval2d coefficient matrices of f = sum_{i,j<k-2} a_ij phi_i(x) phi_j(y),
     phi_k = T_{k+2} - T_k, a_ij = g_ij / ((1+i)(1+j)), g standard normal from np.random.default_rng(seed).
 
-    F = P A P^T with P from ``_phi``; g is drawn in one call, ``standard_normal((count, k-2, k-2))``,
+    F = P A P^T with P from ``phi_basis``; g is drawn in one call, ``standard_normal((count, k-2, k-2))``,
     so sample s is g[s] and the first samples of a larger count equal a smaller count's.
     """
     if count < 0:
         raise ValueError(f"sources: count = {count} must be >= 0")
-    p = _phi(task.n, task.k)
+    p = phi_basis(task.n, task.k)
     f: np.ndarray = p @ _amplitudes(task, seed, count) @ p.T
     return f
 
