@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import scipy.fft
 
-from funcformer.poisson._files import atomic_file
+from funcformer.poisson._files import cached_arrays
 
 __all__ = [
     "FINE",
@@ -307,40 +307,22 @@ def _cache_path(cache_dir: Path, task: Task, seed: int, count: int, fine: bool) 
     return cache_dir / f"poisson_v{_FORMAT}_n{task.n}_k{task.k}_fine{task.fine}_seed{seed}_count{count}{kept}.npz"
 
 
-def _read(path: Path, task: Task, seed: int, count: int, fine: bool) -> Dataset | None:
-    """The dataset stored at ``path`` if it is readable and was written for exactly these parameters."""
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            if not np.array_equal(stored["parameters"], _parameters(task, seed, count, fine)):
-                return None
-            f, u = stored["f"], stored["u"]
-    except Exception:  # any failure to read (garbage, truncated zip, missing key) means regenerate
-        return None
-    m = task.fine if fine else task.n
-    if f.shape != (count, task.n, task.n) or u.shape != (count, m, m):
-        return None
-    if f.dtype != np.float64 or u.dtype != np.float64:
-        return None
-    return Dataset(task, seed, f, truncate(u, task.n), u if fine else None)
-
-
 def load_dataset(cache_dir: str | Path, task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
     """Cached on disk as .npz under cache_dir, in a file whose name encodes the parameters
     (task fields, seed, count); the file also stores the parameters, checked on load
     (a mismatch or an unreadable/corrupt file -> regenerate, never a silent wrong dataset).
     Written atomically (temp file in the same directory + os.replace)."""
-    directory = Path(cache_dir)
-    path = _cache_path(directory, task, seed, count, fine)
-    if path.exists():
-        cached = _read(path, task, seed, count, fine)
-        if cached is not None:
-            return cached
-    data = make_dataset(task, seed, count, fine)
-    directory.mkdir(parents=True, exist_ok=True)
-    with atomic_file(path) as file:
-        u = data.u if data.u_fine is None else data.u_fine
-        np.savez(file, parameters=_parameters(task, seed, count, fine), f=data.f, u=u)
-    return data
+    m = task.fine if fine else task.n
+
+    def make() -> dict[str, np.ndarray]:
+        data = make_dataset(task, seed, count, fine)
+        return {"f": data.f, "u": data.u if data.u_fine is None else data.u_fine}
+
+    path = _cache_path(Path(cache_dir), task, seed, count, fine)
+    shapes = {"f": (count, task.n, task.n), "u": (count, m, m)}
+    arrays = cached_arrays(path, _parameters(task, seed, count, fine), shapes, make)
+    u = arrays["u"]
+    return Dataset(task, seed, arrays["f"], truncate(u, task.n), u if fine else None)
 
 
 def truncation_floor(test: Dataset) -> dict[str, float]:
