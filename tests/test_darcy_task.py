@@ -2,7 +2,6 @@
 numpy.polynomial.chebyshev (chebder, chebval2d), the Poisson solver at kappa = 0, a finer solve,
 the documented random draw for the permeabilities, and the on-disk cache's regeneration rules."""
 
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,6 @@ import pytest
 from funcformer.darcy import task as darcy
 from funcformer.darcy.task import (
     FINE,
-    GRID,
     TEST_SEED,
     TRAIN_SEED,
     K,
@@ -29,18 +27,7 @@ from funcformer.darcy.task import (
     truncation_floor,
 )
 from funcformer.poisson import task as poisson
-
-UNIFORM = np.linspace(-1.0, 1.0, GRID)
-X, Y = np.meshgrid(UNIFORM, UNIFORM, indexing="ij")
-
-
-def interpolate_2d(function: Callable[[np.ndarray, np.ndarray], np.ndarray], degree: int) -> np.ndarray:
-    """Chebyshev coefficients (chebval2d convention) of the interpolant of f(x, y) at first-kind points."""
-    points = np.cos(np.pi * (np.arange(degree + 1) + 0.5) / (degree + 1))
-    inverse = np.linalg.inv(C.chebvander(points, degree))
-    values = function(points[:, None], points[None, :])
-    coefficients: np.ndarray = inverse @ values @ inverse.T
-    return coefficients
+from tests.test_poisson_task import X, Y, interpolate_2d
 
 
 def source(u: np.ndarray, kappa: np.ndarray) -> np.ndarray:
