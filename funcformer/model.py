@@ -48,6 +48,7 @@ from applicative.nn import (
     Embedding,
     Encoder,
     EncoderLayer,
+    FeedForward,
     KernelHead,
     KernelIntegral,
     Layer,
@@ -119,6 +120,8 @@ AxisLayer: TypeAlias = EncoderLayer[VecOf[Head], Features[Q], Channels[Q, HeadCh
 """An encoder layer whose features are functions of Q."""
 KernelLayer: TypeAlias = KernelIntegral[VecOf[Head], ChebOf[P], Features[Q], Channels[Q, HeadChannel]]
 """A kernel integral along P whose features are functions of Q."""
+FeedForwardLayer: TypeAlias = FeedForward[Features[Q], Channels[Q, HiddenChannel]]
+"""An MLP on each position, whose features are functions of Q."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,8 @@ class Config:
     """Chebyshev points sampled for nonlinear maps (0: 2n)."""
     mixers: str = "a"
     """The mixing of successive layers, cycled: "a" attention (an encoder layer), "k" a learned kernel
-    integral along the layer's axis (``nn.KernelIntegral``, linear)."""
+    integral along the layer's axis (``nn.KernelIntegral``, linear), "m" an MLP on each position of the
+    layer's axis (``nn.FeedForward``: its linear maps act on the functions of the other axis)."""
 
     def __post_init__(self) -> None:
         for name in ("n", "channels", "heads", "head_channels", "hidden_channels", "layers"):
@@ -153,8 +157,8 @@ class Config:
             raise ValueError(f"Config.axes must be a string of 'x' and 'y', got {self.axes!r}")
         if self.normalise not in ("values", "coefficients"):
             raise ValueError(f"Config.normalise must be 'values' or 'coefficients', got {self.normalise!r}")
-        if not self.mixers or set(self.mixers) - {"a", "k"}:
-            raise ValueError(f"Config.mixers must be a string of 'a' and 'k', got {self.mixers!r}")
+        if not self.mixers or set(self.mixers) - {"a", "k", "m"}:
+            raise ValueError(f"Config.mixers must be a string of 'a', 'k' and 'm', got {self.mixers!r}")
         if self.points and self.points < self.n:
             raise ValueError(f"Config.points = {self.points} cannot resolve n = {self.n} coefficients")
 
@@ -168,7 +172,7 @@ class Config:
         return self.axes[layer % len(self.axes)]
 
     def mixer(self, layer: int) -> str:
-        """The mixing of a layer: "a" attention, "k" a kernel integral."""
+        """The mixing of a layer: "a" attention, "k" a kernel integral, "m" an MLP."""
         return self.mixers[layer % len(self.mixers)]
 
 
@@ -186,7 +190,7 @@ def transpose(h: State[P, Q]) -> State[Q, P]:
 class AlongY:
     """An encoder layer along the second axis: attends over y, with x and the channels as features."""
 
-    layer: AxisLayer[X] | KernelLayer[Y, X]
+    layer: AxisLayer[X] | KernelLayer[Y, X] | FeedForwardLayer[X]
 
     def __call__(self, h: State[X, Y], mask: Matrix[ChebOf[X], ChebOf[X]] | None = None, /) -> State[X, Y]:
         if mask is not None:
@@ -257,9 +261,14 @@ def init(seed: int, config: Config, dtype: type = np.float32) -> Funcformer:
         )
         normalise: Normalisation = CoefficientSoftmax() if config.normalise == "coefficients" else Softmax()
         attention = MultiHeadAttention(Vec(each_head, Head, heads), features(zeros(n, c), axis, Channel, c), normalise)
+        return EncoderLayer(attention, mlp(axis), (layer_norm(axis), layer_norm(axis)) if config.layer_norm else None)
+
+    def mlp(axis: type[Q]) -> MLP[Features[Q], Channels[Q, HiddenChannel]]:
         hidden = linear(weight(n, ch, n, c), axis, Channel, HiddenChannel)
-        mlp = MLP(hidden, linear(weight(n, c, n, ch, scale=residual), axis, HiddenChannel, Channel))
-        return EncoderLayer(attention, mlp, (layer_norm(axis), layer_norm(axis)) if config.layer_norm else None)
+        return MLP(hidden, linear(weight(n, c, n, ch, scale=residual), axis, HiddenChannel, Channel))
+
+    def feed_forward(axis: type[Q]) -> FeedForwardLayer[Q]:
+        return FeedForward(mlp(axis), layer_norm(axis) if config.layer_norm else None)
 
     def kernel_layer(sequence: type[P], axis: type[Q]) -> KernelLayer[P, Q]:
         """A kernel integral along ``sequence`` whose features are the channels of functions of ``axis``."""
@@ -291,6 +300,8 @@ def init(seed: int, config: Config, dtype: type = np.float32) -> Funcformer:
     def mixing(i: int) -> Layer[ChebOf[X], Features[Y]]:
         if config.mixer(i) == "k":
             return kernel_layer(X, Y) if config.axis(i) == "x" else AlongY(kernel_layer(Y, X))
+        if config.mixer(i) == "m":
+            return feed_forward(Y) if config.axis(i) == "x" else AlongY(feed_forward(X))
         return layer(Y) if config.axis(i) == "x" else AlongY(layer(X))
 
     layers = tuple(mixing(i) for i in range(config.layers))
@@ -306,7 +317,8 @@ def weights(model: Funcformer) -> dict[str, Any]:
     the output count as one channel; a head's maps are stacked over the heads), a layer norm a gamma and
     a beta of shape (N, C): {"embed", "positions", "layers": [{"axis", "attention": {"query", "key",
     "value", "output", "bias"}, "mlp": {"hidden", "output"}, "norms"}], "norm", "unembed"}; a kernel
-    layer is {"axis", "kernel": {"kernel" (heads, N_s, N_t), "value", "output", "bias"}}."""
+    layer is {"axis", "kernel": {"kernel" (heads, N_s, N_t), "value", "output", "bias"}}, an MLP layer
+    {"axis", "mlp", "norms": [norm] | None}."""
 
     def a(x: Any) -> np.ndarray:
         array: np.ndarray = np.asarray(to_array(x), np.float64)
@@ -315,11 +327,17 @@ def weights(model: Funcformer) -> dict[str, Any]:
     def linear(lin: Linear[Any, Any]) -> dict[str, np.ndarray]:
         return {"weight": a(lin.weight), "bias": a(lin.bias)}
 
+    def mlp(m: MLP[Any, Any]) -> dict[str, dict[str, np.ndarray]]:
+        return {"hidden": linear(m.hidden), "output": linear(m.output)}
+
     def norm(ln: LayerNorm[Any] | None) -> dict[str, np.ndarray] | None:
         return None if ln is None else {"gamma": a(ln.gamma), "beta": a(ln.beta)}
 
     def layer(i: int, layer: Any) -> dict[str, Any]:
-        inner: AxisLayer[Any] | KernelLayer[Any, Any] = layer.layer if isinstance(layer, AlongY) else layer
+        inner: AxisLayer[Any] | KernelLayer[Any, Any] | FeedForwardLayer[Any]
+        inner = layer.layer if isinstance(layer, AlongY) else layer
+        if isinstance(inner, FeedForward):
+            return {"axis": model.config.axis(i), "mlp": mlp(inner.mlp), "norms": inner.norm and [norm(inner.norm)]}
         if isinstance(inner, KernelIntegral):
             kernel_heads = as_vec(inner.heads).data
             return {
@@ -339,7 +357,7 @@ def weights(model: Funcformer) -> dict[str, Any]:
                 "output": a(heads.output),
                 "bias": a(inner.attention.bias),
             },
-            "mlp": {"hidden": linear(inner.mlp.hidden), "output": linear(inner.mlp.output)},
+            "mlp": mlp(inner.mlp),
             "norms": None if inner.norms is None else [norm(n) for n in inner.norms],
         }
 

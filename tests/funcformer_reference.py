@@ -199,7 +199,7 @@ def forward(params: Params, source: np.ndarray, *, normalise: str, points: int =
     layer = {"axis": "x" | "y", "attention": {"query", "key", "value": heads-stacked lin,
     "output": (H, N, C, N, C_head), "bias": (N, C)}, "mlp": {"hidden": lin, "output": lin},
     "norms": [ln, ln] | None}, or a kernel layer {"axis", "kernel": {"kernel": (H, N, N), "value": heads-stacked
-    lin, "output", "bias"}}."""
+    lin, "output", "bias"}}, or an MLP layer {"axis", "mlp", "norms": [ln] | None}."""
     source = np.asarray(source, np.float64)
     n = source.shape[0]
     basis = Basis(n, points or 2 * n)
@@ -214,15 +214,17 @@ def forward(params: Params, source: np.ndarray, *, normalise: str, points: int =
     for layer in params["layers"]:
         if layer["axis"] == "y":
             h = h.transpose(1, 0, 2)
+
+        def layer_mlp(r: np.ndarray, lay: Params = layer) -> np.ndarray:
+            return mlp(basis, lay["mlp"], r)
+
         if "kernel" in layer:
             h = kernel_integral(basis, layer["kernel"], h)
+        elif "attention" not in layer:  # an MLP layer
+            h = h + along_sequence(basis, layer_mlp, norm((layer["norms"] or [None])[0], h))
         else:
             norms = layer["norms"] or (None, None)
             h = h + attention(basis, layer["attention"], norm(norms[0], h), normalise)
-
-            def layer_mlp(r: np.ndarray, lay: Params = layer) -> np.ndarray:
-                return mlp(basis, lay["mlp"], r)
-
             h = h + along_sequence(basis, layer_mlp, norm(norms[1], h))
         if layer["axis"] == "y":
             h = h.transpose(1, 0, 2)

@@ -50,6 +50,18 @@ CONFIGS = {
     "kernels-then-attention": Config(
         n=5, channels=3, heads=2, head_channels=2, hidden_channels=3, layers=4, axes="xy", mixers="kkaa"
     ),
+    # kernel integral and MLP layers, alternating, along x, x, y, y (a neural operator), with layer norms
+    "kernel-mlp-norm": Config(
+        n=5,
+        channels=3,
+        heads=2,
+        head_channels=2,
+        hidden_channels=3,
+        layers=4,
+        axes="xxyy",
+        mixers="km",
+        layer_norm=True,
+    ),
 }
 
 

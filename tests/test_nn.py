@@ -309,3 +309,15 @@ def test_kernel_integral_on_a_vec_sequence_matches_numpy() -> None:
     np.testing.assert_allclose(to_array(out), expected, **TOL)
     with pytest.raises(ValueError, match="KernelIntegral: a learned kernel takes no mask"):
         layer(Vec.from_array(x, Seq, Model), causal_mask(5, Seq))
+
+
+@pytest.mark.parametrize("layer_norm", [True, False])
+def test_feed_forward_on_a_vec_sequence_matches_numpy(layer_norm: bool) -> None:
+    """x + mlp(norm x) at each position: an encoder layer's second block, mixing no positions."""
+    mlp = nn.MLP.init(jax.random.key(8), zeros(6, Model), zeros(7, Hidden))
+    norm = nn.LayerNorm.init(zeros(6, Model)) if layer_norm else None
+    layer = jax.tree_util.tree_map(lambda a: a + 0.1 * rng.normal(size=a.shape), nn.FeedForward(mlp, norm))
+    x = rng.normal(size=(5, 6))
+    expected = x + ref.mlp(layer.mlp, ref.layer_norm(layer.norm, x))
+    out = jax.jit(lambda m, v: m(v))(layer, Vec.from_array(x, Seq, Model))
+    np.testing.assert_allclose(to_array(out), expected, **TOL)

@@ -35,6 +35,7 @@ from applicative.nn._transformer import Embedding as Embedding
 from applicative.nn._transformer import Encoder as Encoder
 from applicative.nn._transformer import EncoderDecoder as EncoderDecoder
 from applicative.nn._transformer import EncoderLayer as EncoderLayer
+from applicative.nn._transformer import FeedForward as FeedForward
 from applicative.nn._transformer import Layer as Layer
 from applicative.nn._transformer import init_decoder as init_decoder
 from applicative.nn._transformer import init_encoder as init_encoder
@@ -51,6 +52,7 @@ __all__ = [
     "Encoder",
     "EncoderDecoder",
     "EncoderLayer",
+    "FeedForward",
     "KernelHead",
     "KernelIntegral",
     "Layer",

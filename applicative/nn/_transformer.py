@@ -40,6 +40,7 @@ __all__ = [
     "Encoder",
     "EncoderDecoder",
     "EncoderLayer",
+    "FeedForward",
     "Layer",
     "init_decoder",
     "init_encoder",
@@ -80,6 +81,18 @@ class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
         n1, n2 = self.norms if self.norms is not None else (None, None)
         x = add(x, self.attention(_norm(n1, x), mask=mask))
         return add(x, _norm(n2, x).fmap(self.mlp))
+
+
+@record
+class FeedForward(Generic[D, Hidden]):
+    """x <- x + fmap mlp (norm x): an encoder layer's second block alone, a layer that mixes no
+    positions (between kernel integrals it gives a neural operator its nonlinearity)."""
+
+    mlp: MLP[D, Hidden]
+    norm: LayerNorm[D] | None
+
+    def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]:
+        return add(x, _norm(self.norm, x).fmap(self.mlp))
 
 
 @record
