@@ -4,14 +4,14 @@ The library's Funcformer is ``applicative.nn``'s encoder on
 ``Cheb[X, Compose[ChebOf[Y], VecOf[Channel], _]]``; the reference is a
 hand-written jax.numpy Funcformer on coefficient arrays
 (bench/funcformer_handwritten.py) with the same weights. Both run the default
-training run's model (``funcformer.poisson.training.Run().model``, 8 channels)
+training run's model (``funcformer.poisson.PROBLEM.model``, 8 channels)
 and the same model with 16 channels (32 in the MLP, the README's 10-minute
 run), at the default batch (16), in float32, with every weight perturbed so
 that biases and norms are exercised.
 
 A train step is the loss (mean relative L2, in the exact L2 norm of the
 Chebyshev series, of the vmapped predictions against the targets),
-``jax.value_and_grad`` and the optax update of ``optimiser(Run())``, under one
+``jax.value_and_grad`` and the optax update of ``optimiser(Run.of(PROBLEM))``, under one
 ``jax.jit``. Before timing, the two losses and gradients are checked to agree;
 the steps are then timed interleaved (medians).
 
@@ -42,8 +42,9 @@ import funcformer_handwritten as handwritten  # bench/, the script's directory
 from _timing import race
 
 from funcformer import Config, Funcformer, init, parameter_count
+from funcformer.learning.training import Run, l2_norm, optimiser, series_relative_l2
+from funcformer.poisson import PROBLEM
 from funcformer.poisson.task import Task, solve, sources, truncate
-from funcformer.poisson.training import Run, l2_norm, optimiser, series_relative_l2
 
 SEED = 1
 
@@ -133,7 +134,7 @@ def main() -> None:
     args = parser.parse_args()
     steps, warmup = (5, 1) if args.quick else (args.steps, args.warmup)
 
-    run = Run()
+    run = Run.of(PROBLEM)
     sizes = {"8 channels": run.model, "16 channels": dataclasses.replace(run.model, channels=16, hidden_channels=32)}
     f, u = data(run.task, run.batch)
     print(

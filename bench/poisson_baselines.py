@@ -8,7 +8,7 @@ measured in this one invocation:
   (``task.solve`` at fine = 64: the reference itself, error 0 by definition); the mean
   predictor (the training set's mean u for every source); least squares: the 256 x 256 linear map from f
   to u coefficients fitted by ``numpy.linalg.lstsq`` on the first k sources of the default training set
-  (``Run().seed``, ``Run().train_size``, the set ``train`` fits on); one row per RUN_DIR
+  (``Run.of(PROBLEM).seed``, ``Run.of(PROBLEM).train_size``, the set ``train`` fits on); one row per RUN_DIR
   (``load_solver``). Then the prediction time per source at batch 1 and 256, beside the exact
   solver at the same batch, as ratios.
 - out of distribution: each family of ``funcformer.poisson.families`` (1024 sources of TEST_SEED): its
@@ -26,11 +26,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
-import platform
-import shlex
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -43,14 +39,15 @@ from typing import Any
 # cores are taken). The spectral solver's batched matmuls took the same time with one thread or two.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import jax
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 
-from funcformer.model import parameter_count
+import numpy as np
+from _report import duration, errors, header, run_facts, seconds_of  # bench/, the script's directory
+
+from funcformer.learning.solver import Solver
+from funcformer.learning.training import Run, default_cache, read_run
+from funcformer.poisson import PROBLEM, load_solver
 from funcformer.poisson.families import FAMILIES, apply_linear, fit_least_squares
-from funcformer.poisson.solver import Solver, load_solver
 from funcformer.poisson.task import (
     TEST_SEED,
     Dataset,
@@ -62,60 +59,12 @@ from funcformer.poisson.task import (
     truncate,
     truncation_floor,
 )
-from funcformer.poisson.training import METRICS, Run, default_cache, load, optimiser, read_run
 
 TEST_SIZE = 1024
 LEAST_SQUARES_SAMPLES = (50, 90, 100, 110, 200, 1000, 8192)
 OOD_SAMPLES = 1000
 """Least squares out of distribution is fitted on this many in-distribution sources."""
 BATCHES = (1, 256)
-
-
-def seconds_of(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
-    """Median seconds of ``repeats`` calls after ``warmup`` calls (every predictor here returns numpy)."""
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
-def duration(seconds: float) -> str:
-    if seconds >= 1.0:
-        return f"{seconds:.1f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.2f} us"
-
-
-def errors(s: dict[str, float]) -> str:
-    return f"{s['mean']:.2e} | {s['median']:.2e} | {s['p95']:.2e}"
-
-
-def run_facts(directory: Path) -> tuple[int, float, int]:
-    """(parameters, training seconds, steps) of a run: from its metrics.json, else its checkpoint."""
-    metrics = directory / METRICS
-    if metrics.exists():
-        m = json.loads(metrics.read_text())
-        if all(key in m for key in ("parameters", "train_seconds", "steps")):
-            return int(m["parameters"]), float(m["train_seconds"]), int(m["steps"])
-    run = read_run(directory)
-    state = load(directory, run, optimiser(run))
-    return parameter_count(state.model), state.seconds, state.step
-
-
-def header(runs: list[str]) -> None:
-    print(f"$ python {shlex.join([sys.argv[0], *runs])}")
-    load_average = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(
-        f"numpy {np.__version__}, jax {jax.__version__} on {jax.devices()[0].platform}; "
-        f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores, load average {load_average}; "
-        f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}. Timings: medians of repeats, noisy on a "
-        "shared machine."
-    )
 
 
 def in_distribution(
@@ -218,7 +167,7 @@ def main() -> None:
     header(args.runs)
     start = time.perf_counter()
 
-    run = Run()
+    run = Run.of(PROBLEM)
     task = run.task
     for directory in args.runs:
         if read_run(Path(directory)).task != task:

@@ -21,10 +21,10 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the repository root
 
+from funcformer.learning.training import Run, TrainingDiverged, default_cache, train
 from funcformer.model import Config
-from funcformer.poisson.solver import load_solver
+from funcformer.poisson import PROBLEM, load_solver
 from funcformer.poisson.task import TEST_SEED, load_dataset, relative_l2, summary
-from funcformer.poisson.training import Run, TrainingDiverged, default_cache, train
 
 SMALL: dict[str, Any] = {"channels": 8, "hidden_channels": 16}
 TRIALS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
@@ -82,7 +82,7 @@ TRIALS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
 
 
 def trial(model: dict[str, Any], options: dict[str, Any]) -> str:
-    run = Run(model=Config(**model), **{"steps": 300, "train_size": 4096, **options})
+    run = Run.of(PROBLEM, model=Config(**model), **{"steps": 300, "train_size": 4096, **options})
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         try:

@@ -18,18 +18,19 @@ import json, sys
 import jax
 import numpy as np
 from funcformer.model import Config
-from funcformer.poisson import training
+from funcformer.learning import training
+from funcformer.poisson import PROBLEM
 from funcformer.poisson.task import Task, sources
-from funcformer.poisson.training import Run, train
+from funcformer.learning.training import Run, train
 
 out = sys.argv[1]
 tiny = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
-run = Run(model=tiny, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+run = Run.of(PROBLEM, model=tiny, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
 state = train(run, out + "/run", progress=False)
 split, _ = training.data_parallel(run.batch)
 batch = training._minibatch(np.arange(4 * 16 * 16, dtype=np.float32).reshape(4, 16, 16), split)
 try:
-    train(Run(model=tiny, steps=6, batch=3, train_size=16), out + "/odd", progress=False)
+    train(Run.of(PROBLEM, model=tiny, steps=6, batch=3, train_size=16), out + "/odd", progress=False)
     refused = ""
 except ValueError as error:
     refused = str(error)

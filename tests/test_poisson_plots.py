@@ -1,4 +1,4 @@
-"""funcformer.poisson.plots: valid PNGs, whose data is the task's grid values and whose titles give its metric."""
+"""funcformer.learning.plots on the Poisson task: valid PNGs of the grid values, titled with the metric."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from funcformer.poisson import plots, task
+from funcformer.learning import plots
+from funcformer.poisson import task
 
 
 @pytest.fixture(scope="module")
@@ -35,14 +36,14 @@ def test_panels_are_the_task_grid_values(sample: tuple[np.ndarray, np.ndarray, n
     for points in (task.GRID, 33):
         panels = plots.prediction_panels(f, exact, predicted, points)
         assert list(panels) == list(plots.PANELS)
-        for name, coefficients in (("source", f), ("exact", exact), ("predicted", predicted)):
+        for name, coefficients in (("input", f), ("exact", exact), ("predicted", predicted)):
             np.testing.assert_array_equal(panels[name], task.grid_values(coefficients[None], points)[0])
         expected_error = task.grid_values(predicted[None], points)[0] - task.grid_values(exact[None], points)[0]
         np.testing.assert_array_equal(panels["error"], expected_error)
         # Independently of task.grid_values: chebval2d on the meshgrid, axis 0 is x.
         x, y = np.meshgrid(np.linspace(-1.0, 1.0, points), np.linspace(-1.0, 1.0, points), indexing="ij")
         chebval2d = np.polynomial.chebyshev.chebval2d
-        for name, coefficients in (("source", f), ("exact", exact), ("predicted", predicted)):
+        for name, coefficients in (("input", f), ("exact", exact), ("predicted", predicted)):
             np.testing.assert_allclose(panels[name], chebval2d(x, y, coefficients), rtol=0, atol=1e-12)
         np.testing.assert_allclose(
             panels["error"], chebval2d(x, y, predicted) - chebval2d(x, y, exact), rtol=0, atol=1e-12
@@ -130,8 +131,8 @@ def test_moving_average() -> None:
 @pytest.mark.parametrize(
     ("argument", "bad", "message"),
     [
-        ("f", np.zeros((3, 4)), r"f must be a 2-D square.*\(3, 4\)"),
-        ("f", np.zeros((2, 3, 3)), r"f must be a 2-D square.*\(2, 3, 3\)"),
+        ("x", np.zeros((3, 4)), r"x must be a 2-D square.*\(3, 4\)"),
+        ("x", np.zeros((2, 3, 3)), r"x must be a 2-D square.*\(2, 3, 3\)"),
         ("exact", np.zeros(5), r"exact must be a 2-D square.*\(5,\)"),
         ("exact", np.zeros((0, 0)), r"exact must be a 2-D square.*\(0, 0\)"),
         ("predicted", np.zeros((16, 15)), r"predicted must be a 2-D square.*\(16, 15\)"),
@@ -146,7 +147,7 @@ def test_plot_prediction_rejects_bad_inputs(
 ) -> None:
     f, exact, predicted = sample
     arguments: dict[str, object] = {
-        "f": f,
+        "x": f,
         "exact": exact,
         "predicted": predicted,
         "points": 16,
@@ -183,7 +184,7 @@ def test_no_global_matplotlib_state(tmp_path: Path) -> None:
     script = f"""
 import sys, matplotlib
 matplotlib.use("pdf")
-from funcformer.poisson import plots
+from funcformer.learning import plots
 plots.plot_loss([1.0, 0.5, 0.25], {str(tmp_path / "loss.png")!r})
 assert matplotlib.get_backend() == "pdf", matplotlib.get_backend()
 assert "matplotlib.pyplot" not in sys.modules

@@ -9,15 +9,21 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
+from funcformer.learning import training
+from funcformer.learning.cli import main as cli_main
+from funcformer.learning.solver import as_solver, evaluate
+from funcformer.learning.training import CHECKPOINT, NoStoredScale, Run, load, optimiser, train
 from funcformer.model import Config
-from funcformer.poisson import training
-from funcformer.poisson.__main__ import main
-from funcformer.poisson.solver import as_solver, evaluate, load_solver
+from funcformer.poisson import PROBLEM, load_solver
 from funcformer.poisson.task import TEST_SEED, Task, make_dataset, sources
-from funcformer.poisson.training import CHECKPOINT, NoStoredScale, Run, load, optimiser, train
 
 TINY = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
-RUN = Run(model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+RUN = Run.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+
+
+def main(argv: list[str]) -> int:
+    """The Poisson command line."""
+    return cli_main(PROBLEM, argv)
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +73,7 @@ def test_the_output_scale_is_computed_when_a_run_starts_and_stored(
         np.testing.assert_allclose(stored["output_scale"], expected, rtol=1e-12)
         assert float(stored["output_scale"]) == cut.scale
 
-    def forbidden(task: Task) -> float:
+    def forbidden(problem: object, task: Task) -> float:
         raise AssertionError("recomputed the output scale")
 
     monkeypatch.setattr(training, "output_scale", forbidden)
@@ -83,9 +89,11 @@ def test_loading_a_run_generates_no_data(trained: Path, tmp_path: Path, monkeypa
     predicted = load_solver(trained)(sources(Task(), 9, 3))
     assert np.all(np.isfinite(predicted))
     assert not list(empty.iterdir())
-    evaluate(trained, test_size=8)  # evaluate's only data: the test set
-    (test_set,) = empty.iterdir()
-    assert f"seed{TEST_SEED}_count8" in test_set.name
+    evaluate(trained, test_size=8)  # evaluate's only data: the test set, and the training set for the baselines
+    names = sorted(path.name for path in empty.iterdir())
+    assert len(names) == 2
+    assert any(f"seed{TEST_SEED}_count8" in name for name in names)
+    assert any(f"seed{RUN.seed}_count{RUN.train_size}_truncated" in name for name in names)
 
 
 def test_a_run_saved_before_scales_were_stored_says_how_to_fix_it(
@@ -153,12 +161,12 @@ def test_a_prediction_beyond_the_dtype_range_is_a_clear_error(trained: Path) -> 
     unit = unit_sources(3)
     assert np.all(np.isfinite(solver(1e290 * unit)))
     with pytest.raises(
-        ValueError, match=r"prediction for source 1 would reach about 1e3\d\d, beyond the range of float64"
+        ValueError, match=r"prediction for sample 1 would reach about 1e3\d\d, beyond the range of float64"
     ):
         solver(np.stack([unit[0], 1e300 * unit[1], 1e300 * unit[2]]))
-    with pytest.raises(ValueError, match=r"2 of 3 sources overflow"):
+    with pytest.raises(ValueError, match=r"2 of 3 samples overflow"):
         solver(np.stack([unit[0], 1e300 * unit[1], 1e300 * unit[2]]))
-    with pytest.raises(ValueError, match=r"source 0 would reach about 1e\d\d, beyond the range of float32"):
+    with pytest.raises(ValueError, match=r"sample 0 would reach about 1e\d\d, beyond the range of float32"):
         solver((1e30 * unit).astype(np.float32))
 
 

@@ -1,20 +1,28 @@
 """Training, checkpoints, resuming, the solver interface and the CLI of ``funcformer.poisson``, on a tiny model."""
 
+import re
 from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
+from funcformer.learning import default_cache, training
+from funcformer.learning.cli import main as cli_main
+from funcformer.learning.training import CHECKPOINT, Run, TrainingDiverged, load, optimiser, train
 from funcformer.model import Config
-from funcformer.poisson import training
-from funcformer.poisson.__main__ import main
-from funcformer.poisson.solver import load_solver
+from funcformer.poisson import PROBLEM, load_solver
 from funcformer.poisson.task import Task, load_dataset, solve, truncate
-from funcformer.poisson.training import CHECKPOINT, Run, TrainingDiverged, load, optimiser, train
 
 TINY = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
-RUN = Run(model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+RUN = Run.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+
+
+def main(argv: list[str]) -> int:
+    """The Poisson command line."""
+    return cli_main(PROBLEM, argv)
+
+
 TINY_FLAGS = ["--channels", "2", "--heads", "1", "--head-channels", "1", "--hidden-channels", "2", "--layers", "1"]
 
 
@@ -45,7 +53,7 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path) -> None:
 
 
 def test_the_loss_is_the_relative_l2_error_of_the_truncated_solution() -> None:
-    data = load_dataset(training.default_cache(), Task(), seed=5, count=3)
+    data = load_dataset(default_cache(), Task(), seed=5, count=3)
     exact = truncate(solve(data.f), 16)
     # predicting u + 0.1 u scores 0.1
     errors = training.series_relative_l2(jax.numpy.asarray(1.1 * exact), jax.numpy.asarray(exact))
@@ -58,7 +66,17 @@ def test_the_loss_is_the_relative_l2_error_of_the_truncated_solution() -> None:
 
 
 def test_a_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path: Path) -> None:
-    run = Run(model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0, learning_rate=1e30, clip=1e30)
+    run = Run.of(
+        PROBLEM,
+        model=TINY,
+        steps=6,
+        batch=4,
+        train_size=16,
+        checkpoint_every=2,
+        warmup=0,
+        learning_rate=1e30,
+        clip=1e30,
+    )
     with pytest.raises(
         TrainingDiverged, match=r"loss is (nan|inf) at step \d+; stopped.*last good checkpoint"
     ) as error:
@@ -75,7 +93,7 @@ def test_checkpoint_errors_are_clear(tmp_path: Path) -> None:
     train(RUN, tmp_path / "run", progress=False)
     with pytest.raises(FileExistsError, match="already holds a run"):
         train(RUN, tmp_path / "run", progress=False)
-    other = Run(model=TINY, steps=7, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+    other = Run.of(PROBLEM, model=TINY, steps=7, batch=4, train_size=16, checkpoint_every=2, warmup=0)
     with pytest.raises(ValueError, match="fields differ: steps"):
         load(tmp_path / "run", other, optimiser(other))
     (tmp_path / "run" / CHECKPOINT).write_bytes(b"not a checkpoint")
@@ -89,20 +107,20 @@ def test_checkpoint_errors_are_clear(tmp_path: Path) -> None:
 def test_load_solver_predicts_and_validates(tmp_path: Path) -> None:
     state = train(RUN, tmp_path, progress=False)
     solver = load_solver(tmp_path)
-    f = load_dataset(training.default_cache(), Task(), seed=9, count=3).f
+    f = load_dataset(default_cache(), Task(), seed=9, count=3).f
     predicted = solver(f)
     assert predicted.shape == (3, 16, 16)
     assert predicted.dtype == np.float64
     # the model on each source scaled to unit norm, scaled back (the operator is linear)
     norms = np.asarray(training.l2_norm(jax.numpy.asarray(f)))
-    scale = training.output_scale(Task())
+    scale = training.output_scale(PROBLEM, Task())
     assert state.scale == scale  # stored when the run started
     direct = np.stack(
         [np.asarray(state.model(jax.numpy.asarray(x / n, np.float32))) for x, n in zip(f, norms, strict=True)]
     )
     np.testing.assert_allclose(predicted, direct * (norms * scale)[:, None, None], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(solver(2.0 * f), 2.0 * predicted, rtol=1e-5, atol=1e-7)
-    with pytest.raises(ValueError, match=r"expected source coefficients of shape \(B, 16, 16\), got \(16, 16\)"):
+    with pytest.raises(ValueError, match=r"expected source f coefficients of shape \(B, 16, 16\), got \(16, 16\)"):
         solver(f[0])
     with pytest.raises(ValueError, match=r"shape \(B, 16, 16\), got \(3, 12, 12\)"):
         solver(f[:, :12, :12])
@@ -116,7 +134,10 @@ def test_the_cli_trains_evaluates_and_plots(tmp_path: Path, capsys: pytest.Captu
     out = tmp_path / "run"
     flags = ["--steps", "4", "--batch", "4", "--train-size", "16", "--checkpoint-every", "2", "--warmup", "0"]
     assert main(["train", "--out", str(out), *flags, *TINY_FLAGS, "--quiet", "--test-size", "8"]) == 0
-    assert "test relative L2 error: mean" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "test relative L2 error (8 held-out samples)" in printed
+    for line in ("model", "truncation floor", "mean of the training set", "least squares"):
+        assert re.search(rf"{line}.* mean \d\.\d{{3}}e[-+]\d\d  median .* p95 ", printed), line
     assert (out / "metrics.json").exists()
     assert main(["evaluate", str(out), "--test-size", "8"]) == 0
     assert "truncation floor" in capsys.readouterr().out
@@ -161,11 +182,13 @@ def test_the_progress_bar_is_tqdms_and_counts_from_the_resumed_step(
 
 
 def test_the_cli_changes_only_the_flags_given_from_the_default_run() -> None:
-    from funcformer.poisson.__main__ import _parser, _run_from
+    from funcformer.learning.cli import _parser, _run_from
 
-    default = _run_from(_parser().parse_args(["train", "--out", "x"]))
-    assert default == Run()
+    default = _run_from(PROBLEM, _parser(PROBLEM).parse_args(["train", "--out", "x"]))
+    assert default == Run.of(PROBLEM)
     assert default.model.mixers == "k"  # the default model is kernel layers (README, Results)
-    attention = _run_from(_parser().parse_args(["train", "--out", "x", "--mixers", "a", "--channels", "4"]))
+    attention = _run_from(
+        PROBLEM, _parser(PROBLEM).parse_args(["train", "--out", "x", "--mixers", "a", "--channels", "4"])
+    )
     assert attention.model == Config(mixers="a", channels=4)
-    assert attention.steps == Run().steps
+    assert attention.steps == Run.of(PROBLEM).steps

@@ -1,8 +1,49 @@
-"""The Darcy-flow operator-learning task (docs/darcy.md).
+"""The Darcy-flow operator-learning task (docs/darcy.md): -div(exp(kappa) grad u) = 1, kappa -> u.
 
-``task``: log-permeabilities, the spectral reference solver, the metric (Poisson's), cached datasets.
+``task``: log-permeabilities, the spectral reference solver, the normalisation, cached datasets (the
+metric is the shared one, ``funcformer.learning.metric``). Training, checkpoints, evaluation, plots
+and the CLI (``python -m funcformer.darcy``) are the shared operator-learning layer's
+(``funcformer.learning``), given this task as ``PROBLEM``.
 """
 
-from funcformer.darcy.task import Task as Task
+from __future__ import annotations
 
-__all__ = ["Task"]
+from pathlib import Path
+
+import numpy as np
+
+from funcformer import learning
+from funcformer.darcy.task import TEST_SEED, Task, load_dataset, normalise, solve
+from funcformer.learning import Problem, Run, Solver, evaluate, train
+from funcformer.model import Config
+
+__all__ = ["MODEL", "PROBLEM", "Run", "Task", "evaluate", "load_solver", "train"]
+
+MODEL = Config(channels=16, hidden_channels=32, layers=8, axes="xxyy", mixers="km")
+"""The default model: kernel integrals and MLPs in turn, along x, x, y, y (README, "Darcy flow")."""
+
+
+def _solve(kappa: np.ndarray, task: Task) -> np.ndarray:
+    return solve(kappa, task.fine)
+
+
+PROBLEM: Problem[Task] = Problem(
+    name="darcy",
+    title="Darcy",
+    input="log-permeability kappa",
+    output="pressure u",
+    task=Task,
+    model=MODEL,
+    dataset=load_dataset,
+    test_seed=TEST_SEED,
+    normalise=normalise,
+    solve=_solve,
+    defaults={"steps": 3000, "batch": 32, "learning_rate": 3e-3},
+)
+"""The Darcy task for the training layer: ``Run.of(PROBLEM, steps=...)`` is a run of it."""
+
+
+def load_solver(path: str | Path) -> Solver:
+    """The Darcy run in ``path`` as a function from numpy log-permeability coefficients (B, 16, 16) to
+    pressure coefficients (B, 16, 16) (``funcformer.learning.load_solver``, which documents dtypes and sizes)."""
+    return learning.load_solver(path, PROBLEM)

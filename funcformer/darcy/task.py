@@ -36,17 +36,11 @@ from pathlib import Path
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, gmres
 
-from funcformer.poisson._files import cached_arrays
-from funcformer.poisson.task import (
-    GRID,
-    _derivative,
-    _values_to_coefficients,
-    grid_values,
-    lobatto_points,
-    relative_l2,
-    summary,
-    truncate,
-)
+from applicative.instances.chebyshev import integral_weights
+from funcformer.learning import metric
+from funcformer.learning._files import cached_arrays
+from funcformer.learning.metric import GRID, grid_values, relative_l2, summary, truncate
+from funcformer.poisson.task import _derivative, _values_to_coefficients, lobatto_points
 
 __all__ = [
     "FINE",
@@ -61,6 +55,8 @@ __all__ = [
     "grid_values",
     "load_dataset",
     "make_dataset",
+    "mean_value",
+    "normalise",
     "permeabilities",
     "relative_l2",
     "solve",
@@ -136,6 +132,25 @@ def permeabilities(task: Task, seed: int, count: int) -> np.ndarray:
     kappa = np.zeros((count, task.n, task.n))
     kappa[:, : task.k, : task.k] = g / np.multiply.outer(scale, scale)
     return kappa
+
+
+def mean_value(c: np.ndarray) -> np.ndarray:
+    """The mean over [-1, 1]^2 of each function of a (B, n, n) batch: (1/4) sum_ij c_ij w_i w_j,
+    w_i = integral of T_i over [-1, 1]."""
+    w = integral_weights(c.shape[-1])
+    means: np.ndarray = np.einsum("bij,i,j->b", c, w, w) / 4.0
+    return means
+
+
+def normalise(kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(kappa - m, log2 exp(-m)) for (B, n, n) log-permeabilities, m = ``mean_value(kappa)`` (the model's
+    input and factor; ``Problem.normalise``). Exact: adding a constant c to kappa divides the
+    permeability by exp(-c), so u(kappa + c) = exp(-c) u(kappa); the model sees only zero-mean kappa."""
+    kappa = np.asarray(kappa)
+    m = mean_value(kappa)
+    shifted = kappa.copy()
+    shifted[:, 0, 0] -= m  # T_0(x) T_0(y) = 1
+    return shifted, -m / np.log(2.0)
 
 
 # The reference solver
@@ -277,6 +292,11 @@ class Dataset:
     u_fine: np.ndarray | None
     """(count, fine + 1, fine + 1) reference solutions (None in a training set, which needs only u)."""
 
+    @property
+    def inputs(self) -> np.ndarray:
+        """The model's inputs, ``kappa`` (the name the training layer knows them by)."""
+        return self.kappa
+
     def exact(self) -> np.ndarray:
         """The fine solutions, for the metric."""
         if self.u_fine is None:
@@ -321,4 +341,4 @@ def load_dataset(cache_dir: str | Path, task: Task, seed: int, count: int, fine:
 
 def truncation_floor(test: Dataset) -> dict[str, float]:
     """The error of the truncated exact solution: what a perfect n x n model scores on ``test``."""
-    return summary(relative_l2(truncate(test.exact(), test.task.n), test.exact()))
+    return metric.truncation_floor(test.exact(), test.task.n)

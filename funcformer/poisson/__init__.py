@@ -1,15 +1,48 @@
 """The Poisson operator-learning task (docs/poisson.md) and its Funcformer demo.
 
-``task``: sources, the spectral reference solver, the metric, cached datasets;
-``training``: optax training with checkpoints and resuming; ``solver``:
-``load_solver(DIR)`` (numpy (B, N, N) sources -> (B, N, N) potentials) and
-``evaluate``; ``plots``: PNG figures. The CLI is ``python -m funcformer.poisson``.
+``task``: sources, the spectral reference solver, the metric, cached datasets; ``families``: source
+families for out-of-distribution tests. Training, checkpoints, evaluation, plots and the CLI
+(``python -m funcformer.poisson``) are the shared operator-learning layer's (``funcformer.learning``),
+given this task as ``PROBLEM``.
 """
 
-from funcformer.poisson.solver import evaluate as evaluate
-from funcformer.poisson.solver import load_solver as load_solver
-from funcformer.poisson.task import Task as Task
-from funcformer.poisson.training import Run as Run
-from funcformer.poisson.training import train as train
+from __future__ import annotations
 
-__all__ = ["Run", "Task", "evaluate", "load_solver", "train"]
+from pathlib import Path
+from typing import Any
+
+from funcformer import learning
+from funcformer.learning import Problem, Run, Solver, evaluate, train
+from funcformer.model import Config
+from funcformer.poisson.task import TEST_SEED, Task, load_dataset, normalise, solve
+
+__all__ = ["MODEL", "PROBLEM", "Run", "Task", "evaluate", "load_solver", "train"]
+
+MODEL = Config(mixers="k")
+"""The default model: four learned kernel integrals, along x and y in turn (README, "Choosing the
+architecture": on this linear operator, linear mixing beats attention at every step count tried)."""
+
+
+def _solve(f: Any, task: Task) -> Any:
+    return solve(f, task.fine)
+
+
+PROBLEM: Problem[Task] = Problem(
+    name="poisson",
+    title="Poisson",
+    input="source f",
+    output="potential u",
+    task=Task,
+    model=MODEL,
+    dataset=load_dataset,
+    test_seed=TEST_SEED,
+    normalise=normalise,
+    solve=_solve,
+)
+"""The Poisson task for the training layer: ``Run.of(PROBLEM, steps=...)`` is a run of it."""
+
+
+def load_solver(path: str | Path) -> Solver:
+    """The Poisson run in ``path`` as a function from numpy source coefficients (B, 16, 16) to potential
+    coefficients (B, 16, 16) (``funcformer.learning.load_solver``, which documents dtypes and sizes)."""
+    return learning.load_solver(path, PROBLEM)

@@ -30,9 +30,9 @@ close the family is to true Gaussians.
 Truncation floors at n = 16 (the exact u cut to 16 x 16; mean over 1024 sources of the test seed):
 in_distribution 1.7e-6, slow_decay 1.1e-5, high_degree 6.9e-4, gaussian_bumps 4.7e-6.
 
-``fit_least_squares`` is the linear baseline: the operator is linear and the in-distribution sources
-span a 100-dimensional space, so a least-squares map fitted on >= 100 samples reaches the truncation
-floor in distribution (and knows nothing outside that span).
+``fit_least_squares`` (``funcformer.learning.metric``'s) is the linear baseline: the operator is
+linear and the in-distribution sources span a 100-dimensional space, so a least-squares map fitted on
+>= 100 samples reaches the truncation floor in distribution (and knows nothing outside that span).
 
 >>> {name: family(16, 0, 2).shape for name, family in FAMILIES.items()}  # doctest: +NORMALIZE_WHITESPACE
 {'in_distribution': (2, 16, 16), 'slow_decay': (2, 16, 16), 'high_degree': (2, 16, 16),
@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.polynomial.chebyshev as chebyshev
 
+from funcformer.learning.metric import apply_linear, fit_least_squares
 from funcformer.poisson.task import FINE, K, Task, phi_basis, sources
 
 __all__ = [
@@ -161,22 +162,3 @@ FAMILIES: dict[str, Family] = {
     "gaussian_bumps": gaussian_bumps,
 }
 """Name -> family, in-distribution first."""
-
-
-def fit_least_squares(f: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """The least-squares linear map from sources to potentials: the (n^2, n^2) matrix M minimising
-    ||F M - U||_F with F, U the (B, n^2) flattened coefficients (``numpy.linalg.lstsq``, default rcond:
-    with fewer than full-rank samples, the minimum-norm solution, which is zero on the complement of
-    the samples' span). Predict with ``apply_linear``."""
-    if f.ndim != 3 or f.shape != u.shape or f.shape[1] != f.shape[2]:
-        raise ValueError(f"fit_least_squares: need f and u of one shape (B, n, n), got {f.shape}, {u.shape}")
-    b = f.shape[0]
-    m: np.ndarray = np.linalg.lstsq(f.reshape(b, -1), u.reshape(b, -1), rcond=None)[0]
-    return m
-
-
-def apply_linear(m: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """Predictions (B, n, n) of the map ``m`` from ``fit_least_squares`` for sources (B, n, n)."""
-    b, n = f.shape[0], f.shape[1]
-    u: np.ndarray = (f.reshape(b, n * n) @ m).reshape(b, n, n)
-    return u

@@ -34,7 +34,9 @@ from pathlib import Path
 import numpy as np
 import scipy.fft
 
-from funcformer.poisson._files import cached_arrays
+from funcformer.learning import metric
+from funcformer.learning._files import cached_arrays
+from funcformer.learning.metric import GRID, grid_values, relative_l2, series_norm, summary, truncate
 
 __all__ = [
     "FINE",
@@ -50,6 +52,7 @@ __all__ = [
     "load_dataset",
     "lobatto_points",
     "make_dataset",
+    "normalise",
     "phi_basis",
     "relative_l2",
     "solve",
@@ -65,8 +68,6 @@ K = 12
 """Source degree bound: every coefficient of degree >= K is zero."""
 FINE = 64
 """Reference solver resolution: Chebyshev-Gauss-Lobatto points per axis."""
-GRID = 64
-"""The metric's uniform grid, x_k = -1 + 2k / (GRID - 1)."""
 
 TRAIN_SEED = 0
 """Default training seed."""
@@ -76,7 +77,7 @@ TEST_SEED = 2**31 - 1
 _FORMAT = 2
 """Version of the cached file layout and of the generator; bump it to invalidate old caches."""
 _CHUNK = 1024
-"""Samples per batch in the solver and the metric: bounds the temporaries to a few tens of MB."""
+"""Samples per batch in the solver: bounds the temporaries to a few tens of MB."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,21 @@ def sources(task: Task, seed: int, count: int) -> np.ndarray:
     p = phi_basis(task.n, task.k)
     f: np.ndarray = p @ _amplitudes(task, seed, count) @ p.T
     return f
+
+
+def normalise(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(f / ||f||, log2 ||f||) for (B, n, n) sources (the model's input and factor; ``Problem.normalise``):
+    the operator is linear, so the model sees unit sources and a layer norm cannot lose their size.
+    Computed as f = 2^e y with the largest |y| in [1/2, 1), exactly, so that no source's norm over-
+    or underflows; a zero source gives a zero input and log2 0 = -inf."""
+    f = np.asarray(f)
+    _, exponent = np.frexp(np.max(np.abs(f), axis=(1, 2)))
+    y = np.ldexp(f, -exponent[:, None, None])
+    norm = series_norm(y)
+    zero = norm == 0
+    inputs = y / np.where(zero, 1.0, norm)[:, None, None]
+    with np.errstate(divide="ignore"):
+        return inputs, np.where(zero, -np.inf, np.log2(norm) + exponent)
 
 
 # The reference solver
@@ -213,60 +229,6 @@ def solve(f: np.ndarray, fine: int = FINE) -> np.ndarray:
     return u
 
 
-def truncate(u: np.ndarray, n: int) -> np.ndarray:
-    """The first n x n coefficients of a (B, m, m) batch (m >= n): the series truncated to degree < n per axis."""
-    if u.ndim != 3 or min(u.shape[1:]) < n:
-        raise ValueError(f"truncate: need (B, m, m) with m >= {n}, got {u.shape}")
-    return np.ascontiguousarray(u[:, :n, :n])
-
-
-# The metric
-
-
-@functools.cache
-def _grid_basis(points: int, m: int) -> np.ndarray:
-    t = _basis(np.linspace(-1.0, 1.0, points), m)
-    t.flags.writeable = False
-    return t
-
-
-def grid_values(c: np.ndarray, points: int = GRID) -> np.ndarray:
-    """(B, m, m) coefficients -> (B, points, points) values on the uniform grid incl. boundary
-    (chebval2d convention: axis 1 is x, axis 2 is y)."""
-    c = np.asarray(c, dtype=np.float64)
-    if c.ndim != 3 or c.shape[1] != c.shape[2]:
-        raise ValueError(f"grid_values: need (B, m, m) coefficients, got {c.shape}")
-    t = _grid_basis(points, c.shape[1])
-    values: np.ndarray = t @ c @ t.T
-    return values
-
-
-def relative_l2(predicted: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    """Per-sample ||u_pred - u||_2 / ||u||_2 on the uniform GRID x GRID grid; predicted (B, n, n),
-    exact (B, m, m) coefficients (any sizes)."""
-    predicted, exact = np.asarray(predicted, dtype=np.float64), np.asarray(exact, dtype=np.float64)
-    if predicted.ndim != 3 or exact.ndim != 3 or predicted.shape[0] != exact.shape[0]:
-        raise ValueError(f"relative_l2: need (B, n, n) and (B, m, m) batches, got {predicted.shape}, {exact.shape}")
-    errors = np.empty(exact.shape[0])
-    for start in range(0, exact.shape[0], _CHUNK):
-        u = grid_values(exact[start : start + _CHUNK])
-        difference = grid_values(predicted[start : start + _CHUNK]) - u
-        errors[start : start + _CHUNK] = np.sqrt((difference**2).sum(axis=(1, 2)) / (u**2).sum(axis=(1, 2)))
-    return errors
-
-
-def summary(errors: np.ndarray) -> dict[str, float]:
-    """{"mean", "median", "p95"} of per-sample errors (p95: numpy's default linear percentile)."""
-    errors = np.asarray(errors, dtype=np.float64)
-    if errors.ndim != 1 or errors.size == 0:
-        raise ValueError(f"summary: need a non-empty 1-D array of errors, got shape {errors.shape}")
-    return {
-        "mean": float(np.mean(errors)),
-        "median": float(np.median(errors)),
-        "p95": float(np.percentile(errors, 95)),
-    }
-
-
 # Datasets
 
 
@@ -282,6 +244,11 @@ class Dataset:
     """(count, n, n) targets: u_fine truncated to n x n."""
     u_fine: np.ndarray | None
     """(count, fine, fine) reference solutions (None in a training set, which needs only u)."""
+
+    @property
+    def inputs(self) -> np.ndarray:
+        """The model's inputs, ``f`` (the name the training layer knows them by)."""
+        return self.f
 
     def exact(self) -> np.ndarray:
         """The fine solutions, for the metric."""
@@ -327,4 +294,4 @@ def load_dataset(cache_dir: str | Path, task: Task, seed: int, count: int, fine:
 
 def truncation_floor(test: Dataset) -> dict[str, float]:
     """The error of the truncated exact solution: what a perfect n x n model scores on ``test``."""
-    return summary(relative_l2(truncate(test.exact(), test.task.n), test.exact()))
+    return metric.truncation_floor(test.exact(), test.task.n)

@@ -1,11 +1,11 @@
-"""Figures for the Poisson task: one sample's prediction (source, target, prediction, error) and the training loss.
+"""Figures of a trained run: one sample's prediction (input, target, prediction, error) and the training loss.
 
 Figures are built as ``matplotlib.figure.Figure`` objects on their own Agg canvas and written with
 ``Figure.savefig``; pyplot is never imported, so the user's backend and pyplot's figure registry are untouched.
 
 The data behind the prediction figure comes from ``prediction_panels`` (values on the uniform grid, the
-``task.grid_values`` convention: axis 0 is x, axis 1 is y) and its title's error from ``sample_error``
-(``task.relative_l2``, on the metric's own GRID x GRID grid whatever the plotting resolution), so both can be
+``metric.grid_values`` convention: axis 0 is x, axis 1 is y) and its title's error from ``sample_error``
+(``metric.relative_l2``, on the metric's own GRID x GRID grid whatever the plotting resolution), so both can be
 checked without reading pixels. ``prediction_figure`` and ``loss_figure`` return the figures unsaved.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -21,18 +22,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from mpl_toolkits.mplot3d import Axes3D  # type: ignore[import-untyped]  # mplot3d ships no type information
 
-from funcformer.poisson import task
+from funcformer.learning import metric
+from funcformer.learning.problem import Problem
 
 __all__ = ["loss_figure", "plot_loss", "plot_prediction", "prediction_figure", "prediction_panels", "sample_error"]
 
-PANELS = ("source", "exact", "predicted", "error")
+PANELS = ("input", "exact", "predicted", "error")
 """The keys of ``prediction_panels``, in the figure's reading order."""
-_TITLES = {
-    "source": "source f",
-    "exact": "target potential u (exact)",
-    "predicted": "predicted potential",
-    "error": "error: predicted - exact",
-}
 _DPI = 100
 _TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)
 _MAX_SMOOTHING_WINDOW = 200
@@ -85,26 +81,26 @@ def _losses(losses: Sequence[float]) -> np.ndarray:
 
 
 def prediction_panels(
-    f: np.ndarray, exact: np.ndarray, predicted: np.ndarray, points: int = task.GRID
+    x: np.ndarray, exact: np.ndarray, predicted: np.ndarray, points: int = metric.GRID
 ) -> dict[str, np.ndarray]:
     """The four panels of the prediction figure as (points, points) values on the uniform grid
-    x_k = -1 + 2k / (points - 1), boundary included, axis 0 is x and axis 1 is y (``task.grid_values``):
-    "source" f, "exact" u, "predicted", and "error" = predicted - exact.
+    x_k = -1 + 2k / (points - 1), boundary included, axis 0 is x and axis 1 is y (``metric.grid_values``):
+    the "input", the "exact" solution u, the "predicted" one, and "error" = predicted - exact.
 
-    f: (n, n), exact: (m, m), predicted: (p, p) Chebyshev coefficients (chebval2d convention), any sizes.
+    x: (n, n), exact: (m, m), predicted: (p, p) Chebyshev coefficients (chebval2d convention), any sizes.
     """
-    arrays = {"f": _square("f", f), "exact": _square("exact", exact), "predicted": _square("predicted", predicted)}
+    arrays = {"x": _square("x", x), "exact": _square("exact", exact), "predicted": _square("predicted", predicted)}
     points = _points(points)
-    source, u, prediction = (task.grid_values(a[None], points)[0] for a in arrays.values())
-    return {"source": source, "exact": u, "predicted": prediction, "error": prediction - u}
+    given, u, prediction = (metric.grid_values(a[None], points)[0] for a in arrays.values())
+    return {"input": given, "exact": u, "predicted": prediction, "error": prediction - u}
 
 
 def sample_error(exact: np.ndarray, predicted: np.ndarray) -> float:
-    """The sample's relative L2 error, ``task.relative_l2`` on the metric's GRID x GRID grid
+    """The sample's relative L2 error, ``metric.relative_l2`` on the metric's GRID x GRID grid
     (inf or nan if ``exact`` is zero on that grid)."""
     exact, predicted = _square("exact", exact), _square("predicted", predicted)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return float(task.relative_l2(predicted[None], exact[None])[0])
+        return float(metric.relative_l2(predicted[None], exact[None])[0])
 
 
 def moving_average(values: np.ndarray, window: int) -> np.ndarray:
@@ -154,25 +150,42 @@ def _surface(
     axes.set_title(title)
 
 
-def prediction_figure(f: np.ndarray, exact: np.ndarray, predicted: np.ndarray, points: int = task.GRID) -> Figure:
-    """The prediction figure, unsaved: surfaces of the source, target and prediction, and the error
+def _titles(problem: Problem[Any] | None) -> dict[str, str]:
+    given, output = (problem.input, problem.output) if problem is not None else ("input", "solution u")
+    return {
+        "input": given,
+        "exact": f"target {output} (exact)",
+        "predicted": f"predicted {output}",
+        "error": "error: predicted - exact",
+    }
+
+
+def prediction_figure(
+    x: np.ndarray,
+    exact: np.ndarray,
+    predicted: np.ndarray,
+    points: int = metric.GRID,
+    problem: Problem[Any] | None = None,
+) -> Figure:
+    """The prediction figure, unsaved: surfaces of the input, target and prediction, and the error
     as an image (rows are y, ``origin="lower"``) on a colormap centred on 0, with a colorbar. The target and
-    prediction surfaces share their vertical limits.
+    prediction surfaces share their vertical limits; ``problem`` names the panels.
     The figure's title and the error panel's title give ``sample_error(exact, predicted)``."""
-    panels = prediction_panels(f, exact, predicted, points)
+    panels = prediction_panels(x, exact, predicted, points)
     error = sample_error(exact, predicted)
-    x = np.linspace(-1.0, 1.0, panels["error"].shape[0])
+    titles = _titles(problem)
+    grid = np.linspace(-1.0, 1.0, panels["error"].shape[0])
     figure = _new_figure(11.0, 9.5)
-    figure.suptitle(f"Poisson sample: relative L2 error {error:.4e}")
+    figure.suptitle(f"{problem.title if problem is not None else 'A'} sample: relative L2 error {error:.4e}")
     # The target and the prediction share one vertical scale, so that their surfaces compare at a glance.
     potentials = np.concatenate([panels["exact"].ravel(), panels["predicted"].ravel()])
     limits = {
-        "source": _limits(panels["source"]),
+        "input": _limits(panels["input"]),
         "exact": _limits(potentials),
         "predicted": _limits(potentials),
     }
     for position, name in enumerate(PANELS[:3], start=1):
-        _surface(figure, position, x, panels[name], _TITLES[name], limits[name])
+        _surface(figure, position, grid, panels[name], titles[name], limits[name])
     axes: Axes = figure.add_subplot(2, 2, 4)
     limit = float(np.abs(panels["error"]).max()) or 1.0
     image = axes.imshow(
@@ -189,7 +202,7 @@ def prediction_figure(f: np.ndarray, exact: np.ndarray, predicted: np.ndarray, p
     axes.set_yticks(_TICKS)
     axes.set_xlabel("x")
     axes.set_ylabel("y")
-    axes.set_title(f"{_TITLES['error']} (relative L2 {error:.3e})")
+    axes.set_title(f"{titles['error']} (relative L2 {error:.3e})")
     return figure
 
 
@@ -225,15 +238,21 @@ def _save(figure: Figure, path: Path) -> Path:
 
 
 def plot_prediction(
-    f: np.ndarray, exact: np.ndarray, predicted: np.ndarray, path: str | Path, points: int = task.GRID
+    x: np.ndarray,
+    exact: np.ndarray,
+    predicted: np.ndarray,
+    path: str | Path,
+    points: int = metric.GRID,
+    problem: Problem[Any] | None = None,
 ) -> Path:
-    """One figure, like the reference's Poisson figure: the source f, the target potential u (exact),
-    the predicted potential, and the error map (predicted - exact) on the uniform points x points grid,
-    titled with the sample's relative L2 error (``sample_error``). f: (n, n) coefficients, exact: (m, m)
-    coefficients (the fine solution), predicted: (n, n) coefficients. Writes a PNG (creating the parent
-    directories of ``path``, which must end in .png); returns the path."""
+    """One figure, like the reference's Poisson figure: the input (the source f), the target (the
+    potential u, exact), the prediction, and the error map (predicted - exact) on the uniform points x
+    points grid, titled with the sample's relative L2 error (``sample_error``); ``problem`` names them.
+    x: (n, n) coefficients, exact: (m, m) coefficients (the fine solution), predicted: (n, n)
+    coefficients. Writes a PNG (creating the parent directories of ``path``, which must end in .png);
+    returns the path."""
     path = _png_path(path)
-    return _save(prediction_figure(f, exact, predicted, points), path)
+    return _save(prediction_figure(x, exact, predicted, points, problem), path)
 
 
 def plot_loss(losses: Sequence[float], path: str | Path, test_error: float | None = None) -> Path:

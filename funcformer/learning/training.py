@@ -1,9 +1,11 @@
-"""Training a Funcformer on the Poisson task: optax Adam on a warm-up + cosine schedule, ``jit``, minibatches.
+"""Training a Funcformer on an operator-learning task (a ``Problem``): optax Adam on a warm-up + cosine
+schedule, ``jit``, minibatches.
 
 A run lives in a directory: ``config.json`` (the ``Run``), ``checkpoint.npz``
 (parameters, optimiser state, step, loss history and the output scale; written
 atomically every ``checkpoint_every`` steps and at the end) and ``metrics.json``
-(the test metric, written by ``evaluate``). The output scale (``output_scale``)
+(the test metric, written by ``evaluate``). The config names the task (its
+``Problem``), so ``read_run`` finds it. The output scale (``output_scale``)
 is computed once, when the run starts, and read back from the checkpoint by a
 resumed run and by ``load_solver``, which therefore generate no data. The
 minibatches of step s depend only on (seed, s), so a run resumed from its last
@@ -18,7 +20,9 @@ unsharded step (bitwise equal losses and weights, checked on the CPU).
 
 The loss is the mean relative L2 error, in the exact L2 norm of the Chebyshev
 series (Gram matrices), of the model's n x n prediction against the
-truncated solution.
+truncated solution. The model sees the problem's normalised inputs x' and is
+trained on the targets u / (c * scale) (``Problem.normalise``): the relative
+error of c * scale * model(x') against u, computed once on the host in float64.
 """
 
 from __future__ import annotations
@@ -26,12 +30,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
 import time
 import warnings
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +46,10 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from tqdm.auto import tqdm
 
 from applicative.instances.chebyshev import gram
+from funcformer.learning._files import atomic_file, default_cache
+from funcformer.learning.metric import series_norm
+from funcformer.learning.problem import Problem, problem_named
 from funcformer.model import Config, Funcformer, init
-from funcformer.poisson._files import atomic_file
-from funcformer.poisson.task import TRAIN_SEED, Task, check_train_seed, load_dataset
 
 __all__ = [
     "CHECKPOINT",
@@ -63,11 +67,11 @@ __all__ = [
     "make_step",
     "optimiser",
     "output_scale",
-    "predict",
     "read_run",
     "save",
     "series_relative_l2",
     "train",
+    "training_arrays",
     "write_atomically",
 ]
 
@@ -76,29 +80,22 @@ CHECKPOINT = "checkpoint.npz"
 METRICS = "metrics.json"
 
 
-def default_cache() -> Path:
-    """Where datasets are cached: $FUNCFORMER_CACHE, else ~/.cache/funcformer."""
-    return Path(os.environ.get("FUNCFORMER_CACHE", Path.home() / ".cache" / "funcformer"))
-
-
-POISSON_MODEL = Config(mixers="k")
-"""The default model: four learned kernel integrals, along x and y in turn (README, "Choosing the
-architecture": on this linear operator, linear mixing beats attention at every step count tried)."""
-
-
 @dataclass(frozen=True)
 class Run:
-    """Everything that defines a training run (saved as config.json)."""
+    """Everything that defines a training run (saved as config.json). ``Run.of(problem, ...)`` fills in
+    the problem's default model, task and settings."""
 
-    model: Config = field(default_factory=lambda: POISSON_MODEL)
-    task: Task = field(default_factory=Task)
+    problem: Problem[Any]
+    model: Config
+    task: Any
+    """The problem's task parameters (its ``Task``)."""
     steps: int = 3000
     batch: int = 32
     learning_rate: float = 1e-2
     warmup: int = 100
     clip: float = 1.0
     train_size: int = 8192
-    seed: int = TRAIN_SEED
+    seed: int = 0
     """Seeds the training set, the initialisation and the minibatch order."""
     checkpoint_every: int = 200
 
@@ -116,27 +113,57 @@ class Run:
             raise ValueError(f"Run.batch = {self.batch} exceeds Run.train_size = {self.train_size}")
         if self.model.n != self.task.n:
             raise ValueError(f"the model's n = {self.model.n} differs from the task's n = {self.task.n}")
-        check_train_seed(self.seed)
+        self.problem.check_train_seed(self.seed)
+
+    @staticmethod
+    def of(problem: Problem[Any], **changes: Any) -> Run:
+        """The problem's default run (its model, task and ``Problem.defaults``), with ``changes``."""
+        return Run(
+            **{"problem": problem, "model": problem.model, "task": problem.task(), **problem.defaults, **changes}
+        )
+
+    def fields(self) -> dict[str, Any]:
+        """The settings as plain data: the problem by name, the model and task as dicts."""
+        shallow = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        model, task = dataclasses.asdict(self.model), dataclasses.asdict(self.task)
+        return {**shallow, "problem": self.problem.name, "model": model, "task": task}
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+        return json.dumps(self.fields(), indent=2, sort_keys=True)
 
     @staticmethod
     def from_json(text: str, source: str = "config") -> Run:
+        """The run of a config.json (one written before runs named their task is a Poisson run)."""
         try:
             raw = json.loads(text)
-            return Run(**{**raw, "model": Config(**raw["model"]), "task": Task(**raw["task"])})
-        except (ValueError, TypeError, KeyError) as error:
+            problem = problem_named(raw.pop("problem", "poisson"))
+            return Run(
+                **{**raw, "problem": problem, "model": Config(**raw["model"]), "task": problem.task(**raw["task"])}
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
             raise ValueError(f"{source}: not a valid run configuration ({error})") from error
 
 
-def output_scale(task: Task) -> float:
-    """The typical ||u|| / ||f|| (mean over 1024 sources of a seed no split uses): the model
-    predicts u in this unit, so its outputs start at the right size. ``train`` computes it once,
-    when a run starts, and stores it in the checkpoint (``State.scale``)."""
-    data = load_dataset(default_cache(), task, seed=12345, count=1024, fine=False)
-    ratio = np.asarray(l2_norm(jnp.asarray(data.u)) / l2_norm(jnp.asarray(data.f)))
-    return float(np.mean(ratio))
+def output_scale(problem: Problem[Any], task: Any) -> float:
+    """The typical ||u|| / c, c the normalisation's factor (Poisson: ||u|| / ||f||), as a mean over 1024
+    inputs of a seed no split uses: the model predicts u in this unit, so its outputs start at the right
+    size. ``train`` computes it once, when a run starts, and stores it in the checkpoint (``State.scale``)."""
+    data = problem.dataset(default_cache(), task, 12345, 1024, False)
+    _, log2_factors = problem.normalise(data.inputs)
+    return float(np.mean(series_norm(data.u) / np.exp2(log2_factors)))
+
+
+def training_arrays(run: Run, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """The training set as float32 (model inputs x', targets u / (c * scale)): see the module."""
+    data = run.problem.dataset(default_cache(), run.task, run.seed, run.train_size, False)
+    inputs, log2_factors = run.problem.normalise(data.inputs)
+    factors = np.exp2(log2_factors)
+    if not np.all(np.isfinite(factors) & (factors > 0)):
+        raise ValueError(
+            f"{run.problem.title} training set: an input's normalisation factor is not positive and finite"
+        )
+    targets = data.u / (factors * scale)[:, None, None]
+    return inputs.astype(np.float32), targets.astype(np.float32)
 
 
 def l2_norm(c: jax.Array) -> jax.Array:
@@ -149,16 +176,6 @@ def series_relative_l2(predicted: jax.Array, target: jax.Array) -> jax.Array:
     """Per-sample ||p - u|| / ||u|| in the exact L2 norm on [-1, 1]^2 of the series (the training loss;
     ``task.relative_l2``, the metric, takes it on the uniform grid against the fine solution)."""
     return l2_norm(predicted - target) / l2_norm(target)
-
-
-def predict(model: Funcformer, f: jax.Array, scale: float) -> jax.Array:
-    """Potentials (B, n, n) for sources (B, n, n). The solution operator is linear, so the model
-    sees each source scaled to unit norm and its output is scaled back: a layer norm cannot lose
-    the source's size. This is the training loss's prediction, in ``f``'s dtype (the norm of a
-    float32 source beyond about 1e19 overflows); ``load_solver`` does the same scaling on the host
-    in float64, for sources of any finite size."""
-    norm = jnp.maximum(l2_norm(f), float(np.finfo(f.dtype).tiny))[:, None, None]
-    return jax.vmap(model)(f / norm) * (norm * scale)
 
 
 def optimiser(run: Run) -> optax.GradientTransformation:
@@ -218,7 +235,7 @@ def load(directory: Path, run: Run, opt: optax.GradientTransformation, *, scale:
     """The checkpoint in ``directory``, checked against ``run`` and the shapes it implies.
 
     A checkpoint written before runs stored their output scale raises ``NoStoredScale``, unless
-    ``scale`` gives one (``train --resume`` passes ``output_scale(run.task)``, as that run's training
+    ``scale`` gives one (``train --resume`` passes ``output_scale``'s, as that run's training
     computed it); a stored scale is always the one used. An unreadable file (truncated, not a zip,
     a missing or damaged array) raises a ValueError naming it.
     """
@@ -243,14 +260,14 @@ def load(directory: Path, run: Run, opt: optax.GradientTransformation, *, scale:
         if scale is None:
             raise NoStoredScale(
                 f"{path} was written before runs stored their output scale; run "
-                f"`python -m funcformer.poisson train --out {directory} --resume` once: it computes the scale "
-                "as the run's training did and stores it (loading a run generates no data)"
+                f"`python -m funcformer.{run.problem.name} train --out {directory} --resume` once: it "
+                "computes the scale as the run's training did and stores it (loading a run generates no data)"
             )
         stored_scale = scale
     if not (np.isfinite(stored_scale) and stored_scale > 0):
         raise ValueError(f"{path}: the stored output scale is {stored_scale}, not a positive finite number")
     if saved_run != run:
-        changed = sorted(k for k, v in dataclasses.asdict(run).items() if dataclasses.asdict(saved_run)[k] != v)
+        changed = sorted(k for k, v in run.fields().items() if saved_run.fields()[k] != v)
         raise ValueError(f"{path} was written by a different run configuration (fields differ: {', '.join(changed)})")
     for i, (leaf, array) in enumerate(zip(leaves, arrays, strict=True)):
         if np.shape(leaf) != array.shape:
@@ -285,18 +302,18 @@ def data_parallel(batch: int) -> tuple[NamedSharding, NamedSharding]:
 
 
 @functools.lru_cache(maxsize=4)
-def make_step(run: Run, scale: float) -> Callable[..., Any]:
-    """The jitted update of ``run`` with output scale ``scale``: (model, opt_state, f, u) -> (model,
-    opt_state, loss), f and u split over the devices (``data_parallel``), the rest replicated; one
-    compilation per run configuration and process (a resumed run reuses it)."""
+def make_step(run: Run) -> Callable[..., Any]:
+    """The jitted update of ``run``: (model, opt_state, x, t) -> (model, opt_state, loss), the model's
+    inputs x and targets t (``training_arrays``) split over the devices (``data_parallel``), the rest
+    replicated; one compilation per run configuration and process (a resumed run reuses it)."""
     opt = optimiser(run)
     split, replicated = data_parallel(run.batch)
 
-    def loss_fn(model: Funcformer, f: jax.Array, u: jax.Array) -> jax.Array:
-        return jnp.mean(series_relative_l2(predict(model, f, scale), u))
+    def loss_fn(model: Funcformer, x: jax.Array, t: jax.Array) -> jax.Array:
+        return jnp.mean(series_relative_l2(jax.vmap(model)(x), t))
 
-    def step(model: Funcformer, opt_state: Any, f: jax.Array, u: jax.Array) -> Any:
-        loss, grads = jax.value_and_grad(loss_fn)(model, f, u)
+    def step(model: Funcformer, opt_state: Any, x: jax.Array, t: jax.Array) -> Any:
+        loss, grads = jax.value_and_grad(loss_fn)(model, x, t)
         updates, opt_state = opt.update(grads, opt_state, model)
         return optax.apply_updates(model, updates), opt_state, loss
 
@@ -333,7 +350,7 @@ def train(
         try:
             state = load(out, run, opt)
         except NoStoredScale:
-            state = load(out, run, opt, scale=output_scale(run.task))
+            state = load(out, run, opt, scale=output_scale(run.problem, run.task))
             save(out, run, state)
             warnings.warn(
                 f"{out / CHECKPOINT} held no output scale (a run saved before scales were stored): "
@@ -344,15 +361,13 @@ def train(
         out.mkdir(parents=True, exist_ok=True)
         if (out / CHECKPOINT).exists():
             raise FileExistsError(f"{out} already holds a run: pass --resume, or another --out")
-        scale = output_scale(run.task)  # once per run: stored in every checkpoint
+        scale = output_scale(run.problem, run.task)  # once per run: stored in every checkpoint
         write_atomically(out / CONFIG, run.to_json())
         state = _fresh(run, opt, scale)
         save(out, run, state)  # a run killed before its first interval resumes from here
 
-    data = load_dataset(default_cache(), run.task, run.seed, run.train_size, fine=False)
-    f = np.asarray(data.f, np.float32)
-    u = np.asarray(data.u, np.float32)
-    step_fn = make_step(run, state.scale)
+    x, t = training_arrays(run, state.scale)
+    step_fn = make_step(run)
     model, opt_state = jax.device_put((state.model, state.opt_state), replicated)
     state = dataclasses.replace(state, model=model, opt_state=opt_state)
     start, first = time.perf_counter() - state.seconds, state.step
@@ -365,7 +380,7 @@ def train(
                 return state
             idx = batch_indices(run, step)
             model, opt_state, loss_value = step_fn(
-                state.model, state.opt_state, _minibatch(f[idx], split), _minibatch(u[idx], split)
+                state.model, state.opt_state, _minibatch(x[idx], split), _minibatch(t[idx], split)
             )
             loss = float(loss_value)
             if not np.isfinite(loss):

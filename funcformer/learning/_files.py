@@ -13,6 +13,11 @@ from typing import IO, Any
 import numpy as np
 
 
+def default_cache() -> Path:
+    """Where datasets are cached: $FUNCFORMER_CACHE, else ~/.cache/funcformer."""
+    return Path(os.environ.get("FUNCFORMER_CACHE", Path.home() / ".cache" / "funcformer"))
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     """Write through a temporary file in ``path``'s directory, moved onto ``path`` (``os.replace``) on success."""

@@ -1,0 +1,67 @@
+"""What the baseline benchmarks share: timing, formatting, a run's facts, the header."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from funcformer.learning.training import METRICS, load, optimiser, read_run
+from funcformer.model import parameter_count
+
+
+def seconds_of(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
+    """Median seconds of ``repeats`` calls after ``warmup`` calls (every predictor here returns numpy)."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def duration(seconds: float) -> str:
+    if seconds >= 1.0:
+        return f"{seconds:.1f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.2f} us"
+
+
+def errors(s: dict[str, float]) -> str:
+    return f"{s['mean']:.2e} | {s['median']:.2e} | {s['p95']:.2e}"
+
+
+def run_facts(directory: Path) -> tuple[int, float, int]:
+    """(parameters, training seconds, steps) of a run: from its metrics.json, else its checkpoint."""
+    metrics = directory / METRICS
+    if metrics.exists():
+        m = json.loads(metrics.read_text())
+        if all(key in m for key in ("parameters", "train_seconds", "steps")):
+            return int(m["parameters"]), float(m["train_seconds"]), int(m["steps"])
+    run = read_run(directory)
+    state = load(directory, run, optimiser(run))
+    return parameter_count(state.model), state.seconds, state.step
+
+
+def header(runs: list[str]) -> None:
+    print(f"$ python {shlex.join([sys.argv[0], *runs])}")
+    load_average = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"numpy {np.__version__}, jax {jax.__version__} on {jax.devices()[0].platform}; "
+        f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores, load average {load_average}; "
+        f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}. Timings: medians of repeats, noisy on a "
+        "shared machine."
+    )

@@ -1,0 +1,188 @@
+"""``python -m funcformer.<task> {train,evaluate,plot}``: the command line of every operator-learning task.
+
+Each task's ``__main__`` calls ``main(PROBLEM)``:
+
+train --out DIR [options]   train a Funcformer into DIR (config.json, checkpoint.npz), then evaluate it
+train --out DIR --resume    continue DIR's run from its last checkpoint
+evaluate DIR                test metrics (written to DIR/metrics.json)
+plot DIR                    DIR/prediction.png (target, prediction, error) and DIR/loss.png
+
+``evaluate`` and ``plot`` refuse a run of another task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from funcformer.learning._files import default_cache
+from funcformer.learning.problem import Problem
+from funcformer.learning.training import Run, TrainingDiverged, load, optimiser, read_run, train
+
+__all__ = ["main"]
+
+
+def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    return parse
+
+
+# (flag, Run or Config field, type, help); defaults come from the dataclasses.
+_Flag = tuple[str, str, Callable[[str], Any], str]
+_RUN_FLAGS: list[_Flag] = [
+    ("--steps", "steps", _positive(int), "optimiser steps"),
+    ("--batch", "batch", _positive(int), "sources per minibatch"),
+    ("--learning-rate", "learning_rate", _positive(float), "peak learning rate (Adam)"),
+    ("--warmup", "warmup", int, "linear warm-up steps (at most a tenth of the run)"),
+    ("--clip", "clip", _positive(float), "global gradient-norm clip"),
+    ("--train-size", "train_size", _positive(int), "training sources"),
+    ("--seed", "seed", int, "seed of the training set, initialisation and minibatches"),
+    ("--checkpoint-every", "checkpoint_every", _positive(int), "steps between checkpoints"),
+]
+_MODEL_FLAGS: list[_Flag] = [
+    ("--channels", "channels", _positive(int), "channels of the residual stream"),
+    ("--heads", "heads", _positive(int), "attention heads"),
+    ("--head-channels", "head_channels", _positive(int), "channels of a head's queries, keys, values"),
+    ("--hidden-channels", "hidden_channels", _positive(int), "channels of the MLP's hidden layer"),
+    ("--layers", "layers", _positive(int), "encoder layers"),
+    ("--axes", "axes", str, "attention axis of successive layers, cycled: 'x' or 'xy'"),
+    ("--normalise", "normalise", str, "attention normalisation: 'values' or 'coefficients'"),
+    ("--points", "points", int, "Chebyshev points for nonlinear maps (0: 2n)"),
+    ("--mixers", "mixers", str, "mixing of successive layers, cycled: 'a' attention, 'k' kernel integral"),
+]
+
+
+def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m funcformer.{problem.name}",
+        description=f"The {problem.title} operator-learning task: train, evaluate, plot.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    t = commands.add_parser("train", help="train a Funcformer, then evaluate it")
+    t.add_argument("--out", type=Path, required=True, help="run directory")
+    t.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    run_defaults = Run.of(problem)
+    model_defaults = run_defaults.model
+    for flag, name, kind, text in _RUN_FLAGS:
+        t.add_argument(flag, type=kind, default=None, help=f"{text} (default {getattr(run_defaults, name)})")
+    for flag, name, kind, text in _MODEL_FLAGS:
+        t.add_argument(flag, type=kind, default=None, help=f"{text} (default {getattr(model_defaults, name)})")
+    t.add_argument(
+        "--layer-norm",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"pre-norm layer normalisation (default {model_defaults.layer_norm})",
+    )
+    t.add_argument("--test-size", type=_positive(int), default=1024, help="test sources (default 1024)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    e = commands.add_parser("evaluate", help="test metrics of a trained run")
+    e.add_argument("run", type=Path, help="run directory")
+    e.add_argument("--test-size", type=_positive(int), default=1024, help="test sources (default 1024)")
+
+    p = commands.add_parser("plot", help="plots of a trained run")
+    p.add_argument("run", type=Path, help="run directory")
+    p.add_argument("--sample", type=int, default=0, help="which test sample to plot (default 0)")
+    return parser
+
+
+def _run_from(problem: Problem[Any], args: argparse.Namespace) -> Run:
+    model = {name: getattr(args, name) for _, name, _, _ in _MODEL_FLAGS if getattr(args, name) is not None}
+    if args.layer_norm is not None:
+        model["layer_norm"] = args.layer_norm
+    run = {name: getattr(args, name) for _, name, _, _ in _RUN_FLAGS if getattr(args, name) is not None}
+    return Run.of(problem, model=dataclasses.replace(problem.model, **model), **run)
+
+
+def _given(args: argparse.Namespace) -> list[str]:
+    flags = [flag for flag, name, _, _ in _RUN_FLAGS + _MODEL_FLAGS if getattr(args, name) is not None]
+    return [*flags, *(["--[no-]layer-norm"] if args.layer_norm is not None else [])]
+
+
+def _read(problem: Problem[Any], directory: Path) -> Run:
+    run = read_run(directory)
+    if run.problem is not problem:
+        raise ValueError(f"{directory} holds a {run.problem.title} run: use python -m funcformer.{run.problem.name}")
+    return run
+
+
+def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
+    from funcformer.learning.solver import evaluate
+
+    if args.resume:
+        if _given(args):
+            raise ValueError(f"--resume continues {args.out}'s own configuration; drop {', '.join(_given(args))}")
+        run = _read(problem, args.out)
+    else:
+        run = _run_from(problem, args)
+    train(run, args.out, resume=args.resume, progress=not args.quiet)
+    _print_metrics(evaluate(args.out, args.test_size))
+
+
+def _print_metrics(metrics: dict[str, Any]) -> None:
+    def line(name: str, values: dict[str, float]) -> str:
+        return f"{name:<28}mean {values['mean']:.3e}  median {values['median']:.3e}  p95 {values['p95']:.3e}"
+
+    print(
+        f"test relative L2 error ({metrics['test_size']} held-out samples):\n"
+        f"{line('  model', metrics['test'])}\n"
+        f"{line('  truncation floor (n x n)', metrics['truncation_floor'])}\n"
+        f"{line('  mean of the training set', metrics['mean_predictor'])}\n"
+        f"{line('  least squares (linear)', metrics['least_squares'])}\n"
+        f"parameters {metrics['parameters']}, {metrics['steps']} steps in {metrics['train_seconds']:.0f} s; "
+        f"{metrics['seconds_per_prediction'] * 1e6:.0f} us per prediction vs "
+        f"{metrics['seconds_per_solve'] * 1e6:.0f} us per exact solve"
+    )
+
+
+def _evaluate(problem: Problem[Any], args: argparse.Namespace) -> None:
+    from funcformer.learning.solver import evaluate
+
+    _read(problem, args.run)
+    _print_metrics(evaluate(args.run, args.test_size))
+
+
+def _plot(problem: Problem[Any], args: argparse.Namespace) -> None:
+    from funcformer.learning.plots import plot_loss, plot_prediction
+    from funcformer.learning.solver import as_solver
+
+    run = _read(problem, args.run)
+    state = load(args.run, run, optimiser(run))
+    test = problem.dataset(default_cache(), run.task, problem.test_seed, max(args.sample + 1, 16), True)
+    if not 0 <= args.sample < len(test.inputs):
+        raise ValueError(f"--sample must be a test index >= 0, got {args.sample}")
+    x = test.inputs[args.sample : args.sample + 1]
+    predicted = as_solver(state.model, state.scale, run, args.run)(x)[0]
+    metrics_path = args.run / "metrics.json"
+    error = json.loads(metrics_path.read_text())["test"]["mean"] if metrics_path.exists() else None
+    for path in (
+        plot_prediction(x[0], test.exact()[args.sample], predicted, args.run / "prediction.png", problem=problem),
+        plot_loss(state.losses, args.run / "loss.png", error),
+    ):
+        print(f"wrote {path}")
+
+
+def main(problem: Problem[Any], argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: the process's) of ``problem``'s task; the exit status."""
+    args = _parser(problem).parse_args(argv)
+    command = {"train": _train, "evaluate": _evaluate, "plot": _plot}[args.command]
+    try:
+        command(problem, args)
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, TrainingDiverged) as error:
+        print(f"python -m funcformer.{problem.name} {args.command}: error: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,122 @@
+"""The metric both tasks share (docs/poisson.md, docs/darcy.md), and the baselines beside it, in float64 numpy.
+
+Functions are 2-D Chebyshev series in the ``numpy.polynomial.chebyshev.chebval2d`` convention:
+C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y.
+
+    metric      ||u_pred - u||_2 / ||u||_2 over the uniform 64 x 64 grid x_k = -1 + 2k/63, boundary
+                included, against the exact (fine) solution u
+    floor       the metric of the exact solution truncated to n x n: what a perfect n x n model scores
+    baselines   the mean of the training targets, and the least-squares linear map from inputs to targets
+
+>>> exact = np.zeros((1, 3, 3)); exact[0, 0, 0] = 1.0  # u = 1
+>>> relative_l2(2.0 * exact, exact).tolist()
+[1.0]
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from applicative.instances.chebyshev import gram
+
+__all__ = [
+    "GRID",
+    "apply_linear",
+    "fit_least_squares",
+    "grid_values",
+    "relative_l2",
+    "series_norm",
+    "summary",
+    "truncate",
+    "truncation_floor",
+]
+
+GRID = 64
+"""The metric's uniform grid, x_k = -1 + 2k / (GRID - 1)."""
+_CHUNK = 1024
+"""Samples per batch in the metric: bounds the temporaries to a few tens of MB."""
+
+
+def truncate(u: np.ndarray, n: int) -> np.ndarray:
+    """The first n x n coefficients of a (B, m, m) batch (m >= n): the series truncated to degree < n per axis."""
+    if u.ndim != 3 or min(u.shape[1:]) < n:
+        raise ValueError(f"truncate: need (B, m, m) with m >= {n}, got {u.shape}")
+    return np.ascontiguousarray(u[:, :n, :n])
+
+
+@functools.cache
+def _grid_basis(points: int, m: int) -> np.ndarray:
+    t = np.polynomial.chebyshev.chebvander(np.linspace(-1.0, 1.0, points), m - 1)
+    t.flags.writeable = False
+    return t
+
+
+def grid_values(c: np.ndarray, points: int = GRID) -> np.ndarray:
+    """(B, m, m) coefficients -> (B, points, points) values on the uniform grid incl. boundary
+    (chebval2d convention: axis 1 is x, axis 2 is y)."""
+    c = np.asarray(c, dtype=np.float64)
+    if c.ndim != 3 or c.shape[1] != c.shape[2]:
+        raise ValueError(f"grid_values: need (B, m, m) coefficients, got {c.shape}")
+    t = _grid_basis(points, c.shape[1])
+    values: np.ndarray = t @ c @ t.T
+    return values
+
+
+def relative_l2(predicted: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """Per-sample ||u_pred - u||_2 / ||u||_2 on the uniform GRID x GRID grid; predicted (B, n, n),
+    exact (B, m, m) coefficients (any sizes)."""
+    predicted, exact = np.asarray(predicted, dtype=np.float64), np.asarray(exact, dtype=np.float64)
+    if predicted.ndim != 3 or exact.ndim != 3 or predicted.shape[0] != exact.shape[0]:
+        raise ValueError(f"relative_l2: need (B, n, n) and (B, m, m) batches, got {predicted.shape}, {exact.shape}")
+    errors = np.empty(exact.shape[0])
+    for start in range(0, exact.shape[0], _CHUNK):
+        u = grid_values(exact[start : start + _CHUNK])
+        difference = grid_values(predicted[start : start + _CHUNK]) - u
+        errors[start : start + _CHUNK] = np.sqrt((difference**2).sum(axis=(1, 2)) / (u**2).sum(axis=(1, 2)))
+    return errors
+
+
+def series_norm(c: np.ndarray) -> np.ndarray:
+    """Per-sample L2 norm on [-1, 1]^2 of (B, n, n) coefficients, exact through the Gram matrix, in float64."""
+    c = np.asarray(c, dtype=np.float64)
+    g = gram(c.shape[-1])
+    norms: np.ndarray = np.sqrt(np.sum((g @ c @ g) * c, axis=(1, 2)))
+    return norms
+
+
+def summary(errors: np.ndarray) -> dict[str, float]:
+    """{"mean", "median", "p95"} of per-sample errors (p95: numpy's default linear percentile)."""
+    errors = np.asarray(errors, dtype=np.float64)
+    if errors.ndim != 1 or errors.size == 0:
+        raise ValueError(f"summary: need a non-empty 1-D array of errors, got shape {errors.shape}")
+    return {
+        "mean": float(np.mean(errors)),
+        "median": float(np.median(errors)),
+        "p95": float(np.percentile(errors, 95)),
+    }
+
+
+def truncation_floor(exact: np.ndarray, n: int) -> dict[str, float]:
+    """The error of the exact solutions (B, m, m) truncated to n x n: what a perfect n x n model scores."""
+    return summary(relative_l2(truncate(exact, n), exact))
+
+
+def fit_least_squares(x: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The least-squares linear map from inputs to outputs: the (n^2, n^2) matrix M minimising
+    ||X M - U||_F with X, U the (B, n^2) flattened coefficients (``numpy.linalg.lstsq``, default rcond:
+    with fewer than full-rank samples, the minimum-norm solution, which is zero on the complement of
+    the samples' span). Predict with ``apply_linear``."""
+    if x.ndim != 3 or x.shape != u.shape or x.shape[1] != x.shape[2]:
+        raise ValueError(f"fit_least_squares: need inputs and outputs of one shape (B, n, n), got {x.shape}, {u.shape}")
+    b = x.shape[0]
+    m: np.ndarray = np.linalg.lstsq(x.reshape(b, -1), u.reshape(b, -1), rcond=None)[0]
+    return m
+
+
+def apply_linear(m: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Predictions (B, n, n) of the map ``m`` from ``fit_least_squares`` for inputs (B, n, n)."""
+    b, n = x.shape[0], x.shape[1]
+    u: np.ndarray = (x.reshape(b, n * n) @ m).reshape(b, n, n)
+    return u
