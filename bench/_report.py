@@ -8,6 +8,7 @@ import platform
 import shlex
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,8 +17,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from funcformer.learning.training import METRICS, load, optimiser, read_run
-from funcformer.model import parameter_count
+from funcformer.learning import Problem, Run, default_cache
+from funcformer.learning.metric import relative_l2, summary
+from funcformer.learning.solver import as_solver
+from funcformer.learning.training import METRICS, TrainingDiverged, load, optimiser, read_run, train
+from funcformer.model import Config, parameter_count
 
 
 def seconds_of(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
@@ -65,3 +69,22 @@ def header(runs: list[str]) -> None:
         f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}. Timings: medians of repeats, noisy on a "
         "shared machine."
     )
+
+
+def trial(problem: Problem[Any], model: dict[str, Any], options: dict[str, Any], test_size: int = 256) -> str:
+    """Train ``Run.of(problem, model=Config(**model), **options)`` in a temporary directory; its test relative
+    L2 error (mean, median, p95 over ``test_size`` held-out samples, through the run's solver) and wall time
+    (the training set's generation, if not cached, included)."""
+    run = Run.of(problem, model=Config(**model), **options)
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        try:
+            state = train(run, out, progress=False)
+        except TrainingDiverged:
+            return f"diverged                        {time.perf_counter() - start:5.0f} s"
+        seconds = time.perf_counter() - start
+        test = problem.dataset(default_cache(), run.task, problem.test_seed, test_size, True)
+        # as_solver, not load_solver: ``problem`` may be a variant of a task's PROBLEM (another normalisation)
+        solver = as_solver(state.model, state.scale, run, Path(out))
+        s = summary(relative_l2(solver(test.inputs), test.exact()))
+    return f"{s['mean']:.4f}  {s['median']:.4f}  {s['p95']:.4f}  {seconds:5.0f} s"

@@ -15,16 +15,13 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
-import tempfile
-import time
 from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the repository root
 
-from funcformer.learning.training import Run, TrainingDiverged, default_cache, train
-from funcformer.model import Config
-from funcformer.poisson import PROBLEM, load_solver
-from funcformer.poisson.task import TEST_SEED, load_dataset, relative_l2, summary
+from _report import trial  # bench/, the script's directory
+
+from funcformer.poisson import PROBLEM
 
 SMALL: dict[str, Any] = {"channels": 8, "hidden_channels": 16}
 TRIALS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
@@ -81,20 +78,6 @@ TRIALS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
 ]
 
 
-def trial(model: dict[str, Any], options: dict[str, Any]) -> str:
-    run = Run.of(PROBLEM, model=Config(**model), **{"steps": 300, "train_size": 4096, **options})
-    with tempfile.TemporaryDirectory() as out:
-        start = time.perf_counter()
-        try:
-            train(run, out, progress=False)
-        except TrainingDiverged:
-            return f"diverged                        {time.perf_counter() - start:5.0f} s"
-        seconds = time.perf_counter() - start
-        test = load_dataset(default_cache(), run.task, TEST_SEED, 256)
-        s = summary(relative_l2(load_solver(out)(test.f), test.exact()))
-    return f"{s['mean']:.4f}  {s['median']:.4f}  {s['p95']:.4f}  {seconds:5.0f} s"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", type=int, nargs="*", help="trial numbers to run (default: all)")
@@ -102,7 +85,9 @@ def main() -> None:
     print(f"{'':4}{'trial (300 steps unless noted)':52}  mean    median  p95      time")
     for i, (name, model, options) in enumerate(TRIALS):
         if args.only is None or i in args.only:
-            print(f"{i:<4}{name:52}  {trial(model, options)}", flush=True)
+            print(
+                f"{i:<4}{name:52}  {trial(PROBLEM, model, {'steps': 300, 'train_size': 4096, **options})}", flush=True
+            )
 
 
 if __name__ == "__main__":

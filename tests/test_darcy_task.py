@@ -8,6 +8,7 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
+from funcformer.darcy import PROBLEM
 from funcformer.darcy import task as darcy
 from funcformer.darcy.task import (
     FINE,
@@ -16,7 +17,6 @@ from funcformer.darcy.task import (
     K,
     N,
     Task,
-    check_train_seed,
     grid_values,
     load_dataset,
     make_dataset,
@@ -231,6 +231,6 @@ def test_defaults_and_seeds() -> None:
     assert Task() == Task(n=N, k=K, fine=FINE) == Task(16, 8, 32)
     assert TRAIN_SEED != TEST_SEED
     assert TEST_SEED != poisson.TEST_SEED
-    assert check_train_seed(TRAIN_SEED) == TRAIN_SEED
-    with pytest.raises(ValueError, match="TEST_SEED"):
-        check_train_seed(TEST_SEED)
+    assert PROBLEM.check_train_seed(TRAIN_SEED) == TRAIN_SEED
+    with pytest.raises(ValueError, match="held-out test seed"):
+        PROBLEM.check_train_seed(TEST_SEED)

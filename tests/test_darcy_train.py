@@ -18,7 +18,7 @@ from funcformer.model import Config
 from funcformer.poisson import PROBLEM as POISSON
 from funcformer.poisson import load_solver as load_poisson_solver
 
-TINY = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=2, axes="xy", mixers="km")
+TINY = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=2, axes="xy", mixers="km", points=16)
 RUN = Run.of(PROBLEM, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
+from funcformer.poisson import PROBLEM
 from funcformer.poisson import task as poisson
 from funcformer.poisson.task import (
     FINE,
@@ -19,7 +20,6 @@ from funcformer.poisson.task import (
     K,
     N,
     Task,
-    check_train_seed,
     grid_values,
     load_dataset,
     make_dataset,
@@ -337,6 +337,6 @@ def test_task_validation(kwargs: dict[str, object], field: str) -> None:
 def test_defaults_and_seeds() -> None:
     assert Task() == Task(n=N, k=K, fine=FINE) == Task(16, 12, 64)
     assert Task(n=3, k=3, fine=16).n == 3
-    assert check_train_seed(0) == 0
-    with pytest.raises(ValueError, match="TEST_SEED"):
-        check_train_seed(TEST_SEED)
+    assert PROBLEM.check_train_seed(0) == 0
+    with pytest.raises(ValueError, match="held-out test seed"):
+        PROBLEM.check_train_seed(TEST_SEED)

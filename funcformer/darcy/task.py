@@ -51,7 +51,6 @@ __all__ = [
     "K",
     "N",
     "Task",
-    "check_train_seed",
     "grid_values",
     "load_dataset",
     "make_dataset",
@@ -75,7 +74,7 @@ FINE = 32
 TRAIN_SEED = 0
 """Default training seed."""
 TEST_SEED = 2**31 - 2
-"""The held-out test seed (not Poisson's); training must never use it (``check_train_seed``)."""
+"""The held-out test seed (not Poisson's); training must never use it (``Problem.check_train_seed``)."""
 
 _FORMAT = 1
 """Version of the cached file layout and of the generator; bump it to invalidate old caches."""
@@ -109,13 +108,6 @@ class Task:
             raise ValueError(f"Task.n = {self.n}: need n >= k = {self.k} to hold the permeabilities")
         if self.fine < max(2 * self.n, 16):
             raise ValueError(f"Task.fine = {self.fine}: need fine >= max(2 n, 16) = {max(2 * self.n, 16)}")
-
-
-def check_train_seed(seed: int) -> int:
-    """``seed``, or a ValueError if it is the held-out ``TEST_SEED``."""
-    if seed == TEST_SEED:
-        raise ValueError(f"training seed {seed} is the held-out TEST_SEED")
-    return seed
 
 
 # Permeabilities
@@ -176,19 +168,6 @@ def _operator(fine: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     for a in arrays:
         a.flags.writeable = False
     return arrays
-
-
-def _left(a: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """a @ u[b] for every b of a (B, p, p) batch, as one matrix product (along x, axis 1)."""
-    p = u.shape[1]
-    product: np.ndarray = (u.transpose(0, 2, 1).reshape(-1, p) @ a.T).reshape(u.shape).transpose(0, 2, 1)
-    return product
-
-
-def _right(u: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """u[b] @ a for every b of a (B, p, p) batch, as one matrix product (along y, axis 2)."""
-    product: np.ndarray = (u.reshape(-1, u.shape[2]) @ a).reshape(u.shape)
-    return product
 
 
 def _interior_values(c: np.ndarray, fine: int) -> np.ndarray:

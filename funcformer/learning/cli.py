@@ -44,11 +44,11 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 _Flag = tuple[str, str, Callable[[str], Any], str]
 _RUN_FLAGS: list[_Flag] = [
     ("--steps", "steps", _positive(int), "optimiser steps"),
-    ("--batch", "batch", _positive(int), "sources per minibatch"),
+    ("--batch", "batch", _positive(int), "samples per minibatch"),
     ("--learning-rate", "learning_rate", _positive(float), "peak learning rate (Adam)"),
     ("--warmup", "warmup", int, "linear warm-up steps (at most a tenth of the run)"),
     ("--clip", "clip", _positive(float), "global gradient-norm clip"),
-    ("--train-size", "train_size", _positive(int), "training sources"),
+    ("--train-size", "train_size", _positive(int), "training samples"),
     ("--seed", "seed", int, "seed of the training set, initialisation and minibatches"),
     ("--checkpoint-every", "checkpoint_every", _positive(int), "steps between checkpoints"),
 ]
@@ -58,10 +58,10 @@ _MODEL_FLAGS: list[_Flag] = [
     ("--head-channels", "head_channels", _positive(int), "channels of a head's queries, keys, values"),
     ("--hidden-channels", "hidden_channels", _positive(int), "channels of the MLP's hidden layer"),
     ("--layers", "layers", _positive(int), "encoder layers"),
-    ("--axes", "axes", str, "attention axis of successive layers, cycled: 'x' or 'xy'"),
+    ("--axes", "axes", str, "axis of successive layers, cycled: a string of 'x' and 'y' (e.g. 'xy', 'xxyy')"),
     ("--normalise", "normalise", str, "attention normalisation: 'values' or 'coefficients'"),
     ("--points", "points", int, "Chebyshev points for nonlinear maps (0: 2n)"),
-    ("--mixers", "mixers", str, "mixing of successive layers, cycled: 'a' attention, 'k' kernel integral"),
+    ("--mixers", "mixers", str, "successive layers, cycled: 'a' attention + MLP, 'k' kernel integral, 'm' MLP"),
 ]
 
 
@@ -87,12 +87,12 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
         default=None,
         help=f"pre-norm layer normalisation (default {model_defaults.layer_norm})",
     )
-    t.add_argument("--test-size", type=_positive(int), default=1024, help="test sources (default 1024)")
+    t.add_argument("--test-size", type=_positive(int), default=1024, help="test samples (default 1024)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
 
     e = commands.add_parser("evaluate", help="test metrics of a trained run")
     e.add_argument("run", type=Path, help="run directory")
-    e.add_argument("--test-size", type=_positive(int), default=1024, help="test sources (default 1024)")
+    e.add_argument("--test-size", type=_positive(int), default=1024, help="test samples (default 1024)")
 
     p = commands.add_parser("plot", help="plots of a trained run")
     p.add_argument("run", type=Path, help="run directory")

@@ -176,7 +176,7 @@ def prediction_figure(
     titles = _titles(problem)
     grid = np.linspace(-1.0, 1.0, panels["error"].shape[0])
     figure = _new_figure(11.0, 9.5)
-    figure.suptitle(f"{problem.title if problem is not None else 'A'} sample: relative L2 error {error:.4e}")
+    figure.suptitle(f"{problem.title + ' sample' if problem is not None else 'Sample'}: relative L2 error {error:.4e}")
     # The target and the prediction share one vertical scale, so that their surfaces compare at a glance.
     potentials = np.concatenate([panels["exact"].ravel(), panels["predicted"].ravel()])
     limits = {

@@ -1,6 +1,6 @@
 """The Poisson operator-learning task (docs/poisson.md) and its Funcformer demo.
 
-``task``: sources, the spectral reference solver, the metric, cached datasets; ``families``: source
+``task``: sources, the spectral reference solver, cached datasets (the metric is the shared one); ``families``: source
 families for out-of-distribution tests. Training, checkpoints, evaluation, plots and the CLI
 (``python -m funcformer.poisson``) are the shared operator-learning layer's (``funcformer.learning``),
 given this task as ``PROBLEM``.
@@ -9,7 +9,8 @@ given this task as ``PROBLEM``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+import numpy as np
 
 from funcformer import learning
 from funcformer.learning import Problem, Run, Solver, evaluate, train
@@ -23,7 +24,7 @@ MODEL = Config(mixers="k")
 architecture": on this linear operator, linear mixing beats attention at every step count tried)."""
 
 
-def _solve(f: Any, task: Task) -> Any:
+def _solve(f: np.ndarray, task: Task) -> np.ndarray:
     return solve(f, task.fine)
 
 

@@ -47,7 +47,6 @@ __all__ = [
     "K",
     "N",
     "Task",
-    "check_train_seed",
     "grid_values",
     "load_dataset",
     "lobatto_points",
@@ -72,7 +71,7 @@ FINE = 64
 TRAIN_SEED = 0
 """Default training seed."""
 TEST_SEED = 2**31 - 1
-"""The held-out test seed; training must never use it (``check_train_seed``)."""
+"""The held-out test seed; training must never use it (``Problem.check_train_seed``)."""
 
 _FORMAT = 2
 """Version of the cached file layout and of the generator; bump it to invalidate old caches."""
@@ -99,13 +98,6 @@ class Task:
             raise ValueError(f"Task.n = {self.n}: need n >= k = {self.k} to hold the sources")
         if self.fine < max(2 * self.n, 16):
             raise ValueError(f"Task.fine = {self.fine}: need fine >= max(2 n, 16) = {max(2 * self.n, 16)}")
-
-
-def check_train_seed(seed: int) -> int:
-    """``seed``, or a ValueError if it is the held-out ``TEST_SEED``."""
-    if seed == TEST_SEED:
-        raise ValueError(f"training seed {seed} is the held-out TEST_SEED")
-    return seed
 
 
 # Sources
