@@ -38,8 +38,9 @@ from scipy.sparse.linalg import LinearOperator, gmres
 
 from applicative.instances.chebyshev import integral_weights
 from funcformer.learning import metric
-from funcformer.learning._files import cached_arrays
+from funcformer.learning import problem as learning
 from funcformer.learning.metric import GRID, grid_values, relative_l2, summary, truncate
+from funcformer.learning.problem import cached_dataset
 from funcformer.poisson.task import _derivative, _values_to_coefficients, lobatto_points
 
 __all__ = [
@@ -258,29 +259,13 @@ def solve(kappa: np.ndarray, fine: int = FINE, f: np.ndarray | None = None, dens
 # Datasets
 
 
-@dataclass(frozen=True, eq=False)
-class Dataset:
+class Dataset(learning.Dataset[Task]):
     """``count`` log-permeabilities kappa with their truncated targets u and the exact solutions u_fine."""
 
-    task: Task
-    seed: int
-    kappa: np.ndarray
-    """(count, n, n) log-permeabilities."""
-    u: np.ndarray
-    """(count, n, n) targets: u_fine truncated to n x n."""
-    u_fine: np.ndarray | None
-    """(count, fine + 1, fine + 1) reference solutions (None in a training set, which needs only u)."""
-
     @property
-    def inputs(self) -> np.ndarray:
-        """The model's inputs, ``kappa`` (the name the training layer knows them by)."""
-        return self.kappa
-
-    def exact(self) -> np.ndarray:
-        """The fine solutions, for the metric."""
-        if self.u_fine is None:
-            raise ValueError("this dataset was made without its fine solutions (fine=False)")
-        return self.u_fine
+    def kappa(self) -> np.ndarray:
+        """The log-permeabilities, (count, n, n): the model's inputs."""
+        return self.inputs
 
 
 def make_dataset(task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
@@ -291,31 +276,24 @@ def make_dataset(task: Task, seed: int, count: int, fine: bool = True) -> Datase
     return Dataset(task, seed, kappa, truncate(u_fine, task.n), u_fine if fine else None)
 
 
-def _parameters(task: Task, seed: int, count: int, fine: bool) -> np.ndarray:
-    return np.array([_FORMAT, task.n, task.k, task.fine, seed, count, fine], dtype=np.int64)
-
-
-def _cache_path(cache_dir: Path, task: Task, seed: int, count: int, fine: bool) -> Path:
-    kept = "" if fine else "_truncated"
-    return cache_dir / f"darcy_v{_FORMAT}_n{task.n}_k{task.k}_fine{task.fine}_seed{seed}_count{count}{kept}.npz"
-
-
 def load_dataset(cache_dir: str | Path, task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
     """Cached on disk as .npz under cache_dir, in a file whose name encodes the parameters
     (task fields, seed, count); the file also stores the parameters, checked on load
     (a mismatch or an unreadable/corrupt file -> regenerate, never a silent wrong dataset).
     Written atomically (temp file in the same directory + os.replace)."""
-    m = task.fine + 1 if fine else task.n
-
-    def make() -> dict[str, np.ndarray]:
-        data = make_dataset(task, seed, count, fine)
-        return {"kappa": data.kappa, "u": data.u if data.u_fine is None else data.u_fine}
-
-    path = _cache_path(Path(cache_dir), task, seed, count, fine)
-    shapes = {"kappa": (count, task.n, task.n), "u": (count, m, m)}
-    arrays = cached_arrays(path, _parameters(task, seed, count, fine), shapes, make)
-    u = arrays["u"]
-    return Dataset(task, seed, arrays["kappa"], truncate(u, task.n), u if fine else None)
+    return cached_dataset(
+        Dataset,
+        cache_dir,
+        "darcy",
+        _FORMAT,
+        task,
+        seed,
+        count,
+        fine,
+        task.fine + 1,
+        lambda: make_dataset(task, seed, count),
+        "kappa",
+    )
 
 
 def truncation_floor(test: Dataset) -> dict[str, float]:

@@ -19,21 +19,26 @@ same ``normalise``: one definition, on the host in float64.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from funcformer.learning._files import cached_arrays
+from funcformer.learning.metric import truncate
 from funcformer.model import Config
 
-__all__ = ["Dataset", "Problem", "TaskParameters", "problem_named"]
+__all__ = ["Dataset", "Problem", "TaskParameters", "cached_dataset", "problem_named"]
 
 
 class TaskParameters(Protocol):
     """The parameters that define a task's datasets (a frozen dataclass of ints)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
 
     @property
     def n(self) -> int:
@@ -41,25 +46,68 @@ class TaskParameters(Protocol):
         ...
 
 
-class Dataset(Protocol):
+T = TypeVar("T", bound=TaskParameters)
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset(Generic[T]):
     """``count`` inputs with their truncated targets, and the exact solutions for the metric."""
 
-    @property
-    def inputs(self) -> np.ndarray:
-        """(count, n, n) inputs."""
-        ...
-
-    @property
-    def u(self) -> np.ndarray:
-        """(count, n, n) targets: the exact solutions truncated to n x n."""
-        ...
+    task: T
+    seed: int
+    inputs: np.ndarray
+    """(count, n, n) inputs."""
+    u: np.ndarray
+    """(count, n, n) targets: the exact solutions truncated to n x n."""
+    u_fine: np.ndarray | None
+    """(count, m, m) exact solutions, m >= n (None in a training set, which needs only u)."""
 
     def exact(self) -> np.ndarray:
-        """(count, m, m) exact solutions (m >= n), for the metric."""
-        ...
+        """The fine solutions, for the metric."""
+        if self.u_fine is None:
+            raise ValueError("this dataset was made without its fine solutions (fine=False)")
+        return self.u_fine
 
 
-T = TypeVar("T", bound=TaskParameters)
+D = TypeVar("D", bound=Dataset[Any])
+
+
+def cached_dataset(
+    kind: Callable[[T, int, np.ndarray, np.ndarray, np.ndarray | None], D],
+    cache_dir: str | Path,
+    name: str,
+    version: int,
+    task: T,
+    seed: int,
+    count: int,
+    fine: bool,
+    fine_size: int,
+    make: Callable[[], D],
+    inputs: str = "inputs",
+) -> D:
+    """The dataset ``make()`` draws and solves (``count`` samples of ``seed``, with their (fine_size,
+    fine_size) solutions), through an on-disk cache (``cached_arrays``): an .npz file under ``cache_dir``
+    named after ``name``, ``version``, the task's fields, ``seed`` and ``count``, which also stores those
+    numbers to check them by; a missing, stale or corrupt file is regenerated. The file holds the inputs
+    (under ``inputs``) and the solutions, all of them if ``fine``, else only the n x n targets (a training
+    set); ``kind`` builds the result."""
+    fields = dataclasses.asdict(task)
+    stem = "_".join([f"{name}_v{version}", *(f"{key}{value}" for key, value in fields.items())])
+    path = Path(cache_dir) / f"{stem}_seed{seed}_count{count}{'' if fine else '_truncated'}.npz"
+    m = fine_size if fine else task.n
+
+    def arrays() -> dict[str, np.ndarray]:
+        made = make()
+        return {inputs: made.inputs, "u": truncate(made.exact(), m)}
+
+    stored = cached_arrays(
+        path,
+        np.array([version, *fields.values(), seed, count, fine], dtype=np.int64),
+        {inputs: (count, task.n, task.n), "u": (count, m, m)},
+        arrays,
+    )
+    u = stored["u"]
+    return kind(task, seed, stored[inputs], truncate(u, task.n), u if fine else None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,7 +126,7 @@ class Problem(Generic[T]):
     """The task's parameters, from their fields (its ``Task`` dataclass)."""
     model: Config
     """The default model."""
-    dataset: Callable[[Path, T, int, int, bool], Dataset]
+    dataset: Callable[[Path, T, int, int, bool], Dataset[T]]
     """(cache directory, task, seed, count, keep the fine solutions) -> a cached dataset."""
     test_seed: int
     """The held-out seed of the test set; training refuses it."""

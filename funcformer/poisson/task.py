@@ -35,8 +35,9 @@ import numpy as np
 import scipy.fft
 
 from funcformer.learning import metric
-from funcformer.learning._files import cached_arrays
+from funcformer.learning import problem as learning
 from funcformer.learning.metric import GRID, grid_values, relative_l2, series_norm, summary, truncate
+from funcformer.learning.problem import cached_dataset
 
 __all__ = [
     "FINE",
@@ -224,29 +225,13 @@ def solve(f: np.ndarray, fine: int = FINE) -> np.ndarray:
 # Datasets
 
 
-@dataclass(frozen=True, eq=False)
-class Dataset:
+class Dataset(learning.Dataset[Task]):
     """``count`` sources f with their truncated targets u and the exact solutions u_fine for the metric."""
 
-    task: Task
-    seed: int
-    f: np.ndarray
-    """(count, n, n) sources."""
-    u: np.ndarray
-    """(count, n, n) targets: u_fine truncated to n x n."""
-    u_fine: np.ndarray | None
-    """(count, fine, fine) reference solutions (None in a training set, which needs only u)."""
-
     @property
-    def inputs(self) -> np.ndarray:
-        """The model's inputs, ``f`` (the name the training layer knows them by)."""
-        return self.f
-
-    def exact(self) -> np.ndarray:
-        """The fine solutions, for the metric."""
-        if self.u_fine is None:
-            raise ValueError("this dataset was made without its fine solutions (fine=False)")
-        return self.u_fine
+    def f(self) -> np.ndarray:
+        """The sources, (count, n, n): the model's inputs."""
+        return self.inputs
 
 
 def make_dataset(task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
@@ -257,31 +242,24 @@ def make_dataset(task: Task, seed: int, count: int, fine: bool = True) -> Datase
     return Dataset(task, seed, f, truncate(u_fine, task.n), u_fine if fine else None)
 
 
-def _parameters(task: Task, seed: int, count: int, fine: bool) -> np.ndarray:
-    return np.array([_FORMAT, task.n, task.k, task.fine, seed, count, fine], dtype=np.int64)
-
-
-def _cache_path(cache_dir: Path, task: Task, seed: int, count: int, fine: bool) -> Path:
-    kept = "" if fine else "_truncated"
-    return cache_dir / f"poisson_v{_FORMAT}_n{task.n}_k{task.k}_fine{task.fine}_seed{seed}_count{count}{kept}.npz"
-
-
 def load_dataset(cache_dir: str | Path, task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
     """Cached on disk as .npz under cache_dir, in a file whose name encodes the parameters
     (task fields, seed, count); the file also stores the parameters, checked on load
     (a mismatch or an unreadable/corrupt file -> regenerate, never a silent wrong dataset).
     Written atomically (temp file in the same directory + os.replace)."""
-    m = task.fine if fine else task.n
-
-    def make() -> dict[str, np.ndarray]:
-        data = make_dataset(task, seed, count, fine)
-        return {"f": data.f, "u": data.u if data.u_fine is None else data.u_fine}
-
-    path = _cache_path(Path(cache_dir), task, seed, count, fine)
-    shapes = {"f": (count, task.n, task.n), "u": (count, m, m)}
-    arrays = cached_arrays(path, _parameters(task, seed, count, fine), shapes, make)
-    u = arrays["u"]
-    return Dataset(task, seed, arrays["f"], truncate(u, task.n), u if fine else None)
+    return cached_dataset(
+        Dataset,
+        cache_dir,
+        "poisson",
+        _FORMAT,
+        task,
+        seed,
+        count,
+        fine,
+        task.fine,
+        lambda: make_dataset(task, seed, count),
+        "f",
+    )
 
 
 def truncation_floor(test: Dataset) -> dict[str, float]:
