@@ -16,6 +16,11 @@ exactly the claimed ones and returns their names.
 A strategy yields triples ``(x, y, z)`` of structures that can be paired (same
 brand, same size for a Vec) holding scalar arrays. Equality is structural
 (same pytree, same tags and sizes) with leaves close to ``rtol``/``atol``.
+
+Tolerances follow the dtype unless given: ``default_tolerance`` is 1e-10 for
+float64 and 1000 ulps for narrower floats (1.2e-4 for float32, JAX's default
+dtype, where a correct instance's sums differ from the exact ones by a few
+ulps; 1e-2 at most). Integers compare to 1e-10, i.e. exactly.
 An instance whose ``fmap`` is exact only for some maps (Chebyshev functions
 applying a nonlinearity on a grid) passes its own ``maps`` and tolerances.
 """
@@ -48,6 +53,7 @@ __all__ = [
     "check_law",
     "check_laws",
     "claimed_laws",
+    "default_tolerance",
 ]
 
 # Law-test structures are existential in brand and element: Any is "some type".
@@ -108,13 +114,28 @@ def claimed_laws(structure: object) -> tuple[str, ...]:
 _NO_SHRINK = (hypothesis.Phase.explicit, hypothesis.Phase.reuse, hypothesis.Phase.generate)
 
 
-def assert_close(lhs: object, rhs: object, *, rtol: float = 1e-10, atol: float = 1e-10, what: str = "") -> None:
-    """Assert two pytrees have the same structure (tags and sizes included) and close leaves."""
+def default_tolerance(dtype: Any) -> float:
+    """The laws' default rtol and atol at ``dtype``: 1e-10, or 1000 ulps of a narrower float (at most 1e-2)."""
+    kind = np.dtype(dtype)
+    if not np.issubdtype(kind, np.inexact):
+        return 1e-10
+    return float(min(max(1e-10, 1000.0 * np.finfo(kind).eps), 1e-2))
+
+
+def assert_close(
+    lhs: object, rhs: object, *, rtol: float | None = None, atol: float | None = None, what: str = ""
+) -> None:
+    """Assert two pytrees have the same structure (tags and sizes included) and close leaves; a tolerance
+    not given is ``default_tolerance`` of the pair's dtype."""
     left, right = jax.tree_util.tree_structure(lhs), jax.tree_util.tree_structure(rhs)
     if str(left) != str(right):
         raise AssertionError(f"{what}: structures differ:\n  {left}\n  {right}")
     for a, b in zip(jax.tree_util.tree_leaves(lhs), jax.tree_util.tree_leaves(rhs), strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol, err_msg=what)
+        x, y = np.asarray(a), np.asarray(b)
+        tolerance = default_tolerance(np.result_type(x, y))
+        np.testing.assert_allclose(
+            x, y, rtol=tolerance if rtol is None else rtol, atol=tolerance if atol is None else atol, err_msg=what
+        )
 
 
 def check_law(
@@ -122,8 +143,8 @@ def check_law(
     structures: st.SearchStrategy[Triple],
     *,
     maps: Maps = Maps(),
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
+    rtol: float | None = None,
+    atol: float | None = None,
     max_examples: int = 20,
 ) -> None:
     """Check one law on ``max_examples`` random triples; raise AssertionError naming it."""
@@ -143,8 +164,8 @@ def check_laws(
     structures: st.SearchStrategy[Triple],
     *,
     maps: Maps = Maps(),
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
+    rtol: float | None = None,
+    atol: float | None = None,
     max_examples: int = 20,
 ) -> tuple[str, ...]:
     """Check every law the structures claim (``claimed_laws`` of the first one drawn); return their names."""
@@ -168,7 +189,12 @@ RING_LAWS: tuple[str, ...] = (*MODULE_LAWS, "mul associativity", "mul distributi
 
 
 def check_algebra_laws(
-    m: Module[T], values: st.SearchStrategy[T], *, rtol: float = 1e-10, atol: float = 1e-10, max_examples: int = 30
+    m: Module[T],
+    values: st.SearchStrategy[T],
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    max_examples: int = 30,
 ) -> None:
     """Check the Module laws of ``m`` (and the Ring laws if it is a Ring)."""
     r, s = 0.75, -2.0

@@ -3,6 +3,7 @@
 from collections.abc import Callable
 from typing import Any
 
+import hypothesis
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import jax
@@ -75,3 +76,26 @@ def test_pointwise_module_laws_on_vectors() -> None:
     vecs = hnp.arrays(np.float64, 4, elements=scalars_f64).map(lambda a: Vec.from_array(a, Seq))
     pointwise: Pointwise[VecOf[Seq], object] = Pointwise(ARITHMETIC)
     laws.check_algebra_laws(pointwise, vecs, rtol=1e-9, atol=1e-6)
+
+
+def test_default_tolerances_follow_the_dtype() -> None:
+    """1e-10 at float64; 1000 ulps at float32, where a correct instance's sums are a few ulps off."""
+    assert laws.default_tolerance(np.float64) == 1e-10
+    assert laws.default_tolerance(np.float32) == pytest.approx(1000 * np.finfo(np.float32).eps)
+    assert laws.default_tolerance(np.float16) == 1e-2
+    assert laws.default_tolerance(np.int32) == 1e-10
+    exact = np.linspace(1.0, 2.0, 5)
+    off = exact * (1 + 3.8e-6)  # the float32 counit-additivity discrepancy a user reported
+    laws.assert_close(exact.astype(np.float32), off.astype(np.float32))
+    with pytest.raises(AssertionError):
+        laws.assert_close(exact, off)  # the same gap at float64 is a real error
+    with pytest.raises(AssertionError):
+        laws.assert_close(exact.astype(np.float32), (exact * 1.01).astype(np.float32))
+    laws.assert_close(exact, off, rtol=1e-5)  # a tolerance given is the one used
+
+
+def test_float32_structures_pass_the_laws_with_the_default_tolerances() -> None:
+    float32 = strategies.vec_triples().map(lambda t: jax.tree_util.tree_map(lambda a: a.astype(np.float32), t))
+    example = hypothesis.find(float32, lambda _: True)
+    assert {leaf.dtype for leaf in jax.tree_util.tree_leaves(example)} == {np.dtype(np.float32)}
+    assert "counit additivity" in laws.check_laws(float32, max_examples=10)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import operator
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
@@ -101,8 +101,10 @@ class Arithmetic(Ring[T]):
         return "ARITHMETIC"
 
 
-ARITHMETIC: Arithmetic[object] = Arithmetic()
-"""The default algebra: ordinary arithmetic, leafwise."""
+ARITHMETIC: Arithmetic[Any] = Arithmetic()
+"""The default algebra: ordinary arithmetic, leafwise, at any element type (hence ``Any``: a value
+cannot carry a type variable), so ``module or ARITHMETIC`` and ``Pointwise(ARITHMETIC)`` type-check;
+``arithmetic()`` gives it at a named element type."""
 
 
 def arithmetic() -> Ring[T]:
@@ -113,7 +115,10 @@ def arithmetic() -> Ring[T]:
 @dataclass(frozen=True)
 class Pointwise(Module[Applicative[F, A]]):
     """The Module on structures lifted from one on elements:
-    add = fmap(add) . pair, scale r = fmap(scale r), zero = fmap(zero)."""
+    add = fmap(add) . pair, scale r = fmap(scale r), zero = fmap(zero).
+
+    The structure's brand F is not in the argument, so mypy needs it named where it cannot come from
+    the context: ``lifted: Pointwise[VecOf[X], Array] = Pointwise(ARITHMETIC)``."""
 
     inner: Module[A]
 
