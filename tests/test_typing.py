@@ -1,5 +1,5 @@
-"""Typing tests: mypy --strict accepts tests/typing/pass and reports exactly the
-errors marked ``# E: <message>`` in tests/typing/fail.
+"""Typing tests: mypy --strict accepts tests/typing/pass and every Python block of the README, and
+reports exactly the errors marked ``# E: <message>`` in tests/typing/fail.
 
 The snippets are users' scripts: they are copied into a temporary directory outside the
 repository and checked there, so mypy sees the library only as installed (the README's
@@ -16,6 +16,7 @@ import pytest
 HERE = Path(__file__).parent / "typing"
 PASS = sorted((HERE / "pass").glob("*.py"))
 FAIL = sorted((HERE / "fail").glob("*.py"))
+README = re.findall(r"```python\n(.*?)```", (HERE.parent.parent / "README.md").read_text(), re.S)
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(  \[[a-z-]+\])?$")
 
 
@@ -26,6 +27,8 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int
     user = tmp_path_factory.mktemp("user_scripts")
     for path in PASS + FAIL:
         shutil.copy(path, user / path.name)
+    for i, block in enumerate(README):
+        (user / f"readme_block{i}.py").write_text(block)
     command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--hide-error-context", "."]
     result = subprocess.run(command, cwd=user, capture_output=True, text=True, check=False)
     assert not result.stderr, result.stderr
@@ -61,3 +64,9 @@ def test_snippet_is_rejected_as_marked(path: Path, mypy_errors: dict[tuple[str, 
     assert set(found) == set(expected), f"{path.name}: errors on lines {sorted(found)}, expected {sorted(expected)}"
     for line, fragment in expected.items():
         assert fragment in found[line], f"{path.name}:{line}: expected {fragment!r}, mypy said {found[line]!r}"
+
+
+@pytest.mark.parametrize("i", range(len(README)), ids=lambda i: f"block{i}")
+def test_readme_block_type_checks(i: int, mypy_errors: dict[tuple[str, int], str]) -> None:
+    found = {line: message for (name, line), message in mypy_errors.items() if name == f"readme_block{i}.py"}
+    assert not found, f"README Python block {i} should pass mypy --strict as written: {found}"

@@ -23,6 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import jax
 from jax import Array
+from typing_extensions import TypeVar as TypeVar_
 
 from applicative.linalg import add
 from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit
@@ -57,6 +58,12 @@ Out = TypeVar("Out")  # output features
 Heads = TypeVar("Heads", bound=Measured)
 Hk = TypeVar("Hk", bound=Measured)
 Hidden = TypeVar("Hidden", bound=Measured)
+# The initialisers' template-only brands: inferred from ``positions``, ``source``, ``outputs`` when
+# given; without them the model accepts any sequence, memory or output brand, so they default to Any
+# (PEP 696), and ``model = init_decoder(...)`` needs no annotation.
+AnySequence = TypeVar_("AnySequence", bound=Measured, default=Any)
+AnyMemory = TypeVar_("AnyMemory", bound=Measured, default=Any)
+AnyOut = TypeVar_("AnyOut", default=Any)
 
 
 class Layer(Protocol[S, D]):
@@ -264,14 +271,14 @@ def init_encoder(
     heads: Applicative[Heads, Any],
     head_features: Applicative[Hk, Array],
     layers: int,
-    outputs: Applicative[Out, Array] | None,
-    positions: Matrix[S, D] | None = None,
+    outputs: Applicative[AnyOut, Array] | None,
+    positions: Matrix[AnySequence, D] | None = None,
     learned_positions: bool = False,
     layer_norm: bool = True,
     score: ScoreInit = DotProduct,
     normalise: Normalisation = SOFTMAX,
     activation: Callable[[Array], Array] = jax.nn.relu,
-) -> Encoder[S, V, D, Out]:
+) -> Encoder[AnySequence, V, D, AnyOut]:
     """An encoder; every shape comes from a template (``outputs=None``: no unembedding). ``score``
     and ``normalise`` may be a user's own (``nn.ScoreInit``, ``nn.Normalisation``)."""
     spec = _Layers(model, hidden, heads, head_features, layer_norm, score, score, normalise, activation)
@@ -295,15 +302,15 @@ def init_decoder(
     head_features: Applicative[Hk, Array],
     layers: int,
     outputs: Applicative[Out, Array],
-    source: Applicative[E, Array] | None = None,
-    positions: Matrix[S, D] | None = None,
+    source: Applicative[AnyMemory, Array] | None = None,
+    positions: Matrix[AnySequence, D] | None = None,
     learned_positions: bool = False,
     layer_norm: bool = True,
     score: ScoreInit = DotProduct,
     cross_score: ScoreInit = DotProduct,
     normalise: Normalisation = SOFTMAX,
     activation: Callable[[Array], Array] = jax.nn.relu,
-) -> Decoder[S, V, Heads, D, E, Hk, Hidden, Out]:
+) -> Decoder[AnySequence, V, Heads, D, AnyMemory, Hk, Hidden, Out]:
     """A decoder; with ``source`` (the encoder's feature template) each layer also attends to a memory,
     scored by ``cross_score`` (self-attention by ``score``). Without one, a layer has no cross attention
     and no cross-attention norm."""
