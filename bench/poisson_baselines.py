@@ -44,8 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 import numpy as np
 from _report import duration, errors, header, run_facts, seconds_of  # bench/, the script's directory
 
+from funcformer.learning import Run, default_cache
 from funcformer.learning.solver import Solver
-from funcformer.learning.training import Run, default_cache, read_run
+from funcformer.learning.training import read_run
 from funcformer.poisson import PROBLEM, load_solver
 from funcformer.poisson.families import FAMILIES, apply_linear, fit_least_squares
 from funcformer.poisson.task import (

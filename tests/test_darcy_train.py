@@ -81,7 +81,7 @@ def test_a_tiny_run_trains_evaluates_plots_and_serves_through_the_cli(
     with pytest.raises(ValueError, match=r"holds a Darcy run, not a Poisson one: .*funcformer.darcy.load_solver"):
         load_poisson_solver(out)
     assert main(POISSON, ["evaluate", str(out)]) == 1
-    assert "holds a Darcy run: use python -m funcformer.darcy" in capsys.readouterr().err
+    assert "holds a Darcy run, not a Poisson one: use python -m funcformer.darcy" in capsys.readouterr().err
 
 
 def test_a_run_resumes_bitwise(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ with the dense LU to 1.4e-14); the dense LU 15 to 25 ms.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +40,7 @@ from applicative.instances.chebyshev import integral_weights
 from funcformer.learning import metric
 from funcformer.learning import problem as learning
 from funcformer.learning.metric import GRID, grid_values, relative_l2, summary, truncate
-from funcformer.learning.problem import cached_dataset
+from funcformer.learning.problem import cached_dataset, check_int_fields
 from funcformer.poisson.task import _derivative, _values_to_coefficients, lobatto_points
 
 __all__ = [
@@ -99,10 +99,7 @@ class Task:
     fine: int = FINE
 
     def __post_init__(self) -> None:
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer):
-                raise ValueError(f"Task.{field.name} must be an int, got {value!r}")
+        check_int_fields(self)
         if self.k < 1:
             raise ValueError(f"Task.k = {self.k}: need k >= 1")
         if self.n < self.k:

@@ -113,20 +113,13 @@ def _given(args: argparse.Namespace) -> list[str]:
     return [*flags, *(["--[no-]layer-norm"] if args.layer_norm is not None else [])]
 
 
-def _read(problem: Problem[Any], directory: Path) -> Run:
-    run = read_run(directory)
-    if run.problem is not problem:
-        raise ValueError(f"{directory} holds a {run.problem.title} run: use python -m funcformer.{run.problem.name}")
-    return run
-
-
 def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
     from funcformer.learning.solver import evaluate
 
     if args.resume:
         if _given(args):
             raise ValueError(f"--resume continues {args.out}'s own configuration; drop {', '.join(_given(args))}")
-        run = _read(problem, args.out)
+        run = read_run(args.out, problem)
     else:
         run = _run_from(problem, args)
     train(run, args.out, resume=args.resume, progress=not args.quiet)
@@ -152,15 +145,14 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
 def _evaluate(problem: Problem[Any], args: argparse.Namespace) -> None:
     from funcformer.learning.solver import evaluate
 
-    _read(problem, args.run)
-    _print_metrics(evaluate(args.run, args.test_size))
+    _print_metrics(evaluate(args.run, args.test_size, problem))
 
 
 def _plot(problem: Problem[Any], args: argparse.Namespace) -> None:
     from funcformer.learning.plots import plot_loss, plot_prediction
     from funcformer.learning.solver import as_solver
 
-    run = _read(problem, args.run)
+    run = read_run(args.run, problem)
     state = load(args.run, run, optimiser(run))
     test = problem.dataset(default_cache(), run.task, problem.test_seed, max(args.sample + 1, 16), True)
     if not 0 <= args.sample < len(test.inputs):

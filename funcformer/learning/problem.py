@@ -32,7 +32,7 @@ from funcformer.learning._files import cached_arrays
 from funcformer.learning.metric import truncate
 from funcformer.model import Config
 
-__all__ = ["Dataset", "Problem", "TaskParameters", "cached_dataset", "problem_named"]
+__all__ = ["Dataset", "Problem", "TaskParameters", "cached_dataset", "check_int_fields", "problem_named"]
 
 
 class TaskParameters(Protocol):
@@ -44,6 +44,14 @@ class TaskParameters(Protocol):
     def n(self) -> int:
         """Chebyshev coefficients per axis of the model's inputs and outputs."""
         ...
+
+
+def check_int_fields(task: TaskParameters) -> None:
+    """A ValueError naming the first field of ``task`` that is not an int (a bool is not)."""
+    for name in (f.name for f in dataclasses.fields(task)):
+        value = getattr(task, name)
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"{type(task).__name__}.{name} must be an int, got {value!r}")
 
 
 T = TypeVar("T", bound=TaskParameters)

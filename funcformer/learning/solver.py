@@ -38,12 +38,7 @@ def load_solver(path: str | Path, problem: Problem[Any] | None = None) -> Solver
     before runs stored their output scale raises ``training.NoStoredScale``, which says how to add it.
     """
     directory = Path(path)
-    run = read_run(directory)
-    if problem is not None and run.problem is not problem:
-        raise ValueError(
-            f"{directory} holds a {run.problem.title} run, not a {problem.title} one: "
-            f"load it with funcformer.{run.problem.name}.load_solver"
-        )
+    run = read_run(directory, problem)
     state = load(directory, run, optimiser(run))
     return as_solver(state.model, state.scale, run, directory)
 
@@ -87,13 +82,13 @@ def as_solver(model: Funcformer, scale: float, run: Run, directory: Path) -> Sol
     return solver
 
 
-def evaluate(path: str | Path, test_size: int = 1024) -> dict[str, Any]:
+def evaluate(path: str | Path, test_size: int = 1024, problem: Problem[Any] | None = None) -> dict[str, Any]:
     """Test metrics of the run in ``path`` (written to its metrics.json): relative L2 error (mean,
     median, p95) beside the truncation floor and two baselines fitted on the run's training set (the
     mean target, and the least-squares linear map from inputs to targets), and seconds per prediction
-    (batch ``test_size``) vs per exact solve."""
+    (batch ``test_size``) vs per exact solve; with ``problem``, a run of another task is refused."""
     directory = Path(path)
-    run = read_run(directory)
+    run = read_run(directory, problem)
     state = load(directory, run, optimiser(run))
     solver = as_solver(state.model, state.scale, run, directory)
     test = run.problem.dataset(default_cache(), run.task, run.problem.test_seed, test_size, True)

@@ -61,7 +61,6 @@ __all__ = [
     "TrainingDiverged",
     "batch_indices",
     "data_parallel",
-    "default_cache",
     "l2_norm",
     "load",
     "make_step",
@@ -277,12 +276,19 @@ def load(directory: Path, run: Run, opt: optax.GradientTransformation, *, scale:
     return State(model, opt_state, step, losses, stored_scale, seconds)
 
 
-def read_run(directory: Path) -> Run:
-    """The ``Run`` saved in ``directory``."""
+def read_run(directory: Path, problem: Problem[Any] | None = None) -> Run:
+    """The ``Run`` saved in ``directory``; with ``problem``, a run of another task is refused by name."""
     path = directory / CONFIG
     if not path.exists():
         raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    return Run.from_json(path.read_text(), str(path))
+    run = Run.from_json(path.read_text(), str(path))
+    if problem is not None and run.problem is not problem:
+        name = run.problem.name
+        raise ValueError(
+            f"{directory} holds a {run.problem.title} run, not a {problem.title} one: "
+            f"use python -m funcformer.{name} or funcformer.{name}.load_solver"
+        )
+    return run
 
 
 def data_parallel(batch: int) -> tuple[NamedSharding, NamedSharding]:

@@ -28,7 +28,7 @@ fine = 128, whose own rounding is larger (eigenvalues grow like fine^4). Truncat
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,7 @@ import scipy.fft
 from funcformer.learning import metric
 from funcformer.learning import problem as learning
 from funcformer.learning.metric import GRID, grid_values, relative_l2, series_norm, summary, truncate
-from funcformer.learning.problem import cached_dataset
+from funcformer.learning.problem import cached_dataset, check_int_fields
 
 __all__ = [
     "FINE",
@@ -89,10 +89,7 @@ class Task:
     fine: int = FINE
 
     def __post_init__(self) -> None:
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer):
-                raise ValueError(f"Task.{field.name} must be an int, got {value!r}")
+        check_int_fields(self)
         if self.k < 3:
             raise ValueError(f"Task.k = {self.k}: need k >= 3 (phi_0 = T_2 - T_0 has degree 2)")
         if self.n < self.k:
