@@ -18,6 +18,13 @@ i)``), so a counit written with it is right for every Module it receives.
 A structure whose ``pair`` is not a zip (a distribution's is a product)
 subclasses ``ProductPairing``, so that sums of it are never taken leaf by leaf.
 
+Nested inputs need no knowledge of this layout: ``stack(elements)`` stacks a
+list of equal-shaped elements (structures, arrays, numbers) into the stacked
+pytree, so ``Vec.of([f, g], Seq)`` is a Vec of two functions and a user's
+structure is built as ``Periodic(stack(elements), X, len(elements))``; a
+structure of Vecs comes from a constructor that samples a function returning
+Vecs (``fmap`` and ``from_function`` vmap it).
+
 >>> import jax.numpy as jnp
 >>> from applicative import arithmetic
 >>> float(weighted_sum(arithmetic(), jnp.array([0.5, 0.25]), jnp.array([2.0, 4.0]), 2))
@@ -27,10 +34,10 @@ subclasses ``ProductPairing``, so that sums of it are never taken leaf by leaf.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
-__all__ = ["ProductPairing", "element", "nested", "stacked_size", "sums_leafwise", "weighted_sum"]
+__all__ = ["ProductPairing", "element", "nested", "stack", "stacked_size", "sums_leafwise", "weighted_sum"]
 
 import jax
 import jax.numpy as jnp
@@ -68,6 +75,24 @@ def nested(
     for axis in reversed(range(len(tags))):
         out = shell(out, tags[axis], array.shape[axis])
     return out
+
+
+def stack(elements: Sequence[T], what: str = "stack") -> T:
+    """The stacked pytree of ``elements`` (the inverse of ``element``): every leaf gains a leading axis
+    of length len(elements). The elements must have one pytree structure (tags and sizes included)
+    and equal leaf shapes; a clear error names the first that differs."""
+    if isinstance(elements, jax.Array | str) or not isinstance(elements, Sequence):
+        raise ValueError(f"{what}: needs a list of elements, got {type(elements).__name__}")
+    if not elements:
+        raise ValueError(f"{what}: needs at least one element, got an empty list")
+    first = jax.tree_util.tree_structure(elements[0])
+    shapes = [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(elements[0])]
+    for i, x in enumerate(elements[1:], start=1):
+        if str(structure := jax.tree_util.tree_structure(x)) != str(first):
+            raise ValueError(f"{what}: element {i} is {structure}, element 0 is {first}")
+        if (other := [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(x)]) != shapes:
+            raise ValueError(f"{what}: element {i} has leaf shapes {other}, element 0 has {shapes}")
+    return cast(T, jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *elements))
 
 
 def element(data: T, i: int) -> T:

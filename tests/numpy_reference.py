@@ -123,9 +123,10 @@ def encode(enc: nn.Encoder[Any, Any, Any, Any], x: F64, mask: Mask | None = None
     return layer_norm(enc.norm, h)
 
 
-def decoder(dec: nn.Decoder[Any, Any, Any, Any, Any, Any, Any, Any], x: F64, mask: Mask,
+def decoder(dec: nn.Decoder[Any, Any, Any, Any, Any], x: F64, mask: Mask,
             memory: F64 | None = None, memory_mask: Mask | None = None) -> F64:  # fmt: skip
     h = embed(dec.embed, x)
     for layer in dec.layers:
+        assert isinstance(layer, nn.DecoderLayer), f"the reference computes DecoderLayers, not {type(layer)}"
         h = decoder_layer(layer, h, mask, memory, memory_mask)
     return linear(dec.unembed, layer_norm(dec.norm, h))

@@ -124,6 +124,26 @@ def test_conversions_round_trip() -> None:
     np.testing.assert_allclose(to_array(Cheb.from_function(lambda t: jnp.asarray(C.chebval(t, c)), X, 6)), c, **TOL)
 
 
+def test_nested_inputs_from_lists_need_no_layout() -> None:
+    # A sequence of functions and a function with vector values, each built from a list of its parts.
+    rows, channels = rng.normal(size=(3, 5)), rng.normal(size=(5, 2))
+    functions = Vec.of([Cheb.from_array(row, X) for row in rows], Seq)
+    vector_valued = Cheb.of([Vec.from_array(c, Model) for c in channels], X)
+    x = np.array([-0.9, 0.2, 0.7])
+    for i, row in enumerate(rows):
+        np.testing.assert_allclose(functions[i](x), C.chebval(x, row), **TOL)
+    np.testing.assert_allclose(to_array(vector_valued(0.3)), C.chebval(0.3, channels), **TOL)
+    assert (functions.size, functions[0].size, vector_valued.size, vector_valued.points) == (3, 5, 5, 10)
+    with pytest.raises(
+        ValueError, match=r"Vec.of\[Seq\]: element 1 is .*Cheb\[\(<class '.*X'>, 4, 8\)\].*element 0 is"
+    ):
+        Vec.of([Cheb.from_array(np.ones(5), X), Cheb.from_array(np.ones(4), X)], Seq)
+    with pytest.raises(
+        ValueError, match=r"Cheb.of\[X\]: element 1 has leaf shapes \[\(3,\)\], element 0 has \[\(2,\)\]"
+    ):
+        Cheb.of([np.ones(2), np.ones(3)], X)
+
+
 def test_bad_input_is_rejected_clearly() -> None:
     f, g = Cheb.from_array(np.ones(4), X), Cheb.from_array(np.ones(5), X)
     with pytest.raises(ValueError, match=r"pair: dimension mismatch: Cheb\[X\] of size 4 vs Cheb\[X\] of size 5"):
@@ -164,12 +184,12 @@ def _structures(kind: str) -> tuple[Any, Any, Any]:
         return Cheb.from_array(rng.normal(size=(n, n)), X, Y), _zeros(n, Y), _zeros(n, Z)
     if kind == "Vec∘Cheb":
         return (
-            Vec.stack(Cheb(jnp.asarray(rng.normal(size=(5, n))), Y, n, 2 * n), Seq),
+            Vec.of([Cheb.from_array(rng.normal(size=n), Y) for _ in range(5)], Seq),
             _zeros(n, Y),
             _zeros(n, Z),
         )
     return (
-        Cheb.stack(Vec.from_array(rng.normal(size=(n, c)), X, Model).data, X),
+        Cheb.of([Vec.from_array(rng.normal(size=c), Model) for _ in range(n)], X),
         Vec.from_array(np.zeros(c), Model),
         Vec.from_array(np.zeros(8), Hidden),
     )

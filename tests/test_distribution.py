@@ -10,7 +10,21 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from applicative import ARITHMETIC, Dim, Module, Pointwise, Real, Vec, as_vec, counit, laws, nn, to_array
+from applicative import (
+    ARITHMETIC,
+    Applicative,
+    Dim,
+    DistributionOf,
+    Module,
+    Pointwise,
+    Real,
+    Vec,
+    as_vec,
+    counit,
+    laws,
+    nn,
+    to_array,
+)
 from applicative.instances.finite import MIXTURE, Distribution, Quantum, mixture
 from applicative.strategies import distribution_triples
 from tests.dims import Model, Seq
@@ -315,8 +329,10 @@ def test_a_vec_of_distributions_sums_them_as_random_variables() -> None:
     # (pair is a product), so a Vec's counit must not add their outcome leaves.
     d1 = Distribution([0.0, 1.0], [0.25, 0.75])
     d2 = Distribution([0.0, 10.0], [0.5, 0.5])
-    stacked = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), d1, d2)
-    total = Vec.stack(stacked, Seq).counit(Pointwise(ARITHMETIC))
+    variables: list[Applicative[DistributionOf, float]] = [d1, d2]
+    lifted: Pointwise[DistributionOf, float] = Pointwise(ARITHMETIC)
+    total = Vec.of(variables, Seq).counit(lifted)
+    assert isinstance(total, Distribution)
     outcomes, probabilities = zip(*total.merged().items(), strict=True)
     np.testing.assert_allclose(np.asarray(outcomes, float), [0.0, 1.0, 10.0, 11.0])
     np.testing.assert_allclose(np.asarray(probabilities, float), [0.125, 0.375, 0.125, 0.375])

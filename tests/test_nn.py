@@ -159,9 +159,7 @@ def test_encoder_decoder_matches_numpy() -> None:
     # Without positions, mypy cannot infer the sequence brands; the encoder has no output brand.
     encoder: nn.Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], Any]
     encoder = nn.init_encoder(jax.random.key(4), inputs=zeros(8, Vocab), outputs=None, layers=2, **SIZES)
-    decoder: nn.Decoder[
-        VecOf[Out], VecOf[Vocab], VecOf[Head], VecOf[Model], VecOf[Model], VecOf[Key], VecOf[Hidden], VecOf[Vocab]
-    ]
+    decoder: nn.Decoder[VecOf[Out], VecOf[Vocab], VecOf[Model], VecOf[Model], VecOf[Vocab]]
     decoder = nn.init_decoder(jax.random.key(5), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2,
                               source=SIZES["model"], **SIZES)  # fmt: skip
     model = jax.tree_util.tree_map(lambda a: a + 0.1 * rng.normal(size=a.shape), nn.EncoderDecoder(encoder, decoder))
@@ -176,7 +174,7 @@ def test_encoder_decoder_matches_numpy() -> None:
 
 def test_decoder_is_autoregressive() -> None:
     # No positions and no source: mypy cannot infer the sequence brand, and there is no memory brand.
-    dec: nn.Decoder[VecOf[Seq], VecOf[Vocab], VecOf[Head], VecOf[Model], Any, VecOf[Key], VecOf[Hidden], VecOf[Vocab]]
+    dec: nn.Decoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], Any, VecOf[Vocab]]
     dec = nn.init_decoder(jax.random.key(6), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2, **SIZES)
     run = jax.jit(lambda x, mask: to_array(dec(Vec.from_array(x, Seq, Vocab), Vec.from_array(mask, Seq, Seq))))
     causal, full = np.tril(np.ones((6, 6), bool)), np.ones((6, 6), bool)
@@ -271,9 +269,7 @@ def test_a_sequence_longer_than_the_positions_is_rejected() -> None:
 
 
 def test_decoder_with_cross_attention_needs_memory() -> None:
-    dec: nn.Decoder[
-        VecOf[Seq], VecOf[Vocab], VecOf[Head], VecOf[Model], VecOf[Model], VecOf[Key], VecOf[Hidden], VecOf[Vocab]
-    ]
+    dec: nn.Decoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Model], VecOf[Vocab]]
     dec = nn.init_decoder(jax.random.key(11), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=1,
                           source=SIZES["model"], **SIZES)  # fmt: skip
     with pytest.raises(ValueError, match="pass memory="):

@@ -86,11 +86,12 @@ def test_a_users_score_and_normalisation_run_in_an_encoder_as_the_numpy_referenc
 
 
 def test_cross_attention_takes_its_own_score() -> None:
-    dec: nn.Decoder[Any, Any, Any, Any, Any, Any, Any, Any] = nn.init_decoder(
+    dec: nn.Decoder[Any, Any, Any, Any, Any] = nn.init_decoder(
         jax.random.key(1), inputs=zeros(8, Vocab), outputs=zeros(3, Vocab), layers=1, source=SIZES["model"],
         cross_score=NegativeDistance, **SIZES,
     )  # fmt: skip
     layer = dec.layers[0]
+    assert isinstance(layer, nn.DecoderLayer)
     assert layer.cross is not None
     assert isinstance(layer.attention.heads, Vec)
     assert isinstance(layer.cross.heads, Vec)
@@ -103,22 +104,31 @@ def test_cross_attention_takes_its_own_score() -> None:
 
 
 def test_a_decoder_without_a_source_has_no_parameter_without_a_gradient() -> None:
-    dec: nn.Decoder[Any, Any, Any, Any, Any, Any, Any, Any] = nn.init_decoder(
+    dec: nn.Decoder[Any, Any, Any, Any, Any] = nn.init_decoder(
         jax.random.key(2), inputs=zeros(8, Vocab), outputs=zeros(3, Vocab), layers=2, **SIZES
     )
-    assert all(layer.cross is None and layer.norms is not None and layer.norms[1] is None for layer in dec.layers)
+    assert all(
+        isinstance(layer, nn.DecoderLayer)
+        and layer.cross is None
+        and layer.norms is not None
+        and layer.norms[1] is None
+        for layer in dec.layers
+    )
     x = Vec.from_array(rng.normal(size=(4, 8)), Out, Vocab)
 
-    def loss(model: nn.Decoder[Any, Any, Any, Any, Any, Any, Any, Any]) -> jax.Array:
+    def loss(model: nn.Decoder[Any, Any, Any, Any, Any]) -> jax.Array:
         return jnp.sum(jnp.sin(to_array(model(x, causal_mask(4, Out)))))
 
     gradients = jax.tree_util.tree_leaves(jax.grad(loss)(dec))
     assert len(gradients) == len(jax.tree_util.tree_leaves(dec))
     assert all(float(jnp.max(jnp.abs(g))) > 0 for g in gradients)
-    with_source: nn.Decoder[Any, Any, Any, Any, Any, Any, Any, Any] = nn.init_decoder(
+    with_source: nn.Decoder[Any, Any, Any, Any, Any] = nn.init_decoder(
         jax.random.key(2), inputs=zeros(8, Vocab), outputs=zeros(3, Vocab), layers=2, source=SIZES["model"], **SIZES
     )
-    assert all(layer.norms is not None and layer.norms[1] is not None for layer in with_source.layers)
+    assert all(
+        isinstance(layer, nn.DecoderLayer) and layer.norms is not None and layer.norms[1] is not None
+        for layer in with_source.layers
+    )
 
 
 def test_a_padded_sequence_attends_only_to_its_real_positions() -> None:

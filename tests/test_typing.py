@@ -25,6 +25,7 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int
     """Run mypy once over every snippet, copied outside the repository; map (file name, line) to its
     error messages."""
     user = tmp_path_factory.mktemp("user_scripts")
+    assert len({path.name for path in PASS + FAIL}) == len(PASS + FAIL), "a pass and a fail snippet share a name"
     for path in PASS + FAIL:
         shutil.copy(path, user / path.name)
     for i, block in enumerate(README):

@@ -63,6 +63,27 @@ def test_stack_takes_any_pytree_of_equal_leading_axes() -> None:
         Vec.stack((jnp.ones((3, 2)), jnp.zeros(4)), Seq)
 
 
+def test_of_stacks_a_list_of_elements() -> None:
+    # Vec.of(list) is Vec.from_array(np.stack(list)), for arrays and for pytrees of arrays.
+    rows = rng.normal(size=(4, 3))
+    v = Vec.of([Vec.from_array(row, Model) for row in rows], Seq)
+    np.testing.assert_array_equal(to_array(v), rows)
+    assert (v.tag, v.size, v[0].tag, v[0].size) == (Seq, 4, Model, 3)
+    pairs = Vec.of([(1.0, np.ones(2)), (2.0, np.zeros(2))], Seq)
+    np.testing.assert_array_equal(pairs.data[0], [1.0, 2.0])
+    np.testing.assert_array_equal(pairs.data[1], [[1.0, 1.0], [0.0, 0.0]])
+    with pytest.raises(ValueError, match=r"Vec.of\[Seq\]: needs at least one element, got an empty list"):
+        Vec.of([], Seq)
+    with pytest.raises(ValueError, match=r"Vec.of\[Seq\]: needs a list of elements, got ndarray"):
+        Vec.of(np.ones(3), Seq)  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match=r"Vec.of\[Seq\]: element 1 has leaf shapes \[\(3,\)\], element 0 has \[\(2,\)\]"
+    ):
+        Vec.of([np.ones(2), np.ones(3)], Seq)
+    with pytest.raises(TypeError, match="dimension tag must be a subclass of Dim"):
+        Vec.of([1.0], int)  # type: ignore[type-var]
+
+
 def test_mismatched_sizes_and_tags_name_both() -> None:
     with pytest.raises(ValueError, match=r"Vec\[Seq\] of size 3 vs Vec\[Seq\] of size 4"):
         Vec.from_array(np.ones(3), Seq).pair(Vec.from_array(np.ones(4), Seq))

@@ -23,7 +23,9 @@ and converge to them as N grows. The exact integral is the intended meaning
 
 Built with ``Cheb.from_array(c, *tags)`` (coefficients, one tag per axis; also
 a ``numpy.polynomial.chebyshev.Chebyshev``), ``Cheb.from_function(f, tag, size)``
-or ``Cheb.stack(elements, tag)``; read by evaluation ``f(x)`` and ``to_array(f)``
+``Cheb.of(coefficients, tag)`` (a list of equal-shaped coefficients: a Vec
+each gives a function with vector values) or ``Cheb.stack(elements, tag)``
+(already stacked); read by evaluation ``f(x)`` and ``to_array(f)``
 (the coefficients).
 
 ``fmap`` of ReLU converges to ReLU as N grows: for f(x) = x, the maximum
@@ -41,7 +43,7 @@ at N = 8, 16, 32, 64, 128 (order N^-1, at the kink), and the L2 error 1.7e-2,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, overload
 
 import jax
@@ -56,7 +58,7 @@ from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Dim, M, Measured, N, check_tag
 from applicative.records import record, static
-from applicative.stacked import nested, stacked_size, weighted_sum
+from applicative.stacked import nested, stack, stacked_size, weighted_sum
 
 __all__ = ["Cheb", "ChebOf", "as_cheb"]
 
@@ -84,6 +86,13 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
         check_tag(tag, "Cheb.stack")
         n = stacked_size(elements, f"Cheb.stack[{tag.__name__}]")
         return Cheb(elements, tag, n, _points(n, points))
+
+    @staticmethod
+    def of(coefficients: Sequence[B], tag: type[M], points: int | None = None) -> Cheb[M, B]:
+        """The series sum_n c_n T_n of a list of equal-shaped coefficients c_n (structures or arrays:
+        ``Cheb.of([v0, v1], X)`` with Vecs v_n is a function with vector values), stacked for you."""
+        check_tag(tag, "Cheb.of")
+        return Cheb.stack(stack(coefficients, f"Cheb.of[{tag.__name__}]"), tag, points)
 
     @overload
     @staticmethod

@@ -13,8 +13,9 @@ both. As a ``Dense`` structure a Vec is one axis with the identity Gram
 matrix (the counting measure), so the linear algebra's dense formulas are
 exactly its generic definitions, computed as matmuls.
 
-Built with ``Vec.from_array(x, *tags)`` (one tag per leading axis) or
-``Vec.stack(elements, tag)``; read with ``v[i]`` and ``to_array(v)``.
+Built with ``Vec.from_array(x, *tags)`` (one tag per leading axis),
+``Vec.of(elements, tag)`` (a list of equal-shaped structures: a Vec of
+functions, of trees) or ``Vec.stack(elements, tag)`` (already stacked); read with ``v[i]`` and ``to_array(v)``.
 
 >>> import numpy as np
 >>> from applicative import Dim, dot, to_array
@@ -28,7 +29,7 @@ Built with ``Vec.from_array(x, *tags)`` (one tag per leading axis) or
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, overload
 
 import jax
@@ -41,7 +42,7 @@ from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Dim, K, M, Measured, N, check_tag
 from applicative.records import record, static
-from applicative.stacked import element, nested, stacked_size, weighted_sum
+from applicative.stacked import element, nested, stack, stacked_size, weighted_sum
 
 __all__ = ["Vec", "VecOf", "as_vec"]
 
@@ -66,6 +67,13 @@ class Vec(Dense[VecOf[N], A_co], Counit[VecOf[N], A_co]):
         """The Vec whose elements are ``elements`` sliced along the leading axis of every leaf."""
         check_tag(tag, "Vec.stack")
         return Vec(elements, tag, stacked_size(elements, f"Vec.stack[{tag.__name__}]"))
+
+    @staticmethod
+    def of(elements: Sequence[B], tag: type[M]) -> Vec[M, B]:
+        """The Vec of ``elements``, a list of equal-shaped structures or arrays (``Vec.of([f, g], Seq)``:
+        a sequence of two functions), stacked for you (``applicative.stacked.stack``)."""
+        check_tag(tag, "Vec.of")
+        return Vec.stack(stack(elements, f"Vec.of[{tag.__name__}]"), tag)
 
     @overload
     @staticmethod

@@ -29,6 +29,7 @@ from applicative.nn._kernel import KernelIntegral as KernelIntegral
 from applicative.nn._linear import Linear as Linear
 from applicative.nn._mlp import MLP as MLP
 from applicative.nn._mlp import LayerNorm as LayerNorm
+from applicative.nn._transformer import CrossLayer as CrossLayer
 from applicative.nn._transformer import Decoder as Decoder
 from applicative.nn._transformer import DecoderLayer as DecoderLayer
 from applicative.nn._transformer import Embedding as Embedding
@@ -45,6 +46,7 @@ __all__ = [
     "Additive",
     "AttentionHead",
     "CoefficientSoftmax",
+    "CrossLayer",
     "Decoder",
     "DecoderLayer",
     "DotProduct",

@@ -12,7 +12,12 @@ cross attention. A sequence is any structure ``S (D a)``; masks are
 structures of booleans (``causal_mask`` for Vec sequences). An encoder's
 layers are any ``Layer``s, maps of the sequence to itself (``EncoderLayer``,
 or one that views the sequence another way, as the Funcformer's layers along
-its second axis do).
+its second axis do); a decoder's are any ``CrossLayer``s (``DecoderLayer``).
+
+A model's type names only the brands its caller checks: ``Encoder[S, V, D, Out]``
+(sequence, input features, model features, outputs), ``Decoder[S, V, D, E, Out]``
+(E: the memory's features), ``EncoderDecoder[S, V, D, Out]``. Heads, key
+features and hidden widths are the layers' business, typed in the layers.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from applicative.protocols.kinds import Measured
 from applicative.records import record, static
 
 __all__ = [
+    "CrossLayer",
     "Decoder",
     "DecoderLayer",
     "Embedding",
@@ -70,6 +76,20 @@ class Layer(Protocol[S, D]):
     """A map of a sequence ``S (D a)`` to itself, with an optional self-attention mask."""
 
     def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]: ...
+
+
+class CrossLayer(Protocol[S, D, E]):
+    """A map of a sequence ``S (D a)`` to itself under a self-attention mask, attending to a memory
+    ``F (E a)`` of any structure ``F`` if it is given one."""
+
+    def __call__(
+        self,
+        x: Matrix[S, D],
+        mask: Matrix[S, S],
+        memory: Matrix[F, E] | None = None,
+        memory_mask: Matrix[S, F] | None = None,
+        /,
+    ) -> Matrix[S, D]: ...
 
 
 def _norm(norm: LayerNorm[D] | None, x: Matrix[I, D]) -> Matrix[I, D]:
@@ -169,11 +189,12 @@ class Encoder(Generic[S, V, D, Out]):
 
 
 @record
-class Decoder(Generic[S, V, Heads, D, E, Hk, Hidden, Out]):
-    """embed, decoder layers (masked self-attention; cross attention if built with a source), norm, unembed."""
+class Decoder(Generic[S, V, D, E, Out]):
+    """embed, layers (``DecoderLayer``s: masked self-attention, cross attention if built with a
+    source), norm, unembed."""
 
     embed: Embedding[S, V, D]
-    layers: tuple[DecoderLayer[Heads, D, E, Hk, Hidden], ...]
+    layers: tuple[CrossLayer[S, D, E], ...]
     norm: LayerNorm[D] | None
     unembed: Linear[D, Out]
 
@@ -191,11 +212,11 @@ class Decoder(Generic[S, V, Heads, D, E, Hk, Hidden, Out]):
 
 
 @record
-class EncoderDecoder(Generic[S, V, Heads, D, Hk, Hidden, Out]):
+class EncoderDecoder(Generic[S, V, D, Out]):
     """decoder(target, mask, memory = encoder.encode(source))."""
 
     encoder: Encoder[Any, Any, D, Any]
-    decoder: Decoder[S, V, Heads, D, D, Hk, Hidden, Out]
+    decoder: Decoder[S, V, D, D, Out]
 
     def __call__(
         self,
@@ -310,7 +331,7 @@ def init_decoder(
     cross_score: ScoreInit = DotProduct,
     normalise: Normalisation = SOFTMAX,
     activation: Callable[[Array], Array] = jax.nn.relu,
-) -> Decoder[AnySequence, V, Heads, D, AnyMemory, Hk, Hidden, Out]:
+) -> Decoder[AnySequence, V, D, AnyMemory, Out]:
     """A decoder; with ``source`` (the encoder's feature template) each layer also attends to a memory,
     scored by ``cross_score`` (self-attention by ``score``). Without one, a layer has no cross attention
     and no cross-attention norm."""
