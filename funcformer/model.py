@@ -59,6 +59,7 @@ from applicative.nn import (
     Normalisation,
     Softmax,
 )
+from funcformer._fields import check_fields
 
 __all__ = [
     "AlongY",
@@ -150,6 +151,7 @@ class Config:
     layer's axis (``nn.FeedForward``: its linear maps act on the functions of the other axis)."""
 
     def __post_init__(self) -> None:
+        check_fields(self)
         for name in ("n", "channels", "heads", "head_channels", "hidden_channels", "layers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Config.{name} must be positive, got {getattr(self, name)}")

@@ -183,6 +183,10 @@ def test_parameters_and_input_are_checked() -> None:
         ({"normalise": "max"}, "Config.normalise"),
         ({"heads": 0}, "Config.heads"),
         ({"points": 8}, "Config.points"),
+        ({"channels": 8.0}, r"Config\.channels must be an int, got 8\.0"),
+        ({"layers": True}, r"Config\.layers must be an int, got True"),
+        ({"layer_norm": 1}, r"Config\.layer_norm must be a bool, got 1"),
+        ({"mixers": None}, r"Config\.mixers must be a string, got None"),
     ]:
         with pytest.raises(ValueError, match=field):
             Config(**bad)  # type: ignore[arg-type]

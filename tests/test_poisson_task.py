@@ -254,7 +254,7 @@ def test_cache_reads_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     first = load_dataset(tmp_path, task, 3, 7)
     path = _only_file(tmp_path)  # no temporary file left behind
     assert path.suffix == ".npz"
-    assert all(s in path.name for s in ("n12", "k8", "fine32", "seed3", "count7"))
+    assert all(s in path.name for s in ("n12", "k8", "fine32", "seed3"))
 
     def forbidden(*args: object) -> None:
         raise AssertionError("regenerated a cached dataset")
@@ -297,6 +297,32 @@ def test_cache_mismatched_parameters_regenerated(tmp_path: Path) -> None:
     np.testing.assert_array_equal(data.u_fine, expected.u_fine)
     with np.load(path) as stored:  # and the file now holds the right dataset
         np.testing.assert_array_equal(stored["f"], expected.f)
+
+
+def test_the_cache_holds_one_file_per_dataset_whatever_the_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first samples of a seed do not depend on the count, so a smaller count is read from the
+    # file of a larger one and a larger count replaces it: one file, as large as the largest asked for.
+    task = Task(n=12, k=8, fine=32)
+    small, large = make_dataset(task, 3, 4), make_dataset(task, 3, 9)
+    np.testing.assert_array_equal(large.f[:4], small.f)
+    np.testing.assert_array_equal(large.exact()[:4], small.exact())
+    load_dataset(tmp_path, task, 3, 4)
+    np.testing.assert_array_equal(load_dataset(tmp_path, task, 3, 9).u_fine, large.u_fine)
+    path = _only_file(tmp_path)
+
+    def forbidden(*args: object) -> None:
+        raise AssertionError("regenerated a cached dataset")
+
+    monkeypatch.setattr(poisson, "make_dataset", forbidden)
+    for count in (1, 4, 9):
+        data = load_dataset(tmp_path, task, 3, count)
+        assert len(data.f) == count
+        np.testing.assert_array_equal(data.u_fine, large.exact()[:count])
+    assert _only_file(tmp_path) == path
+    with np.load(path) as stored:
+        assert len(stored["f"]) == 9
 
 
 def test_a_training_set_is_cached_without_its_fine_solutions(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from funcformer.learning import default_cache, training
 from funcformer.learning.cli import main as cli_main
-from funcformer.learning.training import CHECKPOINT, Run, TrainingDiverged, load, optimiser, train
+from funcformer.learning.training import CHECKPOINT, Run, load, optimiser, train
 from funcformer.model import Config
 from funcformer.poisson import PROBLEM, load_solver
 from funcformer.poisson.task import Task, load_dataset, solve, truncate
@@ -65,30 +65,8 @@ def test_the_loss_is_the_relative_l2_error_of_the_truncated_solution() -> None:
     np.testing.assert_allclose(training.l2_norm(jax.numpy.asarray(exact[:1]))[0], expected, rtol=1e-12)
 
 
-def test_a_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path: Path) -> None:
-    run = Run.of(
-        PROBLEM,
-        model=TINY,
-        steps=6,
-        batch=4,
-        train_size=16,
-        checkpoint_every=2,
-        warmup=0,
-        learning_rate=1e30,
-        clip=1e30,
-    )
-    with pytest.raises(
-        TrainingDiverged, match=r"loss is (nan|inf) at step \d+; stopped.*last good checkpoint"
-    ) as error:
-        train(run, tmp_path, progress=False)
-    state = load(tmp_path, run, optimiser(run))
-    assert f"(step {state.step})" in str(error.value)
-    assert all(np.all(np.isfinite(leaf)) for leaf in _leaves(state))
-    assert all(np.isfinite(state.losses))
-
-
 def test_checkpoint_errors_are_clear(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match=r"config\.json is missing"):
+    with pytest.raises(FileNotFoundError, match=r"no trained run at .*none: no such directory"):
         train(RUN, tmp_path / "none", resume=True, progress=False)
     train(RUN, tmp_path / "run", progress=False)
     with pytest.raises(FileExistsError, match="already holds a run"):

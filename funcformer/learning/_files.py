@@ -1,21 +1,55 @@
-"""Files that appear only once fully written, so a crash or a kill never leaves half of one, and the
-dataset cache built on them (shared by the Poisson and Darcy tasks)."""
+"""Files that appear only once fully written, so a crash or a kill never leaves half of one; the lock
+that gives a run directory to one process at a time; and the dataset cache (shared by the Poisson and
+Darcy tasks)."""
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+from filelock import FileLock, Timeout
+
+LOCK = ".lock"
 
 
 def default_cache() -> Path:
     """Where datasets are cached: $FUNCFORMER_CACHE, else ~/.cache/funcformer."""
     return Path(os.environ.get("FUNCFORMER_CACHE", Path.home() / ".cache" / "funcformer"))
+
+
+class RunInUse(RuntimeError):
+    """Another process holds the run directory."""
+
+
+@contextlib.contextmanager
+def holding(directory: Path, files: Iterable[str]) -> Iterator[None]:
+    """Hold ``directory`` for this process: another process that tries fails at
+    once with ``RunInUse``. The lock is the OS's (``filelock``), so a killed process never leaves it
+    held; the same process may take it again (``train`` then ``evaluate``). On entry, the temporaries of
+    ``files`` that a killed ``atomic_file`` left behind are removed: no one else writes them meanwhile."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no trained run at {directory}: no such directory")
+    lock = FileLock((directory / LOCK).resolve(), timeout=0, is_singleton=True)  # one per path: reentrant
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunInUse(
+            f"{directory} is in use by another process (training, evaluating or plotting it): "
+            "wait for it to finish, or use another directory"
+        ) from None
+    try:
+        for name in files:
+            for stale in directory.glob(f"{glob.escape(name)}*.tmp"):
+                stale.unlink(missing_ok=True)
+        yield
+    finally:
+        lock.release()
 
 
 @contextlib.contextmanager
@@ -34,18 +68,24 @@ def atomic_file(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
 def cached_arrays(
     path: Path,
     parameters: np.ndarray,
+    count: int,
     shapes: Mapping[str, tuple[int, ...]],
     make: Callable[[], dict[str, np.ndarray]],
 ) -> dict[str, np.ndarray]:
-    """The float64 arrays stored at ``path`` if it is readable and was written for exactly these
-    ``parameters`` with these ``shapes``; else ``make()``'s, stored there atomically. A mismatch or an
+    """The first ``count`` rows of the float64 arrays stored at ``path``, if it is readable, was written
+    for exactly these ``parameters`` and holds at least ``count`` rows of these row ``shapes``; else
+    ``make()``'s ``count`` rows, stored there atomically in place of the smaller file. So one file serves
+    every count of a dataset whose first rows do not depend on the count (each is a prefix of the next):
+    the cache holds one file per dataset, as large as the largest count asked for. A mismatch or an
     unreadable, corrupt file means regenerate: never a silent wrong dataset."""
     try:
         with np.load(path, allow_pickle=False) as stored:
             if np.array_equal(stored["parameters"], parameters):
                 arrays = {name: stored[name] for name in shapes}
-                if all(a.shape == shapes[n] and a.dtype == np.float64 for n, a in arrays.items()):
-                    return arrays
+                if all(
+                    a.shape[1:] == shapes[n] and len(a) >= count and a.dtype == np.float64 for n, a in arrays.items()
+                ):
+                    return {name: a[:count] for name, a in arrays.items()}
     except Exception:
         pass
     arrays = make()

@@ -6,8 +6,10 @@ train --out DIR [options]   train a Funcformer into DIR (config.json, checkpoint
 train --out DIR --resume    continue DIR's run from its last checkpoint
 evaluate DIR                test metrics (written to DIR/metrics.json)
 plot DIR                    DIR/prediction.png (target, prediction, error) and DIR/loss.png
+cache [--clear]             where this task's datasets are cached, and their sizes; --clear deletes them
 
-``evaluate`` and ``plot`` refuse a run of another task.
+``evaluate`` and ``plot`` refuse a run of another task. A run directory is held by one process at a
+time: a second ``train``, ``evaluate`` or ``plot`` of a run in use fails at once.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from funcformer.learning._files import default_cache
+from funcformer.learning._files import RunInUse, default_cache
 from funcformer.learning.problem import Problem
-from funcformer.learning.training import Run, TrainingDiverged, load, optimiser, read_run, train
+from funcformer.learning.training import Run, TrainingDiverged, holding_run, load, optimiser, read_run, train
 
 __all__ = ["main"]
 
@@ -97,6 +99,10 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
     p = commands.add_parser("plot", help="plots of a trained run")
     p.add_argument("run", type=Path, help="run directory")
     p.add_argument("--sample", type=int, default=0, help="which test sample to plot (default 0)")
+    p.add_argument("--test-size", type=_positive(int), default=1024, help="test samples (default 1024)")
+
+    c = commands.add_parser("cache", help="where the datasets are cached ($FUNCFORMER_CACHE), and their sizes")
+    c.add_argument("--clear", action="store_true", help=f"delete the cached {problem.title} datasets")
     return parser
 
 
@@ -116,14 +122,14 @@ def _given(args: argparse.Namespace) -> list[str]:
 def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
     from funcformer.learning.solver import evaluate
 
-    if args.resume:
-        if _given(args):
-            raise ValueError(f"--resume continues {args.out}'s own configuration; drop {', '.join(_given(args))}")
-        run = read_run(args.out, problem)
-    else:
-        run = _run_from(problem, args)
-    train(run, args.out, resume=args.resume, progress=not args.quiet)
-    _print_metrics(evaluate(args.out, args.test_size))
+    if args.resume and _given(args):
+        raise ValueError(f"--resume continues {args.out}'s own configuration; drop {', '.join(_given(args))}")
+    run = None if args.resume else _run_from(problem, args)  # a bad flag is refused before anything is written
+    if run is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+    with holding_run(args.out):  # through training and its evaluation
+        train(run or read_run(args.out, problem), args.out, resume=args.resume, progress=not args.quiet)
+        _print_metrics(evaluate(args.out, args.test_size))
 
 
 def _print_metrics(metrics: dict[str, Any]) -> None:
@@ -152,29 +158,43 @@ def _plot(problem: Problem[Any], args: argparse.Namespace) -> None:
     from funcformer.learning.plots import plot_loss, plot_prediction
     from funcformer.learning.solver import as_solver
 
-    run = read_run(args.run, problem)
-    state = load(args.run, run, optimiser(run))
-    test = problem.dataset(default_cache(), run.task, problem.test_seed, max(args.sample + 1, 16), True)
-    if not 0 <= args.sample < len(test.inputs):
-        raise ValueError(f"--sample must be a test index >= 0, got {args.sample}")
-    x = test.inputs[args.sample : args.sample + 1]
-    predicted = as_solver(state.model, state.scale, run, args.run)(x)[0]
-    metrics_path = args.run / "metrics.json"
-    error = json.loads(metrics_path.read_text())["test"]["mean"] if metrics_path.exists() else None
-    for path in (
-        plot_prediction(x[0], test.exact()[args.sample], predicted, args.run / "prediction.png", problem=problem),
-        plot_loss(state.losses, args.run / "loss.png", error),
-    ):
-        print(f"wrote {path}")
+    if not 0 <= args.sample < args.test_size:
+        raise ValueError(f"--sample must be an index of the {args.test_size}-sample test set, got {args.sample}")
+    with holding_run(args.run):
+        run = read_run(args.run, problem)
+        state = load(args.run, run, optimiser(run))
+        test = problem.dataset(default_cache(), run.task, problem.test_seed, args.test_size, True)
+        x = test.inputs[args.sample : args.sample + 1]
+        predicted = as_solver(state.model, state.scale, run, args.run)(x)[0]
+        metrics_path = args.run / "metrics.json"
+        error = json.loads(metrics_path.read_text())["test"]["mean"] if metrics_path.exists() else None
+        for path in (
+            plot_prediction(x[0], test.exact()[args.sample], predicted, args.run / "prediction.png", problem=problem),
+            plot_loss(state.losses, args.run / "loss.png", error),
+        ):
+            print(f"wrote {path}")
+
+
+def _cache(problem: Problem[Any], args: argparse.Namespace) -> None:
+    cache = default_cache()
+    files = sorted(cache.glob(f"{problem.name}_v*.npz"))
+    sizes = [path.stat().st_size for path in files]
+    for path, size in zip(files, sizes, strict=True):
+        print(f"{size / 1e6:10.1f} MB  {path.name}")
+    print(f"{sum(sizes) / 1e6:.1f} MB of {problem.title} datasets in {len(files)} files under {cache}")
+    if args.clear:
+        for path in files:
+            path.unlink(missing_ok=True)
+        print("deleted them")
 
 
 def main(problem: Problem[Any], argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's) of ``problem``'s task; the exit status."""
     args = _parser(problem).parse_args(argv)
-    command = {"train": _train, "evaluate": _evaluate, "plot": _plot}[args.command]
+    command = {"train": _train, "evaluate": _evaluate, "plot": _plot, "cache": _cache}[args.command]
     try:
         command(problem, args)
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, TrainingDiverged) as error:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, TrainingDiverged, RunInUse) as error:
         print(f"python -m funcformer.{problem.name} {args.command}: error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -32,7 +32,7 @@ from funcformer.learning._files import cached_arrays
 from funcformer.learning.metric import truncate
 from funcformer.model import Config
 
-__all__ = ["Dataset", "Problem", "TaskParameters", "cached_dataset", "check_int_fields", "problem_named"]
+__all__ = ["Dataset", "Problem", "TaskParameters", "cached_dataset", "problem_named"]
 
 
 class TaskParameters(Protocol):
@@ -44,14 +44,6 @@ class TaskParameters(Protocol):
     def n(self) -> int:
         """Chebyshev coefficients per axis of the model's inputs and outputs."""
         ...
-
-
-def check_int_fields(task: TaskParameters) -> None:
-    """A ValueError naming the first field of ``task`` that is not an int (a bool is not)."""
-    for name in (f.name for f in dataclasses.fields(task)):
-        value = getattr(task, name)
-        if isinstance(value, bool) or not isinstance(value, int | np.integer):
-            raise ValueError(f"{type(task).__name__}.{name} must be an int, got {value!r}")
 
 
 T = TypeVar("T", bound=TaskParameters)
@@ -94,14 +86,15 @@ def cached_dataset(
     inputs: str = "inputs",
 ) -> D:
     """The dataset ``make()`` draws and solves (``count`` samples of ``seed``, with their (fine_size,
-    fine_size) solutions), through an on-disk cache (``cached_arrays``): an .npz file under ``cache_dir``
-    named after ``name``, ``version``, the task's fields, ``seed`` and ``count``, which also stores those
-    numbers to check them by; a missing, stale or corrupt file is regenerated. The file holds the inputs
-    (under ``inputs``) and the solutions, all of them if ``fine``, else only the n x n targets (a training
-    set); ``kind`` builds the result."""
+    fine_size) solutions), through an on-disk cache (``cached_arrays``): one .npz file under ``cache_dir``
+    per dataset, named after ``name``, ``version``, the task's fields and ``seed``, which also stores
+    those numbers to check them by, and holds the largest count asked for (the first samples of a seed
+    do not depend on the count: ``make`` must draw them in order). A missing, stale, corrupt or too
+    small file is regenerated. The file holds the inputs (under ``inputs``) and the solutions, all of
+    them if ``fine``, else only the n x n targets (a training set); ``kind`` builds the result."""
     fields = dataclasses.asdict(task)
     stem = "_".join([f"{name}_v{version}", *(f"{key}{value}" for key, value in fields.items())])
-    path = Path(cache_dir) / f"{stem}_seed{seed}_count{count}{'' if fine else '_truncated'}.npz"
+    path = Path(cache_dir) / f"{stem}_seed{seed}{'' if fine else '_truncated'}.npz"
     m = fine_size if fine else task.n
 
     def arrays() -> dict[str, np.ndarray]:
@@ -110,8 +103,9 @@ def cached_dataset(
 
     stored = cached_arrays(
         path,
-        np.array([version, *fields.values(), seed, count, fine], dtype=np.int64),
-        {inputs: (count, task.n, task.n), "u": (count, m, m)},
+        np.array([version, *fields.values(), seed, fine], dtype=np.int64),
+        count,
+        {inputs: (task.n, task.n), "u": (m, m)},
         arrays,
     )
     u = stored["u"]

@@ -15,7 +15,7 @@ import numpy as np
 from funcformer.learning._files import default_cache
 from funcformer.learning.metric import apply_linear, fit_least_squares, relative_l2, summary, truncation_floor
 from funcformer.learning.problem import Problem
-from funcformer.learning.training import METRICS, Run, load, optimiser, read_run, write_atomically
+from funcformer.learning.training import METRICS, Run, holding_run, load, optimiser, read_run, write_atomically
 from funcformer.model import Funcformer, parameter_count
 
 __all__ = ["Solver", "as_solver", "evaluate", "load_solver"]
@@ -86,8 +86,14 @@ def evaluate(path: str | Path, test_size: int = 1024, problem: Problem[Any] | No
     """Test metrics of the run in ``path`` (written to its metrics.json): relative L2 error (mean,
     median, p95) beside the truncation floor and two baselines fitted on the run's training set (the
     mean target, and the least-squares linear map from inputs to targets), and seconds per prediction
-    (batch ``test_size``) vs per exact solve; with ``problem``, a run of another task is refused."""
+    (batch ``test_size``) vs per exact solve; with ``problem``, a run of another task is refused. It
+    holds the run directory (``holding_run``): a run in another process's use is refused."""
     directory = Path(path)
+    with holding_run(directory):
+        return _evaluate(directory, test_size, problem)
+
+
+def _evaluate(directory: Path, test_size: int, problem: Problem[Any] | None) -> dict[str, Any]:
     run = read_run(directory, problem)
     state = load(directory, run, optimiser(run))
     solver = as_solver(state.model, state.scale, run, directory)

@@ -10,7 +10,9 @@ is computed once, when the run starts, and read back from the checkpoint by a
 resumed run and by ``load_solver``, which therefore generate no data. The
 minibatches of step s depend only on (seed, s), so a run resumed from its last
 checkpoint continues exactly as an uninterrupted one would. A non-finite loss
-stops the run; the last good checkpoint stays.
+stops the run; the last good checkpoint stays. A run stopped before its first
+checkpoint after step 0 leaves nothing behind. One process at a time holds a
+run directory (``holding_run``): training, evaluating and plotting take it.
 
 Data parallel: each minibatch is split over ``jax.devices()`` (a 1-D mesh,
 ``data_parallel``; in one process these are its local devices), the model and
@@ -27,6 +29,7 @@ error of c * scale * model(x') against u, computed once on the host in float64.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -46,7 +49,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from tqdm.auto import tqdm
 
 from applicative.instances.chebyshev import gram
-from funcformer.learning._files import atomic_file, default_cache
+from funcformer._fields import check_fields
+from funcformer.learning._files import atomic_file, default_cache, holding
 from funcformer.learning.metric import series_norm
 from funcformer.learning.problem import Problem, problem_named
 from funcformer.model import Config, Funcformer, init
@@ -61,6 +65,7 @@ __all__ = [
     "TrainingDiverged",
     "batch_indices",
     "data_parallel",
+    "holding_run",
     "l2_norm",
     "load",
     "make_step",
@@ -74,6 +79,7 @@ __all__ = [
     "write_atomically",
 ]
 
+MAX_SEED = 2**63 - 1
 CONFIG = "config.json"
 CHECKPOINT = "checkpoint.npz"
 METRICS = "metrics.json"
@@ -99,6 +105,7 @@ class Run:
     checkpoint_every: int = 200
 
     def __post_init__(self) -> None:
+        check_fields(self)  # ints are ints, learning_rate and clip finite numbers
         for name in ("steps", "batch", "train_size", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Run.{name} must be positive, got {getattr(self, name)}")
@@ -108,6 +115,8 @@ class Run:
         for name in ("warmup", "seed"):
             if getattr(self, name) < 0:
                 raise ValueError(f"Run.{name} must be >= 0, got {getattr(self, name)}")
+        if self.seed > MAX_SEED:
+            raise ValueError(f"Run.seed must be at most 2**63 - 1 (a 64-bit seed), got {self.seed}")
         if self.batch > self.train_size:
             raise ValueError(f"Run.batch = {self.batch} exceeds Run.train_size = {self.train_size}")
         if self.model.n != self.task.n:
@@ -220,6 +229,9 @@ def _fresh(run: Run, opt: optax.GradientTransformation, scale: float) -> State:
     return State(model, opt.init(model), 0, [], scale)
 
 
+_CHECKPOINT_FIELDS = {"run", "step", "seconds", "losses", "output_scale"}
+
+
 def save(directory: Path, run: Run, state: State) -> None:
     """Write the checkpoint atomically: a temporary file in ``directory``, then ``os.replace``."""
     leaves = jax.tree_util.tree_leaves((state.model, state.opt_state))
@@ -253,6 +265,7 @@ def load(directory: Path, run: Run, opt: optax.GradientTransformation, *, scale:
             seconds = float(stored["seconds"])
             stored_scale = float(stored["output_scale"]) if "output_scale" in stored.files else None
             arrays = [stored[f"leaf_{i}"] for i in range(len(leaves))]
+            extra = sorted(set(stored.files) - {f"leaf_{i}" for i in range(len(leaves))} - _CHECKPOINT_FIELDS)
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         raise ValueError(f"{path} is corrupt or not a checkpoint ({type(error).__name__}: {error})") from error
     if stored_scale is None:
@@ -268,9 +281,15 @@ def load(directory: Path, run: Run, opt: optax.GradientTransformation, *, scale:
     if saved_run != run:
         changed = sorted(k for k, v in run.fields().items() if saved_run.fields()[k] != v)
         raise ValueError(f"{path} was written by a different run configuration (fields differ: {', '.join(changed)})")
+    if extra:
+        raise ValueError(f"{path} holds arrays the configuration has no place for: {', '.join(extra)}")
     for i, (leaf, array) in enumerate(zip(leaves, arrays, strict=True)):
         if np.shape(leaf) != array.shape:
             raise ValueError(f"{path}: array {i} has shape {array.shape}, the configuration needs {np.shape(leaf)}")
+        if array.dtype.kind != np.dtype(jnp.result_type(leaf)).kind:
+            raise ValueError(f"{path}: array {i} is {array.dtype}, the configuration needs {jnp.result_type(leaf)}")
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+            raise ValueError(f"{path}: array {i} holds NaN or infinite values; a checkpoint's weights are finite")
     restored = [jnp.asarray(a, jnp.result_type(leaf)) for a, leaf in zip(arrays, leaves, strict=True)]
     model, opt_state = jax.tree_util.tree_unflatten(treedef, restored)
     return State(model, opt_state, step, losses, stored_scale, seconds)
@@ -281,7 +300,11 @@ def read_run(directory: Path, problem: Problem[Any] | None = None) -> Run:
     path = directory / CONFIG
     if not path.exists():
         raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    run = Run.from_json(path.read_text(), str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not a run configuration: not UTF-8 text ({error})") from None
+    run = Run.from_json(text, str(path))
     if problem is not None and run.problem is not problem:
         name = run.problem.name
         raise ValueError(
@@ -342,6 +365,9 @@ def train(
 ) -> State:
     """Train ``run`` into ``directory``; with ``resume``, continue from its checkpoint.
 
+    The directory is held for the whole call (another process's ``train`` or ``evaluate`` of it fails
+    at once). Files are written once the data is ready; a run stopped before its first checkpoint
+    after step 0 (a diverging first step, an interrupt) removes them, so a rerun is not refused.
     Resuming a run saved before runs stored their output scale computes it (as its training did),
     stores it in the checkpoint and warns. ``interrupt_after`` (for tests) stops abruptly after that
     many steps of this call, writing nothing more, as a kill would.
@@ -349,30 +375,73 @@ def train(
     out = Path(directory)
     opt = optimiser(run)
     split, replicated = data_parallel(run.batch)  # refuses a batch the devices cannot split, before any write
-    if resume:
-        saved = read_run(out)
-        if saved != run:
-            raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
-        try:
-            state = load(out, run, opt)
-        except NoStoredScale:
-            state = load(out, run, opt, scale=output_scale(run.problem, run.task))
-            save(out, run, state)
-            warnings.warn(
-                f"{out / CHECKPOINT} held no output scale (a run saved before scales were stored): "
-                f"computed it as the run's training did ({state.scale!r}) and stored it",
-                stacklevel=2,
-            )
-    else:
+    if not resume:
         out.mkdir(parents=True, exist_ok=True)
-        if (out / CHECKPOINT).exists():
-            raise FileExistsError(f"{out} already holds a run: pass --resume, or another --out")
-        scale = output_scale(run.problem, run.task)  # once per run: stored in every checkpoint
-        write_atomically(out / CONFIG, run.to_json())
-        state = _fresh(run, opt, scale)
-        save(out, run, state)  # a run killed before its first interval resumes from here
+    with holding_run(out):
+        if resume:
+            state = _resumed(run, out, opt)
+        else:
+            if (out / CHECKPOINT).exists():
+                raise FileExistsError(f"{out} already holds a run: pass --resume, or another --out")
+            state = _fresh(run, opt, output_scale(run.problem, run.task))  # the scale: once per run
+        x, t = training_arrays(run, state.scale)
+        if not resume:
+            write_atomically(out / CONFIG, run.to_json())
+            save(out, run, state)  # a run killed before its first interval resumes from here
+        try:
+            return _steps(run, out, state, x, t, split, replicated, progress, interrupt_after)
+        except BaseException:
+            if not resume and _checkpoint_step(out) == 0:
+                # Stopped before its first checkpoint (a diverging first step, an interrupt): nothing
+                # of it is worth resuming, and nothing of it may block a rerun.
+                (out / CHECKPOINT).unlink(missing_ok=True)
+                (out / CONFIG).unlink(missing_ok=True)
+            raise
 
-    x, t = training_arrays(run, state.scale)
+
+def holding_run(directory: Path) -> contextlib.AbstractContextManager[None]:
+    """Hold a run directory for this process (``_files.holding``): ``train``, ``evaluate`` and the
+    plots take it, so two processes never mix their files in one run."""
+    return holding(directory, (CONFIG, CHECKPOINT, METRICS))
+
+
+def _checkpoint_step(directory: Path) -> int | None:
+    try:
+        with np.load(directory / CHECKPOINT, allow_pickle=False) as stored:
+            return int(stored["step"])
+    except Exception:  # missing or unreadable: not a step-0 checkpoint of ours
+        return None
+
+
+def _resumed(run: Run, out: Path, opt: optax.GradientTransformation) -> State:
+    saved = read_run(out)
+    if saved != run:
+        raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
+    try:
+        return load(out, run, opt)
+    except NoStoredScale:
+        state = load(out, run, opt, scale=output_scale(run.problem, run.task))
+        save(out, run, state)
+        warnings.warn(
+            f"{out / CHECKPOINT} held no output scale (a run saved before scales were stored): "
+            f"computed it as the run's training did ({state.scale!r}) and stored it",
+            stacklevel=3,
+        )
+        return state
+
+
+def _steps(
+    run: Run,
+    out: Path,
+    state: State,
+    x: np.ndarray,
+    t: np.ndarray,
+    split: NamedSharding,
+    replicated: NamedSharding,
+    progress: bool,
+    interrupt_after: int | None,
+) -> State:
+    """The training loop, from ``state`` to ``run.steps``, checkpointing into ``out``."""
     step_fn = make_step(run)
     model, opt_state = jax.device_put((state.model, state.opt_state), replicated)
     state = dataclasses.replace(state, model=model, opt_state=opt_state)
@@ -393,6 +462,8 @@ def train(
                 raise TrainingDiverged(
                     f"loss is {loss} at step {step}; stopped. The last good checkpoint "
                     f"(step {saved_step}) is kept in {out}: lower --learning-rate or --clip and retrain"
+                    if saved_step
+                    else f"loss is {loss} at the first step; stopped, nothing kept: lower --learning-rate or --clip"
                 )
             state.losses.append(loss)
             state = State(model, opt_state, step + 1, state.losses, state.scale, time.perf_counter() - start)

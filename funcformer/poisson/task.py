@@ -34,10 +34,11 @@ from pathlib import Path
 import numpy as np
 import scipy.fft
 
+from funcformer._fields import check_fields
 from funcformer.learning import metric
 from funcformer.learning import problem as learning
 from funcformer.learning.metric import GRID, grid_values, relative_l2, series_norm, summary, truncate
-from funcformer.learning.problem import cached_dataset, check_int_fields
+from funcformer.learning.problem import cached_dataset
 
 __all__ = [
     "FINE",
@@ -89,7 +90,7 @@ class Task:
     fine: int = FINE
 
     def __post_init__(self) -> None:
-        check_int_fields(self)
+        check_fields(self)
         if self.k < 3:
             raise ValueError(f"Task.k = {self.k}: need k >= 3 (phi_0 = T_2 - T_0 has degree 2)")
         if self.n < self.k:
@@ -240,10 +241,11 @@ def make_dataset(task: Task, seed: int, count: int, fine: bool = True) -> Datase
 
 
 def load_dataset(cache_dir: str | Path, task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
-    """Cached on disk as .npz under cache_dir, in a file whose name encodes the parameters
-    (task fields, seed, count); the file also stores the parameters, checked on load
-    (a mismatch or an unreadable/corrupt file -> regenerate, never a silent wrong dataset).
-    Written atomically (temp file in the same directory + os.replace)."""
+    """The first ``count`` samples of ``seed``, cached on disk as .npz under cache_dir in one file per
+    task and seed (its name encodes the task fields and the seed), holding the largest count asked
+    for; the file also stores the parameters, checked on load (a mismatch, a too small, unreadable or
+    corrupt file -> regenerate, never a silent wrong dataset). Written atomically (temp file in the
+    same directory + os.replace). ``learning.problem.cached_dataset``."""
     return cached_dataset(
         Dataset,
         cache_dir,
