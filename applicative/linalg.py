@@ -32,6 +32,14 @@ relation is tested, and so is that the dense formula actually runs
 argument gives the outer structure, so attention scores are
 ``mul_mmt(keys, queries)``, one row per query.
 
+Every operation checks its operands' nesting at trace time (Python on shapes, nothing added to a
+compiled function): a non-structure (an array where a Vec belongs), a vector where a matrix belongs,
+or, under ordinary arithmetic, a matrix where a vector belongs raises a TypeError naming the
+operation and the argument. Nesting is visible up front through ``Dense`` structures; in other
+structures (trees, distributions) the nested operations of the generic definition check theirs
+(``mul_mv`` calls ``dot`` on each row), and ``*`` refuses to multiply structures.
+``scale`` takes a scalar r (0-d), never an array that would broadcast against the coordinates.
+
 >>> import numpy as np
 >>> from applicative import Dim, Vec, mul_mm, to_array
 >>> class Seq(Dim): ...
@@ -52,6 +60,7 @@ from typing import Any, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from applicative.protocols.algebra import Arithmetic, Module, Pointwise, Real, Ring, arithmetic
 from applicative.protocols.applicative import Applicative
@@ -80,6 +89,7 @@ T = TypeVar("T")
 def dot(a: Applicative[Summed, R], b: Applicative[Summed, R], ring: Ring[R] | None = None) -> R:
     """The inner product sum_i a_i b_i (the integral of a b for functions)."""
     r = _ring(ring)
+    check_nesting("dot", r, ("a", a, 1), ("b", b, 1))
     if (fast := _dense("dot", "f,f->", r, a, b)) is not None:
         return cast(R, fast[0])
     return counit(a.pair(b).fmap(lambda p: r.mul(p[0], p[1])), r)
@@ -88,6 +98,7 @@ def dot(a: Applicative[Summed, R], b: Applicative[Summed, R], ring: Ring[R] | No
 def outer(a: Applicative[F, R], b: Applicative[G, R], ring: Ring[R] | None = None) -> Applicative[F, Applicative[G, R]]:
     """The outer product (a b^T)_ij = a_i b_j."""
     r = _ring(ring)
+    check_nesting("outer", r, ("a", a, 1), ("b", b, 1))
     if (fast := _dense("outer", "f,g->fg", r, a, b)) is not None:
         return _shaped(*fast)
     return a.fmap(lambda x: b.fmap(lambda y: r.mul(x, y)))
@@ -98,6 +109,7 @@ def mul_mv(
 ) -> Applicative[F, R]:
     """Matrix times vector: (m v)_i = dot(m_i, v)."""
     r = _ring(ring)
+    check_nesting("mul_mv", r, ("m", m, 2), ("v", v, 1))
     if (fast := _dense("mul_mv", "fg,g->f", r, m, v)) is not None:
         return _shaped(*fast)
     return m.fmap(lambda row: dot(row, v, r))
@@ -108,6 +120,7 @@ def mul_vm(
 ) -> Applicative[G, R]:
     """Vector times matrix: v^T m = sum_i v_i m_i, a counit over the rows."""
     r = _ring(ring)
+    check_nesting("mul_vm", r, ("v", v, 1), ("m", m, 2))
     if (fast := _dense("mul_vm", "f,fg->g", r, v, m)) is not None:
         return _shaped(*fast)
     scaled_rows = v.pair(m).fmap(lambda p: p[1].fmap(lambda x: r.mul(p[0], x)))
@@ -119,6 +132,7 @@ def mul_mm(
 ) -> Applicative[F, Applicative[H, R]]:
     """Matrix product: (a b)_i = mul_vm(a_i, b)."""
     r = _ring(ring)
+    check_nesting("mul_mm", r, ("a", a, 2), ("b", b, 2))
     if (fast := _dense("mul_mm", "fg,gh->fh", r, a, b)) is not None:
         return _shaped(*fast)
     return a.fmap(lambda row: mul_vm(row, b, r))
@@ -129,6 +143,7 @@ def mul_mmt(
 ) -> Applicative[H, Applicative[F, R]]:
     """Apply ``a`` to each row of ``b``: mul_mmt(a, b)_j = mul_mv(a, b_j), i.e. b a^T."""
     r = _ring(ring)
+    check_nesting("mul_mmt", r, ("a", a, 2), ("b", b, 2))
     if (fast := _dense("mul_mmt", "fg,hg->hf", r, a, b)) is not None:
         return _shaped(*fast)
     return b.fmap(lambda row: mul_mv(a, row, r))
@@ -145,6 +160,7 @@ def sum_mul_mmt(
     concatenated heads): written as one contraction, it is one matmul for a Vec.
     """
     r = _ring(ring)
+    check_nesting("sum_mul_mmt", r, ("a", a, 3), ("b", b, 3))
     if (fast := _dense("sum_mul_mmt", "fgh,fih->ig", r, a, b)) is not None:
         return _shaped(*fast)
     products = a.pair(b).fmap(lambda p: mul_mmt(p[0], p[1], r))
@@ -160,21 +176,27 @@ def linear(
 ) -> Applicative[G, R]:
     """The affine map x -> W x + c (weights indexed [out][in], as in the reference)."""
     r = _ring(ring)
+    check_nesting("linear", r, ("w", w, 2), ("c", c, 1), ("x", x, 1))
     return add(c, mul_mv(w, x, r), r)
 
 
 def add(a: Applicative[F, T], b: Applicative[F, T], module: Module[T] | None = None) -> Applicative[F, T]:
     """The pointwise sum of two structures (of scalars, or of anything ``module`` adds)."""
     m = module if module is not None else arithmetic()
+    check_nesting("add", None, ("a", a, 1), ("b", b, 1))
     if _on_coordinates(m, a) and _same_shape(a, b):
         _log("add")
         return cast(Applicative[F, T], jax.tree_util.tree_map(operator.add, a, b))
-    return a.pair(b).fmap(lambda p: m.add(p[0], p[1]))
+    return a.pair(b).fmap(lambda p: m.add(*_alike("add", m, p[0], p[1])))
 
 
 def scale(r: Real, a: Applicative[F, T], module: Module[T] | None = None) -> Applicative[F, T]:
-    """The structure scaled by a real: fmap (scale r) a."""
+    """The structure scaled by a real: fmap (scale r) a. ``r`` is a scalar (a number or a 0-d array)."""
     m = module if module is not None else arithmetic()
+    if isinstance(r, Applicative) or jnp.ndim(r) != 0:
+        got = type(r).__name__ if isinstance(r, Applicative) else f"an array of shape {jnp.shape(r)}"
+        raise TypeError(f"scale: r must be a scalar (a number or a 0-d array), got {got}")
+    check_nesting("scale", None, ("a", a, 1))
     if _on_coordinates(m, a):
         _log("scale")
         return cast(Applicative[F, T], jax.tree_util.tree_map(lambda leaf: r * leaf, a))
@@ -238,18 +260,89 @@ def _on_coordinates(module: Module[Any], a: object) -> bool:
 
 
 def _same_shape(a: object, b: object) -> bool:
-    """Equal pytree structures: the same structures, tags and sizes all the way down."""
+    """Equal pytree structures (the same structures, tags and sizes all the way down) and equal leaf
+    shapes, so that a leafwise sum is the pointwise one (no broadcasting)."""
     shape: jax.tree_util.PyTreeDef = jax.tree_util.tree_structure(a)
-    return bool(shape == jax.tree_util.tree_structure(b))
+    if shape != jax.tree_util.tree_structure(b):
+        return False
+    pairs = zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True)
+    return all(jnp.shape(x) == jnp.shape(y) for x, y in pairs)
+
+
+# The operand checks (trace-time Python: they never reach a compiled function).
+
+_NESTING = {
+    1: "a structure (a vector)",
+    2: "a structure of structures (rows of columns)",
+    3: "a structure of structures of structures (a stack of matrices)",
+}
+
+
+def check_nesting(op: str, ring: Ring[Any] | None, *operands: tuple[str, object, int]) -> None:
+    """Raise a TypeError naming ``op`` unless each operand is nested as deep as its count of structure
+    levels says, as far as its ``Dense`` levels show without computing; under ordinary arithmetic
+    (``ring``), the elements below those levels must not be structures either (``*`` cannot multiply
+    them). Structures whose elements are hidden are checked as the generic definition meets them."""
+    for name, x, levels in operands:
+        seen = x
+        for depth in range(levels):
+            if not isinstance(seen, Applicative):
+                got = f"a {type(x).__name__}" if depth == 0 else _nesting(x)
+                raise TypeError(f"{op}: argument {name} is {got}; expected {_NESTING[levels]}")
+            if not isinstance(seen, Dense) or seen.axes() is None:
+                break
+            seen = seen.elements()
+        else:
+            if isinstance(ring, Arithmetic) and isinstance(seen, Applicative):
+                raise TypeError(f"{op}: argument {name} is {_nesting(x)}; expected {_NESTING[levels]} of scalars")
+
+
+def _nesting(x: object) -> str:
+    """A structure described by its visible levels: "a Vec[Seq] of size 3 holding scalars"."""
+    names, axes = [], 0
+    while isinstance(x, Dense) and (level := x.axes()) is not None:
+        names.append(_describe(level))
+        axes += len(level)
+        x = x.elements()
+    if not names:
+        return f"a {type(x).__name__}"
+    if isinstance(x, jax.Array | np.ndarray):
+        held = "scalars" if x.ndim == axes else f"arrays of shape {x.shape[axes:]}"
+    else:
+        held = f"{type(x).__name__} elements"
+    return f"a {' of '.join(names)} holding {held}"
+
+
+def _alike(op: str, module: Module[Any], x: T, y: T) -> tuple[T, T]:
+    """Two elements about to be added, checked under ordinary arithmetic (which adds leaf by leaf) to
+    have one pytree structure and leaves that broadcast together."""
+    if not isinstance(module, Arithmetic):
+        return x, y
+    try:
+        structure: jax.tree_util.PyTreeDef = jax.tree_util.tree_structure(x)
+        if structure == jax.tree_util.tree_structure(y):
+            for u, w in zip(jax.tree_util.tree_leaves(x), jax.tree_util.tree_leaves(y), strict=True):
+                jnp.broadcast_shapes(jnp.shape(u), jnp.shape(w))
+            return x, y
+    except ValueError:
+        pass
+    raise TypeError(f"{op}: the arguments hold different elements, {_what(x)} and {_what(y)}; expected one shape")
+
+
+def _what(x: object) -> str:
+    if isinstance(x, Applicative) or not hasattr(x, "shape"):
+        return f"a {type(x).__name__}"
+    return f"an array of shape {jnp.shape(x)}"
 
 
 Level = tuple[Axis, ...]
 """The axes of one structure level (a Compose has two)."""
 
 
-def _coordinates(x: object, levels: int) -> tuple[jax.Array, list[Level], list[Dense[Any, Any]]] | None:
+def _coordinates(op: str, x: object, levels: int) -> tuple[jax.Array, list[Level], list[Dense[Any, Any]]] | None:
     """The coordinate array of ``x``, the axes of its first ``levels`` structure levels and those
-    structures; None unless every level is Dense and the elements below them are scalars."""
+    structures; None unless every level is Dense and the elements below them are scalars. A clear
+    error if the coordinates' shape is not the axes' sizes (a size that disagrees with the data)."""
     axes: list[Level] = []
     shells: list[Dense[Any, Any]] = []
     for _ in range(levels):
@@ -260,6 +353,10 @@ def _coordinates(x: object, levels: int) -> tuple[jax.Array, list[Level], list[D
         x = x.elements()
     if not isinstance(x, jax.Array) or x.ndim != sum(len(level) for level in axes):
         return None
+    if x.shape != (sizes := tuple(axis.size for level in axes for axis in level)):
+        raise ValueError(
+            f"{op}: a {' of '.join(map(_describe, axes))} holds coordinates of shape {x.shape}, not {sizes}"
+        )
     return x, axes, shells
 
 
@@ -272,7 +369,7 @@ def _dense(op: str, spec: str, ring: Ring[Any], *operands: object) -> tuple[jax.
         return None
     inputs, output = spec.split("->")
     names = inputs.split(",")
-    views = [v for x, n in zip(operands, names, strict=True) if (v := _coordinates(x, len(n))) is not None]
+    views = [v for x, n in zip(operands, names, strict=True) if (v := _coordinates(op, x, len(n))) is not None]
     if len(views) < len(names):
         return None
     levels: dict[str, Level] = {}

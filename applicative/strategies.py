@@ -154,7 +154,8 @@ def _outcome_values() -> st.SearchStrategy[float]:
 
 def _finite(build: Callable[[np.ndarray, np.ndarray], Any], complex_weights: bool) -> st.SearchStrategy[Any]:
     def one(n: int) -> st.SearchStrategy[Any]:
-        outcomes = st.lists(_outcome_values(), min_size=n, max_size=n).map(np.array)
+        # A state's norm is that of its merged amplitudes: distinct outcomes keep the drawn ones.
+        outcomes = st.lists(_outcome_values(), min_size=n, max_size=n, unique=complex_weights).map(np.array)
         magnitudes = st.lists(st.floats(0.1, 1.0), min_size=n, max_size=n).map(np.array)
         phases = st.lists(st.floats(-np.pi, np.pi), min_size=n, max_size=n).map(np.array)
         if not complex_weights:
@@ -173,7 +174,7 @@ def distribution_triples() -> st.SearchStrategy[Triple]:
 
 
 def quantum_triples() -> st.SearchStrategy[Triple]:
-    """Triples of normalised ``Quantum`` states of float64 scalars."""
+    """Triples of normalised ``Quantum`` states of float64 scalars (each drawn on distinct outcomes)."""
     q = _finite(lambda x, a: Quantum(x, a), complex_weights=True)
     return st.tuples(q, q, q)
 

@@ -3,6 +3,7 @@ products, dot products; fmap's accuracy; conversions and errors; the generic
 transformer on Cheb∘Cheb, Vec∘Cheb and Cheb∘Vec. (The linear algebra's dense
 formulas and their relation to the generic definitions: tests/test_fast_paths.py.)"""
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -11,7 +12,7 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
-from applicative import Cheb, Compose, Dim, Vec, counit, dot, lift_a2, nn, to_array
+from applicative import Cheb, Compose, Dim, Vec, counit, dot, lift_a2, nn, outer, to_array
 from applicative.instances.chebyshev import gram, to_coefficients
 from applicative.nn import CoefficientSoftmax
 from tests.dims import Hidden, Model, Seq
@@ -217,3 +218,108 @@ def test_the_generic_transformer_runs_on_functions(kind: str, normalise: Any) ->
     assert type(out) is type(x)
     # jaxlib 0.9.0 ships no type stub for PyTreeDef: mypy cannot type its ==.
     assert jax.tree_util.tree_structure(out) == jax.tree_util.tree_structure(x)  # type: ignore[operator]
+
+
+# Bad input: a clear error or a correct value, never a silently wrong one.
+
+INTEGER_SERIES: dict[str, Callable[[np.ndarray], Cheb[X, jax.Array]]] = {
+    "from_array": lambda c: Cheb.from_array(c, X),
+    "from_array of a list": lambda c: Cheb.from_array(c.tolist(), X),
+    "of": lambda c: Cheb.of(list(c), X),
+    "stack": lambda c: Cheb.stack(jnp.asarray(c), X),
+}
+
+
+@pytest.mark.parametrize("build", list(INTEGER_SERIES))
+@pytest.mark.parametrize("coefficients", [np.array([1, 2]), np.array([True, True, False])], ids=["int", "bool"])
+def test_integer_and_bool_coefficients_are_promoted_to_the_default_float(build: str, coefficients: np.ndarray) -> None:
+    f = INTEGER_SERIES[build](coefficients)
+    c = coefficients.astype(np.float64)
+    assert to_array(f).dtype == jnp.result_type(float)
+    np.testing.assert_allclose(f(0.5), C.chebval(0.5, c), **TOL)
+    np.testing.assert_allclose(dot(f, f), integral(C.chebmul(c, c)), **TOL)
+    np.testing.assert_allclose(f.counit(), integral(c), **TOL)
+    np.testing.assert_allclose(to_array(f.fmap(lambda x: 0.5 * x)), 0.5 * c, **TOL)
+    np.testing.assert_allclose(to_array(outer(f, f)), np.outer(c, c), **TOL)
+    np.testing.assert_allclose(to_array(f.pure(3)), padded(np.array([3.0]), len(c)), **TOL)
+
+
+def test_the_issue_example_one_plus_two_x() -> None:
+    f = Cheb.from_array(np.array([1, 2]), X)  # 1 + 2x
+    assert float(f(0.5)) == 2.0
+    np.testing.assert_allclose(dot(f, f), 14 / 3, **TOL)  # the integral of (1 + 2x)^2 over [-1, 1]
+
+
+def test_complex_coefficients_are_kept_and_the_dot_product_is_bilinear() -> None:
+    c, d = rng.normal(size=4) + 1j * rng.normal(size=4), rng.normal(size=4) + 1j * rng.normal(size=4)
+    f, g = Cheb.from_array(c, X), Cheb.from_array(d, X)
+    assert to_array(f).dtype == jnp.complex128
+    np.testing.assert_allclose(f(0.3), C.chebval(0.3, c), **TOL)
+    product = C.chebint(C.chebmul(c, d))  # no complex conjugate, as numpy.dot
+    np.testing.assert_allclose(dot(f, g), C.chebval(1.0, product) - C.chebval(-1.0, product), **TOL)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [np.array([1.0, "a"], dtype=object), np.array(["a", "b"]), [[1.0, 2.0], [3.0]]],
+    ids=["object", "string", "ragged list"],
+)
+def test_coefficients_that_are_not_numbers_are_rejected_naming_the_constructor(bad: Any) -> None:
+    with pytest.raises(TypeError, match=r"Cheb.from_array: expected an array of numbers"):
+        Cheb.from_array(bad, X)
+    with pytest.raises(TypeError, match=r"Cheb.stack\[X\]: expected an array of numbers"):
+        Cheb.stack(np.asarray(bad, dtype=object), X)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Cheb.from_array(np.zeros(0), X), r"Cheb.from_array: every axis needs at least one coefficient"),
+        (lambda: Cheb.from_array(np.zeros((2, 0)), X, Y), r"Cheb.from_array: every axis needs at least one"),
+        (lambda: Cheb.from_array([], X), r"Cheb.from_array: every axis needs at least one coefficient"),
+        (lambda: Cheb.of([], X), r"Cheb.of\[X\]: needs at least one element"),
+        (lambda: Cheb.stack(jnp.zeros(0), X), r"Cheb.stack\[X\]: a series needs at least one coefficient"),
+        (lambda: Cheb.from_function(jnp.sin, X, 0), r"Cheb.from_function: a series needs at least one coefficient"),
+        (lambda: Cheb.from_function(jnp.sin, X, -2), r"Cheb.from_function: a series needs at least one coefficient"),
+        (lambda: Cheb.from_function(jnp.sin, X, 2.5), r"Cheb.from_function: .* got size 2.5"),  # type: ignore[arg-type]
+        (lambda: Cheb.from_array(np.ones(4), X, points=3), r"Cheb.from_array: 3 sample points cannot resolve 4"),
+    ],
+)
+def test_empty_series_and_too_few_points_are_rejected(build: Callable[[], object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_numpy_series_of_any_kind_are_converted_exactly() -> None:
+    f = Cheb.from_array(np.polynomial.Polynomial([1, 2]), X)  # 1 + 2x: the same coefficients
+    np.testing.assert_allclose(to_array(f), [1.0, 2.0], **TOL)
+    x = np.linspace(-1, 1, 11)
+    for kind in (np.polynomial.Polynomial, np.polynomial.Legendre, np.polynomial.Hermite, np.polynomial.Laguerre):
+        p = kind(rng.normal(size=5))
+        np.testing.assert_allclose(Cheb.from_array(p, X)(x), p(x), **TOL)
+    with pytest.raises(ValueError, match=r"Cheb.from_array: a Polynomial series on domain \[0\. 1\.\]"):
+        Cheb.from_array(np.polynomial.Polynomial([1.0, 2.0], domain=[0, 1]), X)
+
+
+def test_a_size_that_disagrees_with_the_data_is_rejected_when_used() -> None:
+    # Cheb(data, tag, size, points) is how JAX rebuilds a series, so it is not checked; operations are.
+    wrong = Cheb(jnp.ones(3), X, 5, 10)
+    message = r"5 elements, but a leaf of the data has shape \(3,\)"
+    for op, use in (("__call__", lambda: wrong(0.5)), ("counit", wrong.counit), ("fmap", lambda: wrong.fmap(jnp.sin))):
+        with pytest.raises(ValueError, match=rf"Cheb\[X\]\.{op}: " + message):
+            use()
+    with pytest.raises(ValueError, match=r"dot: a Cheb\[X\] of size 5 holds coordinates of shape \(3,\), not \(5,\)"):
+        dot(wrong, wrong)
+    with pytest.raises(ValueError, match=r"Cheb\[X\]\.fmap: 2 sample points cannot resolve 3 coefficients"):
+        Cheb(jnp.ones(3), X, 3, 2).fmap(jnp.sin)
+
+
+def test_dim_itself_is_not_a_tag() -> None:
+    for build in (
+        lambda: Cheb.from_array(np.ones(2), Dim),
+        lambda: Cheb.of([1.0, 2.0], Dim),
+        lambda: Cheb.stack(np.ones(2), Dim),
+        lambda: Cheb.from_function(jnp.sin, Dim, 4),
+    ):
+        with pytest.raises(TypeError, match=r"Cheb\.\w+.*: dimension tag must be a subclass of Dim, not Dim itself"):
+            build()

@@ -336,3 +336,70 @@ def test_a_vec_of_distributions_sums_them_as_random_variables() -> None:
     outcomes, probabilities = zip(*total.merged().items(), strict=True)
     np.testing.assert_allclose(np.asarray(outcomes, float), [0.0, 1.0, 10.0, 11.0])
     np.testing.assert_allclose(np.asarray(probabilities, float), [0.125, 0.375, 0.125, 0.375])
+
+
+# Bad weights: a clear error, never a silently wrong expectation.
+
+
+@pytest.mark.parametrize(
+    ("weights", "error", "message"),
+    [
+        ([2 + 0j, -1 + 0j], TypeError, r"Distribution: probabilities must be real numbers, got dtype complex128"),
+        ([0.5 + 0j, 0.5 + 0j], TypeError, r"Distribution: probabilities must be real numbers"),
+        ([True, False], TypeError, r"Distribution: weights must be numbers, got bools"),
+        (np.array([0.5, 0.5], dtype=object), TypeError, r"Distribution: expected an array of numbers .* dtype object"),
+        ([np.nan, 1.0], ValueError, r"Distribution: weights must be finite"),
+        ([np.inf, 0.0], ValueError, r"Distribution: weights must be finite"),
+    ],
+    ids=["complex", "complex with zero imaginary parts", "bool", "object", "nan", "inf"],
+)
+def test_probabilities_must_be_real_finite_numbers(weights: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        Distribution([0.0, 1.0], weights)
+
+
+def test_integer_probabilities_are_numbers() -> None:
+    assert float(Distribution([2.0], [1]).counit()) == 2.0
+
+
+def test_outcomes_must_be_numbers() -> None:
+    with pytest.raises(TypeError, match=r"Distribution outcomes: expected an array of numbers"):
+        Distribution(["heads", "tails"], [0.5, 0.5])
+
+
+def test_quantum_norm_is_that_of_the_merged_amplitudes() -> None:
+    # Amplitudes that cancel when equal outcomes merge leave half the norm: rejected, not an
+    # unnormalised expectation. Amplitudes that add up to a normalised state are accepted.
+    with pytest.raises(ValueError, match=r"Quantum: the squared magnitudes .* sum to 0\.5.*, equal outcomes merged"):
+        Quantum([0.0, 0.0, 1.0], [0.5, -0.5, np.sqrt(0.5)])
+    with pytest.raises(ValueError, match=r"Quantum: the squared magnitudes .* sum to 0\.0"):
+        Quantum([1.0, 1.0], [np.sqrt(0.5), -np.sqrt(0.5)])
+    state = Quantum([3.0, 3.0], [0.5, 0.5])
+    np.testing.assert_allclose(state.probabilities, [1.0], rtol=1e-14)
+    np.testing.assert_allclose(state.counit(), 3.0, rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("amplitudes", "error", "message"),
+    [
+        ([True, False], TypeError, r"Quantum: weights must be numbers, got bools"),
+        (np.array([1.0, 0.0], dtype=object), TypeError, r"Quantum: expected an array of numbers .* dtype object"),
+        ([np.nan, 1.0], ValueError, r"Quantum: weights must be finite"),
+        ([1j * np.inf, 0.0], ValueError, r"Quantum: weights must be finite"),
+    ],
+    ids=["bool", "object", "nan", "inf"],
+)
+def test_amplitudes_must_be_finite_numbers(amplitudes: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        Quantum([0.0, 1.0], amplitudes)
+
+
+def test_mixture_weights_must_be_real() -> None:
+    components = Vec.of([Distribution([0.0], [1.0]), Distribution([1.0], [1.0])], Seq)
+    with pytest.raises(TypeError, match=r"mixture: probabilities must be real numbers"):
+        mixture(Vec.from_array(np.array([0.5 + 0j, 0.5]), Seq), components)
+    with pytest.raises(TypeError, match=r"mixture: weights must be numbers, got bools"):
+        mixture(Vec.from_array(np.array([True, False]), Seq), components)
+    with pytest.raises(ValueError, match=r"mixture: probabilities must be non-negative"):
+        mixture(Vec.from_array(np.array([1.5, -0.5]), Seq), components)
+    np.testing.assert_allclose(mixture(Vec.from_array(np.array([0.25, 0.75]), Seq), components).counit(), 0.75)

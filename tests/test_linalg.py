@@ -17,9 +17,13 @@ from applicative import (
     Arithmetic,
     Compose,
     Dim,
+    Leaf,
     Ring,
+    Tree,
     Vec,
     VecOf,
+    add,
+    as_vec,
     counit,
     dot,
     generic_only,
@@ -29,6 +33,7 @@ from applicative import (
     mul_mv,
     mul_vm,
     outer,
+    scale,
     sum_mul_mmt,
     to_array,
 )
@@ -258,3 +263,78 @@ def test_default_ring_is_ordinary_arithmetic() -> None:
     assert dot(Vec.from_array(a, Model), Vec.from_array(b, Model), Arithmetic()) == dot(
         Vec.from_array(a, Model), Vec.from_array(b, Model)
     )
+
+
+# Misnested operands: a TypeError naming the operation and the argument, at trace time, on both paths.
+
+v3, m33 = V(np.ones(3), Seq), V(np.ones((3, 3)), Seq, Seq)
+VECTOR_FOR_MATRIX: dict[str, tuple[Callable[[], object], str]] = {
+    "mul_mv": (lambda: mul_mv(v3, v3), "m"),  # type: ignore[arg-type]
+    "mul_vm": (lambda: mul_vm(v3, v3), "m"),  # type: ignore[arg-type]
+    "mul_mm": (lambda: mul_mm(v3, m33), "a"),  # type: ignore[arg-type]
+    "mul_mmt": (lambda: mul_mmt(m33, v3), "b"),  # type: ignore[arg-type]
+    "linear": (lambda: linear(v3, v3, v3), "w"),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("name", list(VECTOR_FOR_MATRIX))
+def test_a_vector_where_a_matrix_belongs_is_named(name: str) -> None:
+    call, argument = VECTOR_FOR_MATRIX[name]
+    expected = (
+        rf"{name}: argument {argument} is a Vec\[Seq\] of size 3 holding scalars; expected a structure of structures"
+    )
+    for context in (contextlib.nullcontext, generic_only):
+        with context(), pytest.raises(TypeError, match=expected):
+            call()
+
+
+def test_a_matrix_where_a_vector_belongs_is_named() -> None:
+    # Under ordinary arithmetic, elements are multiplied: they cannot be structures.
+    matrix = r"is a Vec\[Seq\] of size 3 of Vec\[Seq\] of size 3 holding scalars; expected a structure \(a vector\)"
+    with pytest.raises(TypeError, match=r"dot: argument a " + matrix):
+        dot(m33, v3)
+    with pytest.raises(TypeError, match=r"outer: argument b " + matrix):
+        outer(v3, m33)
+    with pytest.raises(TypeError, match=r"sum_mul_mmt: argument a is a Vec\[Seq\] of size 3 of Vec\[Seq\] of size 3"):
+        sum_mul_mmt(m33, m33)  # type: ignore[arg-type]
+    with pytest.raises(
+        TypeError, match=r"add: the arguments hold different elements, a Vec and an array of shape \(\)"
+    ):
+        add(m33, v3)
+
+
+def test_an_array_where_a_structure_belongs_is_named() -> None:
+    with pytest.raises(TypeError, match=r"dot: argument a is a ndarray; expected a structure \(a vector\)"):
+        dot(np.ones(3), v3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"scale: argument a is a ndarray"):
+        scale(2.0, np.ones(3))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"scale: r must be a scalar \(a number or a 0-d array\), got an array"):
+        scale(jnp.ones(3), v3)  # broadcasting would give a Hadamard product
+
+
+def test_the_generic_definitions_name_what_they_meet() -> None:
+    # A tree shows no elements up front: the nested operations of a generic definition check theirs.
+    t = Tree.from_nested((1.0, 2.0))
+    with pytest.raises(TypeError, match=r"dot: argument a is a (float|ArrayImpl|\w*Tracer); expected a structure"):
+        mul_mv(t, t)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \*: 'Leaf' and 'Leaf'"):
+        dot(Leaf(Leaf(1.0)), Leaf(Leaf(1.0)))
+    with pytest.raises(TypeError, match=r"add: the arguments hold different elements, a Leaf and a float"):
+        add(Leaf(Leaf(1.0)), Leaf(1.0))
+    # Well-nested trees still run (the dyadic integral of the pointwise product).
+    assert float(dot(t, t)) == 0.5 * 1.0 + 0.5 * 4.0
+
+
+def test_operand_checks_add_nothing_to_compiled_code() -> None:
+    # The checks are Python on shapes: a jitted matrix-vector product traces to the same program.
+    m, x = V(rng.normal(size=(S, D)), Seq, Model), V(rng.normal(size=D), Model)
+    jaxpr = jax.make_jaxpr(lambda m, x: to_array(mul_mv(m, x)))(m, x)
+    assert [eqn.primitive.name for eqn in jaxpr.eqns] == ["dot_general"]
+
+
+def test_add_of_arrays_and_scalars_adds_per_element() -> None:
+    # A Vec of 4 arrays plus a Vec of 4 scalars adds b_i to element i. Leafwise, the coordinates
+    # (4, 4) + (4,) would broadcast b along the wrong axis: the fast path declines unequal leaf shapes.
+    rows, b = rng.normal(size=(4, 4)), rng.normal(size=4)
+    total = add(Vec.stack(rows, Seq), V(b, Seq))
+    np.testing.assert_allclose(np.asarray(as_vec(total).data), rows + b[:, None], rtol=1e-14)

@@ -120,6 +120,7 @@ def test_two_training_processes_never_share_a_run(tmp_path: Path, capsys: pytest
 # A run that fails before its first step leaves nothing
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")  # 1e300 in float32
 def test_a_run_that_diverges_at_its_first_step_leaves_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

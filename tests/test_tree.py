@@ -272,3 +272,31 @@ def test_attention_on_trees_of_vectors_matches_numpy() -> None:
     assert isinstance(out, Tree)
     assert out.shape == q.shape
     np.testing.assert_allclose(grid(out), weights @ V, **TOL)
+
+
+def test_none_leaves_are_rejected_naming_their_position() -> None:
+    with pytest.raises(ValueError, match=r"Tree.from_nested: the leaf at \[1\] is None"):
+        Tree.from_nested((1.0, None))
+    with pytest.raises(ValueError, match=r"Tree.from_nested: the leaf at \[0\]\[1\] is None"):
+        Tree.from_nested(((1.0, None), 2.0))
+    with pytest.raises(ValueError, match=r"Tree.from_nested: the leaf at the root is None"):
+        Tree.from_nested(None)
+    with pytest.raises(ValueError, match=r"Tree.from_nested: a tuple of length 1 at \[1\]"):
+        Tree.from_nested((1.0, (2.0,)))
+
+
+def test_bad_shapes_are_rejected_naming_their_position() -> None:
+    with pytest.raises(ValueError, match=r"Tree.from_shape: the shape at the root is \(None,\)"):
+        Tree.from_shape((None,), 1.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Tree.from_shape: the shape at \[1\] is 3"):
+        Tree.from_shape((None, 3), 1.0)  # type: ignore[arg-type]
+    assert Tree.from_shape([None, None], 1.0).leaves() == [1.0, 1.0]  # type: ignore[arg-type]
+
+
+def test_a_template_of_none_has_a_shape_but_no_sum() -> None:
+    template = Tree.from_shape((None, (None, None)), None)
+    assert template.depths() == [1, 2, 2]
+    with pytest.raises(ValueError, match=r"Tree.counit: a leaf holds None"):
+        template.counit()
+    with pytest.raises(ValueError, match=r"Tree.plain_sum: a leaf holds None"):
+        template.plain_sum()

@@ -1,12 +1,15 @@
 """Vec: construction, the primitives against numpy float64, errors, jit and grad."""
 
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.tree_util import Partial
 
-from applicative import Compose, Vec, ap, counit, lift_a2, to_array
+from applicative import Compose, Dim, Vec, ap, counit, dot, generic_only, lift_a2, mul_mv, to_array
 from tests.dims import Hidden, Model, Seq
 
 rng = np.random.default_rng(0)
@@ -132,3 +135,100 @@ def test_vmap_over_a_batch_of_vectors() -> None:
 def test_float32_is_kept() -> None:
     v = Vec.from_array(np.ones(3, np.float32), Hidden)
     assert v.fmap(lambda a: 2 * a).counit().dtype == jnp.float32
+
+
+# Bad input: a clear error or a correct value, never a silently wrong one.
+
+
+def test_integer_and_bool_vectors_keep_their_dtype() -> None:
+    # Token ids and masks are Vecs of ints and bools; their sums and products are numpy's.
+    tokens = Vec.from_array(np.array([3, 1, 2]), Seq)
+    assert to_array(tokens).dtype == jnp.result_type(int)
+    assert int(dot(tokens, tokens)) == np.dot([3, 1, 2], [3, 1, 2])
+    mask = Vec.from_array(np.array([True, False, True]), Seq)
+    assert to_array(mask).dtype == jnp.bool_
+    assert int(mask.counit()) == 2
+    assert to_array(Vec.of([1, 2], Seq)).dtype == jnp.result_type(int)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [np.array([1.0, "a"], dtype=object), np.array(["a", "b"]), [[1.0, 2.0], [3.0]]],
+    ids=["object", "string", "ragged list"],
+)
+def test_data_that_is_not_numbers_is_rejected_naming_the_constructor(bad: Any) -> None:
+    with pytest.raises(TypeError, match=r"Vec.from_array: expected an array of numbers"):
+        Vec.from_array(bad, Seq)
+    with pytest.raises(TypeError, match=r"Vec.stack\[Seq\]: expected an array of numbers"):
+        Vec.stack(np.asarray(bad, dtype=object), Seq)
+    if isinstance(bad, np.ndarray):  # a list of lists is a pytree, whose elements Vec.of stacks
+        with pytest.raises(TypeError, match=r"Vec.of\[Seq\]: expected an array of numbers"):
+            Vec.of([bad, bad], Seq)
+
+
+def test_python_lists_are_arrays() -> None:
+    # (mypy rejects lists, as jax.typing.ArrayLike does; at run time they are arrays.)
+    np.testing.assert_array_equal(to_array(Vec.from_array([1.0, 2.0], Seq)), [1.0, 2.0])  # type: ignore[call-overload]
+    nested = [[1.0, 2.0]]
+    np.testing.assert_array_equal(to_array(Vec.from_array(nested, Seq, Model)), nested)  # type: ignore[call-overload]
+    with pytest.raises(ValueError, match=r"Vec.stack\[Seq\]: leaves need one common leading axis.*use .of"):
+        Vec.stack([1.0, 2.0], Seq)
+
+
+def test_an_empty_vec_is_legitimate_and_sums_to_zero() -> None:
+    empty = Vec.from_array(np.zeros(0), Seq)
+    assert empty.size == 0
+    assert float(empty.counit()) == 0.0
+    assert float(dot(empty, empty)) == 0.0
+    assert to_array(empty.fmap(jnp.exp)).shape == (0,)
+    np.testing.assert_array_equal(to_array(Vec.from_array(np.zeros((0, 3)), Seq, Model).counit()), np.zeros(3))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda tag: Vec.from_array(np.ones(3), tag),
+        lambda tag: Vec.from_array(np.ones((2, 3)), Seq, tag),
+        lambda tag: Vec.of([1.0, 2.0], tag),
+        lambda tag: Vec.stack(np.ones(3), tag),
+    ],
+    ids=["from_array", "from_array inner", "of", "stack"],
+)
+def test_dim_itself_is_not_a_tag(build: Callable[[type[Dim]], object]) -> None:
+    with pytest.raises(TypeError, match=r"Vec\.\w+.*: dimension tag must be a subclass of Dim, not Dim itself"):
+        build(Dim)
+
+
+def test_a_size_that_disagrees_with_the_data_is_rejected_when_used() -> None:
+    # Vec(data, tag, size) is how JAX rebuilds a Vec, so it is not checked; every operation is.
+    wrong = Vec(jnp.ones(3), Seq, 5)
+    message = r"5 elements, but a leaf of the data has shape \(3,\)"
+    for use in (wrong.counit, lambda: wrong.fmap(jnp.sin), lambda: wrong[4]):
+        with pytest.raises(ValueError, match=r"Vec\[Seq\](\.\w+|\[4\]): " + message):
+            use()
+    with pytest.raises(ValueError, match=r"dot: a Vec\[Seq\] of size 5 holds coordinates of shape \(3,\), not \(5,\)"):
+        dot(wrong, wrong)
+    with pytest.raises(ValueError, match=r"mul_mv: a Vec\[Seq\] of size 5 holds coordinates of shape \(3,\)"):
+        mul_mv(Vec.from_array(np.ones((2, 5)), Model, Seq), wrong)
+    with generic_only(), pytest.raises(ValueError, match=r"Vec\[Seq\]\.fmap: " + message):
+        dot(wrong, wrong)
+
+
+def test_a_batch_of_vecs_from_vmap_is_a_pytree_but_not_one_vec() -> None:
+    # vmap's output carries the batch axis in front of the Vec's: JAX handles it as a pytree, and an
+    # operation on it raises rather than summing over the batch; mapped with vmap, it is right.
+    batch = rng.normal(size=(4, 3))
+    vecs = jax.vmap(lambda row: Vec.from_array(row, Seq))(batch)
+    doubled = jax.tree_util.tree_map(lambda leaf: 2 * leaf, vecs)
+    np.testing.assert_array_equal(to_array(doubled), 2 * batch)
+    with pytest.raises(ValueError, match=r"Vec\[Seq\]\.counit: 3 elements, but a leaf of the data has shape \(4, 3\)"):
+        vecs.counit()
+    np.testing.assert_allclose(jax.vmap(lambda v: v.counit())(vecs), batch.sum(axis=1), rtol=1e-14)
+
+
+def test_indexing_out_of_range_raises_instead_of_clamping() -> None:
+    v = Vec.from_array(np.array([1.0, 2.0, 3.0]), Seq)
+    assert float(v[-1]) == 3.0
+    with pytest.raises(IndexError, match=r"Vec\[Seq\]: index 3 is out of range for size 3"):
+        v[3]
+    assert [float(x) for x in v] == [1.0, 2.0, 3.0]  # type: ignore[attr-defined]  # (by __getitem__) it ends

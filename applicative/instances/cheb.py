@@ -22,11 +22,20 @@ and converge to them as N grows. The exact integral is the intended meaning
 (tests/test_chebyshev.py checks both against ``numpy.polynomial.chebyshev``).
 
 Built with ``Cheb.from_array(c, *tags)`` (coefficients, one tag per axis; also
-a ``numpy.polynomial.chebyshev.Chebyshev``), ``Cheb.from_function(f, tag, size)``
+a ``numpy.polynomial`` series, converted to the Chebyshev basis), ``Cheb.from_function(f, tag, size)``,
 ``Cheb.of(coefficients, tag)`` (a list of equal-shaped coefficients: a Vec
 each gives a function with vector values) or ``Cheb.stack(elements, tag)``
 (already stacked); read by evaluation ``f(x)`` and ``to_array(f)``
 (the coefficients).
+
+Coefficients are floating: bool and integer ones are promoted to the default float at construction
+(float64 under x64); float32 stays float32. Complex coefficients are kept, and the linear algebra is
+then bilinear, like ``numpy.dot``: dot(f, g) is the integral of f g, with no complex conjugate.
+Rejected, with an error naming the constructor: coefficients that are not numbers (object or string
+dtypes, ragged lists), no coefficients (an empty axis, size 0), fewer sample points than
+coefficients, a power series on a domain other than [-1, 1], a tag that is not a proper subclass of
+``Dim``. ``Cheb(data, tag, size, points)`` itself is unchecked (JAX rebuilds series through it); an
+operation on a series whose data does not have ``size`` coefficients raises.
 
 ``fmap`` of ReLU converges to ReLU as N grows: for f(x) = x, the maximum
 error of ``fmap(relu)`` over [-1, 1] was 0.049, 0.023, 0.011, 0.0056, 0.0028
@@ -58,7 +67,7 @@ from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Dim, M, Measured, N, check_tag
 from applicative.records import record, static
-from applicative.stacked import nested, stack, stacked_size, weighted_sum
+from applicative.stacked import check_stacked, floating, nested, numeric, stack, stacked_size, weighted_sum
 
 __all__ = ["Cheb", "ChebOf", "as_cheb"]
 
@@ -84,8 +93,10 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
     def stack(elements: B, tag: type[M], points: int | None = None) -> Cheb[M, B]:
         """The series whose coefficients are ``elements`` sliced along the leading axis of every leaf."""
         check_tag(tag, "Cheb.stack")
-        n = stacked_size(elements, f"Cheb.stack[{tag.__name__}]")
-        return Cheb(elements, tag, n, _points(n, points))
+        what = f"Cheb.stack[{tag.__name__}]"
+        data = jax.tree_util.tree_map(lambda leaf: floating(numeric(leaf, what)), elements)
+        n = stacked_size(data, what)
+        return Cheb(data, tag, n, _points(what, n, points))
 
     @staticmethod
     def of(coefficients: Sequence[B], tag: type[M], points: int | None = None) -> Cheb[M, B]:
@@ -105,25 +116,33 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
     @staticmethod
     def from_array(c: object, *tags: type[Dim], points: int | None = None) -> Any:
         """The series of a coefficient array, one tag per axis (2-D: the ``chebval2d`` matrix), or of a
-        ``numpy.polynomial.chebyshev.Chebyshev`` on the default domain."""
-        if isinstance(c, np.polynomial.chebyshev.Chebyshev):
-            if not (np.allclose(c.domain, [-1, 1]) and np.allclose(c.window, [-1, 1])):
-                raise ValueError(f"Cheb: a Chebyshev series on domain {c.domain}, window {c.window}; need [-1, 1]")
+        ``numpy.polynomial`` series (``Chebyshev``, ``Polynomial``, ``Legendre``, ...) converted to its
+        Chebyshev coefficients on [-1, 1]: a series whose domain is [-1, 1] or is not rescaled (domain
+        equal to window, as Laguerre's default); one on another interval is rejected."""
+        what = "Cheb.from_array"
+        if isinstance(c, _SERIES):
+            default = np.allclose(c.domain, [-1, 1]) and np.allclose(c.window, [-1, 1])
+            if not (np.allclose(c.domain, [-1, 1]) or np.allclose(c.domain, c.window)):
+                name = type(c).__name__
+                raise ValueError(f"{what}: a {name} series on domain {c.domain}, window {c.window}; need [-1, 1]")
+            if not (default and isinstance(c, np.polynomial.Chebyshev)):  # exact: polynomials compose
+                c = c.convert(domain=[-1, 1], kind=np.polynomial.Chebyshev, window=[-1, 1])
             c = c.coef
-        array = jnp.asarray(c)
+        array = floating(numeric(c, what))
         if 0 in array.shape:
-            raise ValueError(f"Cheb.from_array: every axis needs at least one coefficient, got shape {array.shape}")
-        return nested("Cheb.from_array", array, tags, lambda data, tag, n: Cheb(data, tag, n, _points(n, points)))
+            raise ValueError(f"{what}: every axis needs at least one coefficient, got shape {array.shape}")
+        return nested(what, array, tags, lambda data, tag, n: Cheb(data, tag, n, _points(what, n, points)))
 
     @staticmethod
     def from_function(f: Callable[[jax.Array], jax.Array], tag: type[M], size: int) -> Cheb[M, jax.Array]:
         """Sample ``f`` at 2 * size Chebyshev points and keep ``size`` coefficients of the interpolant."""
-        x = jnp.asarray(chebyshev.points(_points(size, None)))
+        x = jnp.asarray(chebyshev.points(_points("Cheb.from_function", size, None)))
         return Cheb.from_array(chebyshev.to_coefficients(f(x), size), tag)
 
     # Functor, Applicative, Counit
 
     def fmap(self, f: Callable[[A_co], B]) -> Cheb[N, B]:
+        self._check("fmap")
         values = jax.tree_util.tree_map(lambda leaf: chebyshev.to_values(leaf, self.points), self.data)
         mapped = jax.vmap(f)(values)
         coefficients = jax.tree_util.tree_map(lambda leaf: chebyshev.to_coefficients(leaf, self.size), mapped)
@@ -138,13 +157,14 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
 
     def pure(self, b: B) -> Cheb[N, B]:
         def constant(leaf: ArrayLike) -> jax.Array:
-            leaf = jnp.asarray(leaf)
+            leaf = floating(jnp.asarray(leaf))
             return jnp.zeros((self.size, *leaf.shape), leaf.dtype).at[0].set(leaf)
 
         return Cheb(jax.tree_util.tree_map(constant, b), self.tag, self.size, self.points)
 
     def counit(self, module: Module[A_co] | None = None) -> A_co:
         """The integral over [-1, 1]."""
+        self._check("counit")
         m = module if module is not None else arithmetic()
         return weighted_sum(m, jnp.asarray(chebyshev.integral_weights(self.size)), self.data, self.size)
 
@@ -166,7 +186,8 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
         """Evaluate at points: f(x) for a 1-D series, f(x, y) pointwise (``chebval2d``) for a 2-D
         one. Points of shape S give values of shape S (or, for structured values such as a
         ``Vec``, that structure with S in front of every leaf)."""
-        arrays = [jnp.asarray(p) for p in at]
+        self._check("__call__")
+        arrays = [numeric(p, f"Cheb[{self.tag.__name__}].__call__") for p in at]
         if len(arrays) != self.dims:
             raise ValueError(f"Cheb: a {self.dims}-D function is called with {len(arrays)} coordinates")
         for a in arrays:
@@ -183,6 +204,7 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
 
     def largest(self) -> jax.Array:
         """The largest value at the points ``fmap`` samples (a softmax's shift: ``applicative.nn.Sampled``)."""
+        self._check("largest")
         values = [chebyshev.to_values(leaf, self.points) for leaf in jax.tree_util.tree_leaves(self.data)]
         return jnp.max(jnp.stack([jnp.max(v) for v in values]))
 
@@ -200,11 +222,32 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
     def __repr__(self) -> str:
         return f"Cheb[{self.tag.__name__}](size={self.size}, data={self.data!r})"
 
+    def _check(self, op: str) -> None:
+        """The data holds ``size`` coefficients and ``points`` resolves them (trace-time shapes only)."""
+        what = f"Cheb[{self.tag.__name__}].{op}"
+        check_stacked(self.data, self.size, what)
+        _points(what, self.size, self.points)
 
-def _points(size: int, points: int | None) -> int:
+
+_SERIES = (
+    np.polynomial.Chebyshev,
+    np.polynomial.Polynomial,
+    np.polynomial.Legendre,
+    np.polynomial.Laguerre,
+    np.polynomial.Hermite,
+    np.polynomial.HermiteE,
+)
+"""The ``numpy.polynomial`` series ``Cheb.from_array`` converts."""
+
+
+def _points(what: str, size: int, points: int | None) -> int:
+    """The sample points of a series of ``size`` coefficients (2 * size by default); a clear error
+    unless size >= 1 and size <= points."""
+    if not isinstance(size, int | np.integer) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"{what}: a series needs at least one coefficient, got size {size!r}")
     p = 2 * size if points is None else points
-    if p < size:
-        raise ValueError(f"Cheb: {p} sample points cannot resolve {size} coefficients")
+    if not isinstance(p, int | np.integer) or isinstance(p, bool) or p < size:
+        raise ValueError(f"{what}: {p!r} sample points cannot resolve {size} coefficients")
     return p
 
 

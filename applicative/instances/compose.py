@@ -8,6 +8,9 @@ built rather than written:
     (Compose x).pure b               = Compose (fmap (\\g -> g.pure b) x)
     counit (Compose x)               = counit (fmap counit x)     (the product measure)
 
+``Compose(outer)`` takes a structure of structures; its operations raise a TypeError naming them
+if ``outer`` is not one (an array, or a structure of scalars, as far as a ``Dense`` outer shows).
+
 When both parts are ``Dense`` so is the composite: its axes are the outer
 ones followed by the inner ones (the product basis, whose Gram matrix is the
 Kronecker product of theirs), and the linear algebra contracts both.
@@ -61,11 +64,13 @@ class Compose(Dense[ComposeOf[F, G], A_co], Counit[ComposeOf[F, G], A_co]):
     outer: Applicative[F, Applicative[G, A_co]]
 
     def fmap(self, f: Callable[[A_co], B]) -> Compose[F, G, B]:
+        self._check("fmap")
         return Compose(self.outer.fmap(lambda g: g.fmap(f)))
 
     def pair(self, other: Applicative[ComposeOf[F, G], B]) -> Compose[F, G, tuple[A_co, B]]:
         if not isinstance(other, Compose):
             raise TypeError(f"pair: Compose paired with {type(other).__name__}")
+        self._check("pair")
         outer = self.outer.pair(other.outer)
         if isinstance(outer, Dense):  # fast path: pair the stacked inner structures at once
             inner, other_inner = outer.elements()
@@ -73,11 +78,13 @@ class Compose(Dense[ComposeOf[F, G], A_co], Counit[ComposeOf[F, G], A_co]):
         return Compose(outer.fmap(lambda p: p[0].pair(p[1])))
 
     def pure(self, b: B) -> Compose[F, G, B]:
+        self._check("pure")
         if isinstance(self.outer, Dense):  # fast path: the stacked inner structures know their shape
             return Compose(self.outer.pure(self.outer.elements().pure(b)))
         return Compose(self.outer.fmap(lambda g: g.pure(b)))
 
     def counit(self, module: Module[A_co] | None = None) -> A_co:
+        self._check("counit")
         m = module if module is not None else arithmetic()
         lifted: Pointwise[G, A_co] = Pointwise(m)
         stacked = isinstance(self.outer, Dense) and sums_leafwise(lifted, self.outer.elements())
@@ -87,7 +94,17 @@ class Compose(Dense[ComposeOf[F, G], A_co], Counit[ComposeOf[F, G], A_co]):
 
     # Dense when both parts are: the outer axes, then the inner ones.
 
+    def _check(self, op: str) -> None:
+        """``outer`` is a structure, of structures where a Dense outer shows its elements (Python only)."""
+        outer: object = self.outer
+        if isinstance(outer, Dense) and outer.axes() is not None:
+            outer = outer.elements()
+        if not isinstance(outer, Applicative):
+            what = type(self.outer).__name__ if outer is self.outer else f"{type(self.outer).__name__} of scalars"
+            raise TypeError(f"Compose.{op}: the outer structure is a {what}; expected a structure of structures")
+
     def _parts(self) -> tuple[Dense[F, Any], Dense[G, A_co]] | None:
+        self._check("axes")
         outer = self.outer
         if isinstance(outer, Dense) and isinstance(inner := outer.elements(), Dense):
             return outer, inner

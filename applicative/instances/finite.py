@@ -34,12 +34,14 @@ which equals merging first. Weights may always be traced (``jit``/``grad``
 over probabilities or amplitudes with fixed outcomes merge as usual).
 
 Validation at construction (``Distribution(outcomes, probabilities)``,
-``Quantum(outcomes, amplitudes)``, outcomes as a list or stacked): weights form a 1-D array matching the outcomes;
-probabilities are non-negative and sum to one, amplitudes have squared
-magnitudes summing to one, within 1e-6 (relative to one); value checks are
-skipped when the weights are tracers. Results of fmap/pair are not checked
-again (independent pairing keeps the total mass; a ``Quantum`` fmap may not,
-see below).
+``Quantum(outcomes, amplitudes)``, outcomes as a list or stacked): outcomes are numbers (not
+object or string arrays); weights form a 1-D array of numbers matching the outcomes, never bools;
+probabilities are real (a complex dtype is rejected, even with zero imaginary parts), finite,
+non-negative and sum to one; amplitudes are finite and the squared magnitudes of the *merged*
+amplitudes (equal outcomes summed, as the counit sees them) sum to one, within 1e-6 (relative to
+one). Value checks are skipped when the weights are tracers, and a Quantum's norm when its outcomes
+are (they cannot be merged). Results of fmap/pair are not checked again (independent pairing keeps
+the total mass; a ``Quantum`` fmap may not, see below).
 
 Laws. ``Distribution`` satisfies every law of ``applicative.laws``: functor
 identity and composition, pair naturality, associativity and units, pure
@@ -100,7 +102,7 @@ __all__ = [
     "Weights",
     "mixture",
 ]
-from applicative.stacked import ProductPairing, element, stacked_size, weighted_sum
+from applicative.stacked import ProductPairing, element, numeric, stacked_size, weighted_sum
 
 TOLERANCE = 1e-6
 """How far the total probability (or squared norm) may be from one at construction."""
@@ -126,13 +128,13 @@ def _is_traced(tree: object) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(tree))
 
 
-def _stack(outcomes: object) -> Any:
+def _stack(outcomes: object, what: str) -> Any:
     """A list of outcomes stacked along a new leading axis; anything else is taken as already stacked."""
     if isinstance(outcomes, list):
         if not outcomes:
-            raise ValueError("a distribution needs at least one outcome")
-        return jax.tree_util.tree_map(lambda *leaves: jnp.stack([jnp.asarray(x) for x in leaves]), *outcomes)
-    return jax.tree_util.tree_map(jnp.asarray, outcomes)
+            raise ValueError(f"{what}: a distribution needs at least one outcome")
+        return jax.tree_util.tree_map(lambda *leaves: jnp.stack([numeric(x, what) for x in leaves]), *outcomes)
+    return jax.tree_util.tree_map(lambda leaf: numeric(leaf, what), outcomes)
 
 
 def _row_values(leaf: object, n: int) -> list[list[Any]]:
@@ -182,7 +184,19 @@ def _equal_outcomes(outcomes: Any, n: int) -> jax.Array:
     return equal
 
 
-def _check_weights(name: str, weights: jax.Array, n: int, mass: Callable[[np.ndarray], np.ndarray]) -> None:
+def _weights(name: str, weights: object, real: bool) -> jax.Array:
+    """The weights as an array of numbers, promoted to a float (real) or complex dtype: a clear error
+    for bools, and for complex probabilities (``real``)."""
+    w = numeric(weights, name)
+    if w.dtype == jnp.bool_:
+        raise TypeError(f"{name}: weights must be numbers, got bools {w.tolist()}")
+    if real and jnp.iscomplexobj(w):
+        raise TypeError(f"{name}: probabilities must be real numbers, got dtype {w.dtype}")
+    return w.astype(jnp.result_type(w.dtype, float if real else jnp.complex64))
+
+
+def _check_weights(name: str, weights: jax.Array, n: int) -> None:
+    """One finite weight per outcome, and probabilities (real weights) non-negative (when concrete)."""
     if weights.ndim != 1 or weights.shape[0] != n:
         raise ValueError(f"{name}: need one weight per outcome ({n}), got weights of shape {weights.shape}")
     if n == 0:
@@ -195,10 +209,21 @@ def _check_weights(name: str, weights: jax.Array, n: int, mass: Callable[[np.nda
     if not np.iscomplexobj(w) and (w < 0).any():
         i = int(np.argmax(w < 0))
         raise ValueError(f"{name}: probabilities must be non-negative, entry {i} is {w[i]}")
-    total = float(np.sum(mass(w)))
+
+
+def _check_total(name: str, weights: jax.Array) -> None:
+    """Probabilities, or squared magnitudes of amplitudes, summing to one (when concrete)."""
+    if isinstance(weights, jax.core.Tracer):
+        return
+    w = np.asarray(weights)
+    total = float(np.sum(np.abs(w) ** 2 if np.iscomplexobj(w) else w))
     if abs(total - 1.0) > TOLERANCE:
-        what = "squared magnitudes of the amplitudes" if np.iscomplexobj(w) else "probabilities"
-        raise ValueError(f"{name}: the {what} must sum to one (within {TOLERANCE}), they sum to {total!r}")
+        what, merged = (
+            ("squared magnitudes of the amplitudes", ", equal outcomes merged")
+            if np.iscomplexobj(w)
+            else ("probabilities", "")
+        )
+        raise ValueError(f"{name}: the {what} must sum to one (within {TOLERANCE}), they sum to {total!r}{merged}")
 
 
 # The two instances share their representation and most of their operations.
@@ -225,21 +250,19 @@ class _Finite(ProductPairing, Generic[A_co]):
         object.__setattr__(self, "weights", weights)
         return self
 
-    def _init(self, outcomes: object, weights: Weights, mass: Callable[[np.ndarray], np.ndarray]) -> None:
+    def _init(self, outcomes: object, weights: Weights, real: bool) -> None:
         name = type(self).__name__
-        stacked = _stack(outcomes)
+        stacked = _stack(outcomes, f"{name} outcomes")
         n = stacked_size(stacked, f"{name} outcomes")
-        w = self._as_weights(weights)
-        _check_weights(name, w, n, mass)
-        if not _is_traced(stacked):
+        w = _weights(name, weights, real)
+        _check_weights(name, w, n)
+        merged = not _is_traced(stacked)
+        if merged:
             stacked, w = _merge(stacked, w)
+        if merged or real:  # merging keeps a total probability, not a norm: that is taken after it
+            _check_total(name, w)
         object.__setattr__(self, "outcomes", stacked)
         object.__setattr__(self, "weights", w)
-
-    @staticmethod
-    def _as_weights(weights: Weights) -> jax.Array:
-        w = jnp.asarray(weights)
-        return w.astype(jnp.result_type(w.dtype, float))
 
     def _fmapped(self: W, f: Callable[[Any], Any]) -> W:
         n = self.size
@@ -300,7 +323,7 @@ class Distribution(_Finite[A_co], Applicative[DistributionOf, A_co], Counit[Dist
     @overload
     def __init__(self: Distribution[A], outcomes: A, probabilities: Weights) -> None: ...
     def __init__(self, outcomes: Any, probabilities: Weights) -> None:
-        self._init(outcomes, probabilities, lambda w: w)
+        self._init(outcomes, probabilities, real=True)
 
     def fmap(self, f: Callable[[A_co], B]) -> Distribution[B]:
         """The law of f(X): map every outcome, merge those that became equal."""
@@ -361,12 +384,7 @@ class Quantum(_Finite[A_co], Applicative[QuantumOf, A_co], Counit[QuantumOf, A_c
     @overload
     def __init__(self: Quantum[A], outcomes: A, amplitudes: Weights) -> None: ...
     def __init__(self, outcomes: Any, amplitudes: Weights) -> None:
-        self._init(outcomes, amplitudes, lambda w: np.abs(w) ** 2)
-
-    @staticmethod
-    def _as_weights(weights: Weights) -> jax.Array:
-        w = jnp.asarray(weights)
-        return w.astype(jnp.result_type(w.dtype, jnp.complex64))
+        self._init(outcomes, amplitudes, real=False)
 
     def fmap(self, f: Callable[[A_co], B]) -> Quantum[B]:
         """Relabel every outcome by f; outcomes that become equal add their amplitudes (interfere)."""
@@ -446,8 +464,12 @@ def mixture(
 ) -> Distribution[A]:
     """sum_k w_k D_k: the generic counit, in ``MIXTURE``, of the components scaled by the weights.
 
-    The weights must sum to one (checked when concrete); E[sum_k w_k D_k] = sum_k w_k E[D_k]."""
+    The weights must be real, non-negative and sum to one (checked when concrete);
+    E[sum_k w_k D_k] = sum_k w_k E[D_k]."""
+    for leaf in jax.tree_util.tree_leaves(weights):
+        _weights("mixture", leaf, real=True)  # the dtype checks: no bools, no complex numbers
     scaled = weights.pair(components).fmap(lambda p: MIXTURE.scale(p[0], p[1]))
     mixed = counit(scaled, cast(Module[Distribution[A]], MIXTURE))
-    _check_weights("mixture", mixed.weights, mixed.size, lambda w: w)
+    _check_weights("mixture", mixed.weights, mixed.size)
+    _check_total("mixture", mixed.weights)
     return mixed

@@ -101,25 +101,18 @@ class Tree(Applicative[TreeOf, A_co], Counit[TreeOf, A_co]):
 
         A 2-tuple or 2-list is a node, a ``Tree`` is kept as a subtree, anything else is a
         leaf value (kept as it is: pass arrays, or ``fmap(jnp.asarray)`` afterwards). A leaf
-        whose value is a tuple, or a tree, is written ``Leaf(value)``.
+        whose value is a tuple, or a tree, is written ``Leaf(value)``. Rejected, naming the
+        position (``[1][0]``: the left child of the right child): a tuple or list that is not a
+        pair, and ``None`` as a leaf value (a missing value, which nothing could sum).
         """
-        if isinstance(obj, Tree):
-            return obj
-        if isinstance(obj, tuple | list):
-            if len(obj) != 2:
-                raise ValueError(
-                    f"Tree.from_nested: a {type(obj).__name__} of length {len(obj)}; a node is a pair "
-                    f"(left, right), and a leaf holding a {type(obj).__name__} is written Leaf(value)"
-                )
-            return Node(Tree.from_nested(obj[0]), Tree.from_nested(obj[1]))
-        return Leaf(obj)
+        return _from_nested(obj, "")
 
     @staticmethod
     def from_shape(shape: Shape, value: T) -> Tree[T]:
-        """The tree of ``shape`` with ``value`` at every leaf."""
-        if shape is None:
-            return Leaf(value)
-        return Node(Tree.from_shape(shape[0], value), Tree.from_shape(shape[1], value))
+        """The tree of ``shape`` with ``value`` at every leaf (``None`` gives a template, whose shape
+        and depths are read but which cannot be summed). A shape that is neither ``None`` nor a
+        pair of shapes is rejected, naming its position."""
+        return _from_shape(shape, value, "")
 
     @abstractmethod
     def to_nested(self) -> Nested[A_co]:
@@ -141,6 +134,32 @@ class Tree(Applicative[TreeOf, A_co], Counit[TreeOf, A_co]):
     def refine(self, other: Tree[object]) -> Tree[A_co]:
         """The same function on the common refinement of both shapes: fmap(fst, pair(self, other))."""
         return self.pair(other).fmap(_first)
+
+
+def _from_nested(obj: Nested[T], at: str) -> Tree[T]:
+    if isinstance(obj, Tree):
+        return obj
+    if isinstance(obj, tuple | list):
+        if len(obj) != 2:
+            raise ValueError(
+                f"Tree.from_nested: a {type(obj).__name__} of length {len(obj)} at {at or 'the root'}; a node is "
+                f"a pair (left, right), and a leaf holding a {type(obj).__name__} is written Leaf(value)"
+            )
+        return Node(_from_nested(obj[0], f"{at}[0]"), _from_nested(obj[1], f"{at}[1]"))
+    if obj is None:
+        raise ValueError(f"Tree.from_nested: the leaf at {at or 'the root'} is None; every leaf needs a value")
+    return Leaf(obj)
+
+
+def _from_shape(shape: Shape, value: T, at: str) -> Tree[T]:
+    if shape is None:
+        return Leaf(value)
+    if not isinstance(shape, tuple | list) or len(shape) != 2:
+        raise ValueError(
+            f"Tree.from_shape: the shape at {at or 'the root'} is {shape!r}; a shape is None (a leaf) "
+            "or a pair of shapes (a node)"
+        )
+    return Node(_from_shape(shape[0], value, f"{at}[0]"), _from_shape(shape[1], value, f"{at}[1]"))
 
 
 def _first(p: tuple[T, object]) -> T:
@@ -172,9 +191,14 @@ class Leaf(Tree[A_co]):
         return _as_tree("pair", other).fmap(lambda b: (x, b))
 
     def counit(self, module: Module[A_co] | None = None) -> A_co:
-        return self.value
+        return self._summand("counit")
 
     def plain_sum(self, module: Module[A_co] | None = None) -> A_co:
+        return self._summand("plain_sum")
+
+    def _summand(self, op: str) -> A_co:
+        if self.value is None:
+            raise ValueError(f"Tree.{op}: a leaf holds None (a template from Tree.from_shape(shape, None)?)")
         return self.value
 
     def to_nested(self) -> Nested[A_co]:

@@ -16,6 +16,11 @@ exactly its generic definitions, computed as matmuls.
 Built with ``Vec.from_array(x, *tags)`` (one tag per leading axis),
 ``Vec.of(elements, tag)`` (a list of equal-shaped structures: a Vec of
 functions, of trees) or ``Vec.stack(elements, tag)`` (already stacked); read with ``v[i]`` and ``to_array(v)``.
+Elements keep their dtype (bool masks and integer token ids are Vecs too). Rejected, with an error
+naming the constructor: data that is not numbers (object or string dtypes, ragged lists), a tag that
+is not a proper subclass of ``Dim``, one tag too many or too few. An empty Vec (size 0) is
+legitimate: its counit is zero. ``Vec(data, tag, size)`` itself is unchecked (JAX rebuilds Vecs
+through it); an operation on a Vec whose data does not have ``size`` elements raises.
 
 >>> import numpy as np
 >>> from applicative import Dim, dot, to_array
@@ -34,6 +39,7 @@ from typing import Any, Generic, overload
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from applicative.protocols.algebra import Module, arithmetic
@@ -42,7 +48,7 @@ from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Dim, K, M, Measured, N, check_tag
 from applicative.records import record, static
-from applicative.stacked import element, nested, stack, stacked_size, weighted_sum
+from applicative.stacked import check_stacked, element, nested, numeric, stack, stacked_size, weighted_sum
 
 __all__ = ["Vec", "VecOf", "as_vec"]
 
@@ -66,7 +72,9 @@ class Vec(Dense[VecOf[N], A_co], Counit[VecOf[N], A_co]):
     def stack(elements: B, tag: type[M]) -> Vec[M, B]:
         """The Vec whose elements are ``elements`` sliced along the leading axis of every leaf."""
         check_tag(tag, "Vec.stack")
-        return Vec(elements, tag, stacked_size(elements, f"Vec.stack[{tag.__name__}]"))
+        what = f"Vec.stack[{tag.__name__}]"
+        data = jax.tree_util.tree_map(lambda leaf: numeric(leaf, what), elements)
+        return Vec(data, tag, stacked_size(data, what))
 
     @staticmethod
     def of(elements: Sequence[B], tag: type[M]) -> Vec[M, B]:
@@ -87,11 +95,12 @@ class Vec(Dense[VecOf[N], A_co], Counit[VecOf[N], A_co]):
     @staticmethod
     def from_array(x: ArrayLike, *tags: type[Dim]) -> Any:
         """The nested Vec of an array with one tag per axis: ``Vec.from_array(x, Row, Column)[i]`` is row i."""
-        return nested("Vec.from_array", jnp.asarray(x), tags, Vec)
+        return nested("Vec.from_array", numeric(x, "Vec.from_array"), tags, Vec)
 
     # Functor, Applicative, Counit
 
     def fmap(self, f: Callable[[A_co], B]) -> Vec[N, B]:
+        check_stacked(self.data, self.size, f"Vec[{self.tag.__name__}].fmap")
         return Vec(jax.vmap(f, axis_size=self.size)(self.data), self.tag, self.size)
 
     def pair(self, other: Applicative[VecOf[N], B]) -> Vec[N, tuple[A_co, B]]:
@@ -109,6 +118,7 @@ class Vec(Dense[VecOf[N], A_co], Counit[VecOf[N], A_co]):
 
     def counit(self, module: Module[A_co] | None = None) -> A_co:
         """sum_i x_i (the counting measure)."""
+        check_stacked(self.data, self.size, f"Vec[{self.tag.__name__}].counit")
         return weighted_sum(module if module is not None else arithmetic(), None, self.data, self.size)
 
     # Dense: one axis, the standard basis (identity Gram matrix). The dense formulas are the
@@ -126,7 +136,10 @@ class Vec(Dense[VecOf[N], A_co], Counit[VecOf[N], A_co]):
     # Access
 
     def __getitem__(self, i: int) -> A_co:
-        """The ``i``-th element."""
+        """The ``i``-th element (``i`` in [-size, size): JAX would clamp any other index silently)."""
+        if isinstance(i, int | np.integer) and not -self.size <= i < self.size:
+            raise IndexError(f"Vec[{self.tag.__name__}]: index {i} is out of range for size {self.size}")
+        check_stacked(self.data, self.size, f"Vec[{self.tag.__name__}][{i}]")
         return element(self.data, i)
 
     def __repr__(self) -> str:

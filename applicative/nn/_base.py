@@ -45,8 +45,10 @@ def normal_like(key: jax.Array, template: T, scale: float | jax.Array = 1.0) -> 
     The draws come from numpy's PCG64 seeded with the key's data, through a
     host callback: XLA:CPU takes about 1.3 s to compile each threefry draw
     (a transformer's initialiser would compile for minutes), a callback none.
-    Deterministic in the key; works under ``jit`` and ``vmap``.
+    Deterministic in the key; works under ``jit`` and ``vmap``. The template's leaves give the
+    dtype, so they must be floating (an integer or bool template would truncate the draws).
     """
+    floating_template("normal_like", "the", template)
     leaves, treedef = jax.tree_util.tree_flatten(template)
     shapes = [jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)) for leaf in leaves]  # type: ignore[no-untyped-call]
 
@@ -56,6 +58,14 @@ def normal_like(key: jax.Array, template: T, scale: float | jax.Array = 1.0) -> 
 
     drawn = jax.pure_callback(draw, shapes, jax.random.key_data(key), vmap_method="sequential")
     return jax.tree_util.tree_unflatten(treedef, [scale * d for d in drawn])  # type: ignore[no-any-return]
+
+
+def floating_template(op: str, name: str, template: object) -> None:
+    """Raise, naming ``op`` and the template, unless its leaves are floating: they give the dtype of
+    the weights drawn from it (integer or bool weights would truncate the draws)."""
+    for leaf in jax.tree_util.tree_leaves(template):
+        if not jnp.issubdtype(dtype := jnp.result_type(leaf), jnp.inexact):
+            raise TypeError(f"{op}: {name} template's leaves must be floating (the weights' dtype), got {dtype}")
 
 
 def keys_like(key: jax.Array, template: Applicative[F, Any]) -> Applicative[F, jax.Array]:

@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from applicative.linalg import add, mul_mmt, mul_mv, outer
-from applicative.nn._base import Matrix, measure, normal_like
+from applicative.linalg import add, check_nesting, mul_mmt, mul_mv, outer
+from applicative.nn._base import Matrix, floating_template, measure, normal_like
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
@@ -47,7 +47,11 @@ class Linear(Generic[In, Out]):
     def init(
         key: jax.Array, inputs: Applicative[In, Array], outputs: Applicative[Out, Array], *, bias: bool = True
     ) -> Linear[In, Out]:
-        """Weights N(0, 1 / measure(inputs)) (LeCun), zero bias; ``inputs``/``outputs`` are templates."""
+        """Weights N(0, 1 / measure(inputs)) (LeCun), zero bias; ``inputs``/``outputs`` are templates,
+        structures of floating scalars (anything else raises, naming the template)."""
+        check_nesting("Linear.init", arithmetic(), ("inputs", inputs, 1), ("outputs", outputs, 1))
+        floating_template("Linear.init", "inputs", inputs)
+        floating_template("Linear.init", "outputs", outputs)
         weight = normal_like(key, outer(outputs, inputs), 1.0 / jnp.sqrt(measure(inputs)))
         zeros: Module[Applicative[Out, Array]] = arithmetic()
         return Linear(weight, zeros.zero(outputs) if bias else None)

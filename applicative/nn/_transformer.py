@@ -30,11 +30,12 @@ import jax
 from jax import Array
 from typing_extensions import TypeVar as TypeVar_
 
-from applicative.linalg import add
+from applicative.linalg import add, check_nesting
 from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit
 from applicative.nn._base import Matrix, compiled_init
 from applicative.nn._linear import Linear
 from applicative.nn._mlp import MLP, LayerNorm
+from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
 from applicative.records import record, static
@@ -282,6 +283,18 @@ def _embedding(
     return Embedding(Linear.init(key, inputs, model), positions, learned)
 
 
+def _templates(op: str, layers: int, *templates: object) -> None:
+    """A clear error naming ``op`` for a layer count that is not a non-negative integer, or a template
+    that is not nested as it must be: inputs, model, hidden, heads, head_features, outputs (a
+    structure of scalars each; heads' elements are unused) and positions (of structures of scalars)."""
+    if not isinstance(layers, int) or isinstance(layers, bool) or layers < 0:
+        raise ValueError(f"{op}: layers must be a non-negative integer, got {layers!r}")
+    names = ("inputs", "model", "hidden", "heads", "head_features", "outputs", "positions")
+    given = [(name, t) for name, t in zip(names, templates, strict=True) if t is not None]
+    check_nesting(op, None, *((name, t, 1) for name, t in given if name == "heads"))
+    check_nesting(op, ARITHMETIC, *((name, t, 2 if name == "positions" else 1) for name, t in given if name != "heads"))
+
+
 @compiled_init
 def init_encoder(
     key: Array,
@@ -301,7 +314,9 @@ def init_encoder(
     activation: Callable[[Array], Array] = jax.nn.relu,
 ) -> Encoder[AnySequence, V, D, AnyOut]:
     """An encoder; every shape comes from a template (``outputs=None``: no unembedding). ``score``
-    and ``normalise`` may be a user's own (``nn.ScoreInit``, ``nn.Normalisation``)."""
+    and ``normalise`` may be a user's own (``nn.ScoreInit``, ``nn.Normalisation``). A template that
+    is not a structure of scalars (``positions``: of structures of scalars) raises, naming it."""
+    _templates("init_encoder", layers, inputs, model, hidden, heads, head_features, outputs, positions)
     spec = _Layers(model, hidden, heads, head_features, layer_norm, score, score, normalise, activation)
     keys = jax.random.split(key, layers + 2)
     return Encoder(
@@ -334,7 +349,10 @@ def init_decoder(
 ) -> Decoder[AnySequence, V, D, AnyMemory, Out]:
     """A decoder; with ``source`` (the encoder's feature template) each layer also attends to a memory,
     scored by ``cross_score`` (self-attention by ``score``). Without one, a layer has no cross attention
-    and no cross-attention norm."""
+    and no cross-attention norm. Templates are checked as ``init_encoder``'s."""
+    _templates("init_decoder", layers, inputs, model, hidden, heads, head_features, outputs, positions)
+    if source is not None:
+        check_nesting("init_decoder", ARITHMETIC, ("source", source, 1))
     spec = _Layers(model, hidden, heads, head_features, layer_norm, score, cross_score, normalise, activation)
     keys = jax.random.split(key, layers + 2)
     return Decoder(

@@ -67,9 +67,12 @@ class Measured:
 
 
 def check_tag(tag: object, what: str) -> None:
-    """Raise a clear error unless ``tag`` is a ``Dim`` subclass."""
-    if not (isinstance(tag, type) and issubclass(tag, Dim)):
-        raise TypeError(f"{what}: dimension tag must be a subclass of Dim, got {tag!r}")
+    """Raise a clear error unless ``tag`` is a proper subclass of ``Dim`` (``Dim`` itself names no
+    dimension: two structures tagged ``Dim`` would pair whatever they mean)."""
+    if not (isinstance(tag, type) and issubclass(tag, Dim)) or tag is Dim:
+        raise TypeError(
+            f"{what}: dimension tag must be a subclass of Dim, not Dim itself (class Seq(Dim): ...), got {tag!r}"
+        )
 
 
 # Type variables shared by the protocol layer. Brands (F, G, H, I) and
