@@ -275,11 +275,8 @@ def make_dataset(task: Task, seed: int, count: int, fine: bool = True) -> Datase
 
 
 def load_dataset(cache_dir: str | Path, task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
-    """The first ``count`` samples of ``seed``, cached on disk as .npz under cache_dir in one file per
-    task and seed (its name encodes the task fields and the seed), holding the largest count asked
-    for; the file also stores the parameters, checked on load (a mismatch, a too small, unreadable or
-    corrupt file -> regenerate, never a silent wrong dataset). Written atomically (temp file in the
-    same directory + os.replace). ``learning.problem.cached_dataset``."""
+    """``make_dataset``'s first ``count`` permeabilities of ``seed``, through the on-disk cache under cache_dir
+    (``learning.problem.cached_dataset``: one checked file per task and seed, never a stale dataset)."""
     return cached_dataset(
         Dataset,
         cache_dir,
