@@ -2,8 +2,8 @@
 
 The protocol layer (``Functor``, ``Applicative``, ``Counit``, ``Module``,
 ``Ring``, and ``Dense``, the hook of the fast paths), the structures that
-instantiate it (``Vec``, ``Cheb``, ``Compose``, ``Tree``, ``Distribution``,
-``Quantum``), and the linear algebra written once over them (``dot``,
+instantiate it (``Vec``, ``Cheb``, ``Compose``, ``Tree``, ``DenseTree``,
+``Distribution``, ``Quantum``), and the linear algebra written once over them (``dot``,
 ``mul_mm``, ...). Neural networks are in ``applicative.nn``, the law suite in
 ``applicative.laws`` (its strategies in ``applicative.strategies``).
 """
@@ -12,6 +12,8 @@ from applicative.instances import Cheb as Cheb
 from applicative.instances import ChebOf as ChebOf
 from applicative.instances import Compose as Compose
 from applicative.instances import ComposeOf as ComposeOf
+from applicative.instances import DenseTree as DenseTree
+from applicative.instances import DenseTreeOf as DenseTreeOf
 from applicative.instances import Distribution as Distribution
 from applicative.instances import DistributionOf as DistributionOf
 from applicative.instances import Leaf as Leaf
@@ -73,6 +75,8 @@ __all__ = [
     "ComposeOf",
     "Counit",
     "Dense",
+    "DenseTree",
+    "DenseTreeOf",
     "Dim",
     "Distribution",
     "DistributionOf",

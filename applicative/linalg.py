@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
@@ -64,9 +64,10 @@ import numpy as np
 
 from applicative.protocols.algebra import Arithmetic, Module, Pointwise, Real, Ring, arithmetic
 from applicative.protocols.applicative import Applicative
-from applicative.protocols.dense import Axis, Dense
+from applicative.protocols.dense import Axis, Dense, nest
 from applicative.protocols.integration import counit
 from applicative.protocols.kinds import F, G, H, I, R, Summed, Summed2
+from applicative.stacked import sums_leafwise
 
 __all__ = [
     "add",
@@ -184,9 +185,8 @@ def add(a: Applicative[F, T], b: Applicative[F, T], module: Module[T] | None = N
     """The pointwise sum of two structures (of scalars, or of anything ``module`` adds)."""
     m = module if module is not None else arithmetic()
     check_nesting("add", None, ("a", a, 1), ("b", b, 1))
-    if _on_coordinates(m, a) and _same_shape(a, b):
-        _log("add")
-        return cast(Applicative[F, T], jax.tree_util.tree_map(operator.add, a, b))
+    if (fast := _on_coordinates("add", m, operator.add, a, b)) is not None:
+        return cast(Applicative[F, T], fast)
     return a.pair(b).fmap(lambda p: m.add(*_alike("add", m, p[0], p[1])))
 
 
@@ -197,9 +197,8 @@ def scale(r: Real, a: Applicative[F, T], module: Module[T] | None = None) -> App
         got = type(r).__name__ if isinstance(r, Applicative) else f"an array of shape {jnp.shape(r)}"
         raise TypeError(f"scale: r must be a scalar (a number or a 0-d array), got {got}")
     check_nesting("scale", None, ("a", a, 1))
-    if _on_coordinates(m, a):
-        _log("scale")
-        return cast(Applicative[F, T], jax.tree_util.tree_map(lambda leaf: r * leaf, a))
+    if (fast := _on_coordinates("scale", m, lambda leaf: r * leaf, a)) is not None:
+        return cast(Applicative[F, T], fast)
     return a.fmap(lambda x: m.scale(r, x))
 
 
@@ -253,20 +252,37 @@ def _ring(ring: Ring[R] | None) -> Ring[R]:
     return ring if ring is not None else arithmetic()
 
 
-def _on_coordinates(module: Module[Any], a: object) -> bool:
-    """Whether a sum or scaling in ``module`` may act on ``a``'s coordinates, leaf by leaf: ordinary
-    arithmetic on a dense structure."""
-    return _use_fast_paths.get() and isinstance(module, Arithmetic) and isinstance(a, Dense) and a.axes() is not None
+def _on_coordinates(op: str, module: Module[Any], f: Callable[..., Any], *xs: object) -> object | None:
+    """``f`` leaf by leaf on the coordinates of structures of one shape, rebuilt around the result:
+    a sum or scaling under ordinary arithmetic on dense structures. None unless every operand's
+    dense levels are the first's (the same structures, tags, sizes and shapes) and their elements
+    hold alike leaves that add leafwise (no structure whose ``pair`` is not a zip)."""
+    if not (_use_fast_paths.get() and isinstance(module, Arithmetic)):
+        return None
+    views = [_levels(x) for x in xs]
+    shells, axes, first = views[0]
+    if not shells or any(other_axes != axes for _, other_axes, _ in views[1:]):
+        return None
+    elements = [e for _, _, e in views]
+    structure: jax.tree_util.PyTreeDef = jax.tree_util.tree_structure(first)
+    leaves = [jax.tree_util.tree_leaves(e) for e in elements]
+    if any(jax.tree_util.tree_structure(e) != structure for e in elements[1:]) or not sums_leafwise(module, first):
+        return None
+    if any(jnp.shape(x) != jnp.shape(y) for other in leaves[1:] for x, y in zip(leaves[0], other, strict=True)):
+        return None
+    _log(op)
+    return cast(object, nest(shells, jax.tree_util.tree_map(f, *elements)))
 
 
-def _same_shape(a: object, b: object) -> bool:
-    """Equal pytree structures (the same structures, tags and sizes all the way down) and equal leaf
-    shapes, so that a leafwise sum is the pointwise one (no broadcasting)."""
-    shape: jax.tree_util.PyTreeDef = jax.tree_util.tree_structure(a)
-    if shape != jax.tree_util.tree_structure(b):
-        return False
-    pairs = zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True)
-    return all(jnp.shape(x) == jnp.shape(y) for x, y in pairs)
+def _levels(x: object) -> tuple[list[Dense[Any, Any]], list[Level], object]:
+    """The dense levels of ``x`` (outermost first), their axes, and the elements below them."""
+    shells: list[Dense[Any, Any]] = []
+    axes: list[Level] = []
+    while isinstance(x, Dense) and (level := x.axes()) is not None:
+        shells.append(x)
+        axes.append(level)
+        x = x.elements()
+    return shells, axes, x
 
 
 # The operand checks (trace-time Python: they never reach a compiled function).
@@ -376,17 +392,25 @@ def _dense(op: str, spec: str, ring: Ring[Any], *operands: object) -> tuple[jax.
     shells: dict[str, Dense[Any, Any]] = {}
     for letters, (_, axes, structures) in zip(names, views, strict=True):
         for letter, level, structure in zip(letters, axes, structures, strict=True):
-            if levels.setdefault(letter, level) != level:
-                raise ValueError(f"{op}: dimension mismatch: {_describe(levels[letter])} vs {_describe(level)}")
+            if not _meet(op, levels.setdefault(letter, level), level):
+                return None  # trees of different shapes: the generic definition refines them
             shells.setdefault(letter, structure)
     contracted = set(inputs) - set(output) - {","}
 
-    # A contracted level's Gram matrices fold into the first operand that holds it.
+    # A contracted level's Gram matrices fold into one operand that holds it: full matrices into the
+    # first (the weights of a linear map, applied once under vmap), diagonals (a scaling, one pass)
+    # into the smallest (attention's values, not its n x n weights).
+    def host(letter: str) -> int:
+        holders = [i for i, n in enumerate(names) if letter in n]
+        diagonal = all(axis.gram is None or jnp.ndim(axis.gram) == 1 for axis in levels[letter])
+        return min(holders, key=lambda i: views[i][0].size) if diagonal else holders[0]
+
+    hosts = {letter: host(letter) for letter in contracted}
     arrays = []
     for i, (letters, (array, _, _)) in enumerate(zip(names, views, strict=True)):
         position = 0
         for letter in letters:
-            if letter in contracted and letter not in "".join(names[:i]):
+            if hosts.get(letter) == i:
                 array = _fold_gram(array, levels[letter], position)
             position += len(levels[letter])
         arrays.append(array)
@@ -407,12 +431,23 @@ def _dense(op: str, spec: str, ring: Ring[Any], *operands: object) -> tuple[jax.
     return result, [shells[letter] for letter in output]
 
 
+def _meet(op: str, a: Level, b: Level) -> bool:
+    """Whether two levels are one (then a product contracts them); False where they differ only in
+    measures that are data (trees of different shapes or capacities, which the generic definition
+    refines); a clear error for any other mismatch."""
+    if a == b:
+        return True
+    if len(a) == len(b) and all(
+        x.kind == y.kind and x.tag == y.tag and (x.size == y.size or x.shape is not None)
+        for x, y in zip(a, b, strict=True)
+    ):
+        return False
+    raise ValueError(f"{op}: dimension mismatch: {_describe(a)} vs {_describe(b)}")
+
+
 def _shaped(coordinates: jax.Array, shells: list[Dense[Any, Any]]) -> Applicative[Any, Any]:
     """The nested structure of these shapes (outermost first) holding the coordinates."""
-    result: Any = coordinates
-    for shell in reversed(shells):
-        result = shell.with_elements(result)
-    return cast(Applicative[Any, Any], result)
+    return cast(Applicative[Any, Any], nest(shells, coordinates))
 
 
 def _fold_gram(array: jax.Array, level: Level, position: int) -> jax.Array:
@@ -420,8 +455,12 @@ def _fold_gram(array: jax.Array, level: Level, position: int) -> jax.Array:
     for i, axis in enumerate(level, start=position):
         if axis.gram is not None:
             dtype = array.dtype if jnp.issubdtype(array.dtype, jnp.inexact) else jnp.result_type(float)
+            gram = jnp.asarray(axis.gram, dtype)
+            if gram.ndim == 1:  # a diagonal: scale along the axis
+                array = array * jnp.reshape(gram, (-1,) + (1,) * (array.ndim - i - 1))
+                continue
             # G is symmetric: contracting either of its indices is the same.
-            array = jnp.moveaxis(jnp.tensordot(array, jnp.asarray(axis.gram, dtype), axes=[[i], [0]]), -1, i)
+            array = jnp.moveaxis(jnp.tensordot(array, gram, axes=[[i], [0]]), -1, i)
     return array
 
 

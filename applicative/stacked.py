@@ -11,7 +11,7 @@ pair of arrays. Then
     pure b    = b broadcast along a new leading axis
     counit    = weighted_sum(module, weights, data, n)
 
-``weighted_sum`` is one tensordot per leaf where the Module allows it
+``weighted_sum`` is one weighted reduction per leaf where the Module allows it
 (ordinary arithmetic, lifted pointwise or not: ``sums_leafwise``), or else a
 fold of the Module's ``scale`` and ``add`` over the elements (``element(data,
 i)``), so a counit written with it is right for every Module it receives.
@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast, overload
 
 __all__ = [
     "ProductPairing",
@@ -66,18 +66,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from applicative.protocols.algebra import Arithmetic, Module, Pointwise
+from applicative.protocols.applicative import ProductPairing
 from applicative.protocols.kinds import Dim, check_tag
 
 T = TypeVar("T")
 
 
-class ProductPairing:
-    """Marks a structure whose ``pair`` is not a zip of two equal shapes (a distribution's is the
-    independent product): a pointwise sum of such structures is not a sum of their leaves."""
-
-
-def numeric(x: object, what: str) -> jax.Array:
-    """``x`` (an array, a number, a list of numbers) as a JAX array; a clear error naming ``what`` for
+@overload
+def numeric(x: object, what: str, *, host: Literal[False] = False) -> jax.Array: ...
+@overload
+def numeric(x: object, what: str, *, host: bool) -> jax.Array | np.ndarray: ...
+def numeric(x: object, what: str, *, host: bool = False) -> jax.Array | np.ndarray:
+    """``x`` (an array, a number, a list of numbers) as a JAX array (``host``: data not already on a
+    device as a numpy array, to be laid out on the host first); a clear error naming ``what`` for
     anything else: object or string dtypes, ragged lists, other objects. Dtypes are kept (bool and
     integer data are legitimate: masks, token ids)."""
     if isinstance(x, jax.Array):  # tracers too: their dtype is numeric
@@ -85,14 +86,14 @@ def numeric(x: object, what: str) -> jax.Array:
     if any(isinstance(leaf, str | bytes) for leaf in jax.tree_util.tree_leaves(x)):  # (JAX reads "a" as a dtype)
         raise TypeError(f"{what}: expected an array of numbers, got text {x!r}")
     try:
-        array = np.asarray(x) if isinstance(x, np.ndarray | np.generic) else jnp.asarray(x)
+        array = np.asarray(x) if host or isinstance(x, np.ndarray | np.generic) else jnp.asarray(x)
     except (TypeError, ValueError) as error:
         raise TypeError(f"{what}: expected an array of numbers, got {type(x).__name__} ({error})") from None
     if not (array.dtype == np.bool_ or jnp.issubdtype(array.dtype, np.number)):
         raise TypeError(
             f"{what}: expected an array of numbers (bool, integer, float or complex), got dtype {array.dtype}"
         )
-    return jnp.asarray(array)
+    return np.asarray(array) if host else jnp.asarray(array)
 
 
 def floating(x: jax.Array) -> jax.Array:
@@ -147,12 +148,14 @@ def nested(
 def stack(elements: Sequence[T], what: str = "stack") -> T:
     """The stacked pytree of ``elements`` (the inverse of ``element``): every leaf gains a leading axis
     of length len(elements). The elements must have one pytree structure (tags and sizes included)
-    and equal leaf shapes; a clear error names the first that differs."""
+    and equal leaf shapes; a clear error names the first that differs. Elements all on the host
+    (numbers, numpy arrays) are stacked there and moved to the device once."""
     if isinstance(elements, jax.Array | str) or not isinstance(elements, Sequence):
         raise ValueError(f"{what}: needs a list of elements, got {type(elements).__name__}")
     if not elements:
         raise ValueError(f"{what}: needs at least one element, got an empty list")
-    elements = [jax.tree_util.tree_map(lambda leaf: numeric(leaf, what), x) for x in elements]
+    host = not any(isinstance(leaf, jax.Array) for x in elements for leaf in jax.tree_util.tree_leaves(x))
+    elements = [jax.tree_util.tree_map(lambda leaf: numeric(leaf, what, host=host), x) for x in elements]
     first = jax.tree_util.tree_structure(elements[0])
     shapes = [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(elements[0])]
     for i, x in enumerate(elements[1:], start=1):
@@ -160,6 +163,8 @@ def stack(elements: Sequence[T], what: str = "stack") -> T:
             raise ValueError(f"{what}: element {i} is {structure}, element 0 is {first}")
         if (other := [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(x)]) != shapes:
             raise ValueError(f"{what}: element {i} has leaf shapes {other}, element 0 has {shapes}")
+    if host:
+        return cast(T, jax.tree_util.tree_map(lambda *leaves: jnp.asarray(np.stack(leaves)), *elements))
     return cast(T, jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *elements))
 
 
@@ -190,10 +195,17 @@ def weighted_sum(module: Module[T], weights: jax.Array | None, data: T, n: int) 
     if sums_leafwise(module, data):
         if weights is None:
             return cast(T, jax.tree_util.tree_map(lambda leaf: jnp.sum(leaf, axis=0), data))
-        return cast(T, jax.tree_util.tree_map(lambda leaf: jnp.tensordot(_like(weights, leaf), leaf, 1), data))
+        # A product and a sum, not a tensordot: both fuse with their neighbours, and so does the
+        # gradient (a tensordot's is an outer product, materialised: attention's n x n weights).
+        return cast(T, jax.tree_util.tree_map(lambda leaf: jnp.sum(_along(_like(weights, leaf), leaf) * leaf, 0), data))
     if weights is None:
         return functools.reduce(module.add, (element(data, i) for i in range(n)))
     return functools.reduce(module.add, (module.scale(weights[i], element(data, i)) for i in range(n)))
+
+
+def _along(weights: jax.Array, leaf: jax.Array) -> jax.Array:
+    """The weights shaped to scale ``leaf`` along its leading axis."""
+    return jnp.reshape(weights, (-1,) + (1,) * (jnp.ndim(leaf) - 1))
 
 
 def _like(weights: jax.Array, leaf: jax.Array) -> jax.Array:

@@ -17,10 +17,11 @@ from typing import Any
 
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from applicative.instances import Cheb, Compose, Distribution, Leaf, Node, Quantum, Vec
+from applicative.instances import Cheb, Compose, DenseTree, Distribution, Leaf, Node, Quantum, Vec
 from applicative.instances.tree import Shape
 from applicative.laws import Maps, Triple
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
@@ -36,9 +37,11 @@ __all__ = [
     "cheb_triples",
     "cheb_vec_triples",
     "compose_triples",
+    "dense_tree_triples",
     "distribution_triples",
     "matrix_triples",
     "quantum_triples",
+    "shapes",
     "tree_triples",
     "vec_cheb_triples",
     "vec_triples",
@@ -144,6 +147,37 @@ def tree_triples(shapes: tuple[Shape, ...] = TREE_SHAPES) -> st.SearchStrategy[T
     return st.tuples(one, one, one)
 
 
+def shapes(max_leaves: int = 64) -> st.SearchStrategy[Shape]:
+    """Random tree shapes of 1 to ``max_leaves`` leaves: each node splits its leaves at a uniformly
+    drawn point, so shapes run from balanced to combs (depth at most max_leaves - 1)."""
+
+    @st.composite
+    def draw(draw: st.DrawFn) -> Shape:
+        def split(n: int) -> Shape:
+            if n == 1:
+                return None
+            k = draw(st.integers(1, n - 1))
+            return (split(k), split(n - k))
+
+        return split(draw(st.integers(1, max_leaves)))
+
+    return draw()
+
+
+def dense_tree_triples(max_leaves: int = 8, capacities: tuple[int, ...] = (8,)) -> st.SearchStrategy[Triple]:
+    """Triples of ``DenseTree`` of float64 scalars: independently drawn shapes of up to ``max_leaves``
+    leaves, each padded to a capacity drawn from ``capacities`` (few: each is a new array shape)."""
+
+    def one(shape: Shape) -> st.SearchStrategy[Any]:
+        n = len(jax.tree_util.tree_leaves(Node.from_shape(shape, 0.0)))
+        values = hnp.arrays(np.float64, (n,), elements=st.floats(-10, 10, allow_nan=False, width=64))
+        fitting = [c for c in capacities if c >= n]
+        return st.tuples(values, st.sampled_from(fitting)).map(lambda vc: DenseTree.stack(shape, vc[0], vc[1]))
+
+    tree = shapes(max_leaves).flatmap(one)
+    return st.tuples(tree, tree, tree)
+
+
 # Finite distributions: 1 to 3 outcomes each.
 
 
@@ -196,6 +230,7 @@ INSTANCES: dict[str, tuple[Callable[[], st.SearchStrategy[Triple]], Maps]] = {
     "Compose Vec Cheb": (vec_cheb_triples, AFFINE),
     "Compose Cheb Vec": (cheb_vec_triples, AFFINE),
     "Tree": (tree_triples, Maps()),
+    "DenseTree": (dense_tree_triples, Maps()),
     "Distribution": (distribution_triples, Maps()),
     "Quantum": (quantum_triples, Maps()),
 }

@@ -22,6 +22,7 @@ import applicative
 from applicative import (
     Cheb,
     Compose,
+    DenseTree,
     Dim,
     Distribution,
     Leaf,
@@ -78,6 +79,14 @@ class Equals:
 Expected = Raises | Equals
 
 DIM: Any = Dim  # the base class as a tag, typed so that mypy lets it through
+
+
+def _comb(depth: int) -> Any:
+    """The shape of a comb: a leaf and a subtree, ``depth`` times."""
+    shape: Any = None
+    for _ in range(depth):
+        shape = (shape, None)
+    return shape
 
 
 def bad(x: object) -> Any:
@@ -314,6 +323,57 @@ CASES: dict[str, tuple[Callable[[], Any], Expected]] = {
     ),
     "Leaf: holding None": (lambda: Node(Leaf(1.0), Leaf(None)).counit(), Raises(ValueError, r"Tree.counit: a leaf")),
     "Node: a value for a child": (lambda: Node(bad(1.0), Leaf(2.0)), Raises(TypeError, r"Node: left must be a Tree")),
+    # DenseTree
+    "DenseTree.from_nested: None": (
+        lambda: DenseTree.from_nested((1.0, None)),
+        Raises(ValueError, r"DenseTree.from_nested: the leaf at \[1\] is None"),
+    ),
+    "DenseTree.from_nested: a triple": (
+        lambda: DenseTree.from_nested((1.0, 2.0, 3.0)),
+        Raises(ValueError, r"DenseTree.from_nested: a tuple of length 3 at the root"),
+    ),
+    "DenseTree.from_nested: lists": (
+        lambda: DenseTree.from_nested([1.0, [2.0, 4.0]], 5).counit(),
+        Equals(lambda: 2.0),
+    ),
+    "DenseTree.from_nested: NaN": (lambda: DenseTree.from_nested((1.0, np.nan)).counit(), Equals(lambda: np.nan)),
+    "DenseTree.from_nested: text": (
+        lambda: DenseTree.from_nested(("a", "b")),
+        Raises(TypeError, r"DenseTree.from_nested: expected an array of numbers, got text"),
+    ),
+    "DenseTree.from_nested: unlike leaves": (
+        lambda: DenseTree.from_nested((np.ones(2), np.ones(3))),
+        Raises(ValueError, r"DenseTree.from_nested: element 1 has leaf shapes \[\(3,\)\], element 0 has \[\(2,\)\]"),
+    ),
+    "DenseTree.from_nested: capacity too small": (
+        lambda: DenseTree.from_nested((1.0, (2.0, 3.0)), 2),
+        Raises(ValueError, r"DenseTree.from_nested \(a tree of 3 leaves, capacity 2\): .* does not fit in capacity 2"),
+    ),
+    "DenseTree.from_nested: capacity 2.5": (
+        lambda: DenseTree.from_nested((1.0, 2.0), bad(2.5)),
+        Raises(ValueError, r"DenseTree.from_nested .*does not fit in capacity 2.5"),
+    ),
+    "DenseTree.from_shape: a 1-tuple": (
+        lambda: DenseTree.from_shape(bad((None,)), 1.0),
+        Raises(ValueError, r"DenseTree.from_shape: the shape at the root is \(None,\)"),
+    ),
+    "DenseTree.from_shape: too deep": (
+        lambda: DenseTree.from_shape(bad(_comb(61)), 1.0),
+        Raises(ValueError, r"DenseTree.from_shape .*: a leaf at depth 61, deeper than the 60 a layout holds"),
+    ),
+    "DenseTree.of: too few values": (
+        lambda: DenseTree.of((None, None), [1.0]),
+        Raises(ValueError, r"DenseTree.of: 1 leaf values for a shape of 2 leaves"),
+    ),
+    "DenseTree.of: ints": (lambda: DenseTree.of((None, None), [1, 3]).counit(), Equals(lambda: 2.0)),
+    "DenseTree.stack: the wrong length": (
+        lambda: DenseTree.stack((None, None), np.ones(3)),
+        Raises(ValueError, r"DenseTree.stack \(a shape of 2 leaves\): 2 elements, but a leaf of the data has shape"),
+    ),
+    "DenseTree.stack: objects": (
+        lambda: DenseTree.stack((None, None), np.array([object(), object()])),
+        Raises(TypeError, r"DenseTree.stack: expected an array of numbers"),
+    ),
     # Distribution, Quantum, mixture
     "Distribution: complex": (
         lambda: Distribution([0.0, 1.0], [2 + 0j, -1 + 0j]),
@@ -577,8 +637,8 @@ def test_bad_input_raises_clearly_or_gives_the_right_value(name: str) -> None:
 # Exports that build or compute nothing from user data: protocols, brands, types, the algebra, record
 # machinery, and the readers and combinators (as_vec, to_array, ap, ...) that act on built structures.
 NOT_ENTRY_POINTS = {
-    "ARITHMETIC", "Applicative", "Arithmetic", "Axis", "ChebOf", "ComposeOf", "Counit", "Dense", "Dim",
-    "DistributionOf", "Functor", "Measured", "Module", "Pointwise", "QuantumOf", "Real", "Ring", "TreeOf",
+    "ARITHMETIC", "Applicative", "Arithmetic", "Axis", "ChebOf", "ComposeOf", "Counit", "Dense", "DenseTreeOf",
+    "Dim", "DistributionOf", "Functor", "Measured", "Module", "Pointwise", "QuantumOf", "Real", "Ring", "TreeOf",
     "VecOf", "ap", "arithmetic", "as_cheb", "as_vec", "counit", "generic_only", "lift_a2", "record",
     "record_fast_paths", "static", "to_array",
 }  # fmt: skip

@@ -1,12 +1,15 @@
 """The structures: ``Vec``, ``Cheb`` (and its functional core ``chebyshev``), ``Compose``, ``Tree``,
-``Distribution`` and ``Quantum``, and the ``Vec`` sequence helpers. Instances import the protocols,
-never each other (``Compose`` composes any two)."""
+``DenseTree`` (and its functional core ``dyadic``), ``Distribution`` and ``Quantum``, and the ``Vec``
+sequence helpers. Instances import the protocols, never each other (``Compose`` composes any
+two), but for ``DenseTree``, which converts to and from ``Tree``, its specification."""
 
 from applicative.instances.cheb import Cheb as Cheb
 from applicative.instances.cheb import ChebOf as ChebOf
 from applicative.instances.cheb import as_cheb as as_cheb
 from applicative.instances.compose import Compose as Compose
 from applicative.instances.compose import ComposeOf as ComposeOf
+from applicative.instances.dense_tree import DenseTree as DenseTree
+from applicative.instances.dense_tree import DenseTreeOf as DenseTreeOf
 from applicative.instances.finite import Distribution as Distribution
 from applicative.instances.finite import DistributionOf as DistributionOf
 from applicative.instances.finite import Quantum as Quantum
@@ -29,6 +32,8 @@ __all__ = [
     "ChebOf",
     "Compose",
     "ComposeOf",
+    "DenseTree",
+    "DenseTreeOf",
     "Distribution",
     "DistributionOf",
     "Leaf",

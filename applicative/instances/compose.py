@@ -36,11 +36,11 @@ stacked elements leaf by leaf. Each is tested against its definition above
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeGuard, TypeVar
 
 from applicative.protocols.algebra import Module, Pointwise, arithmetic
 from applicative.protocols.applicative import Applicative
-from applicative.protocols.dense import Axis, Dense
+from applicative.protocols.dense import Axis, Dense, nest
 from applicative.protocols.integration import Counit, counit
 from applicative.protocols.kinds import A_co, B, Measured
 from applicative.records import record
@@ -72,14 +72,14 @@ class Compose(Dense[ComposeOf[F, G], A_co], Counit[ComposeOf[F, G], A_co]):
             raise TypeError(f"pair: Compose paired with {type(other).__name__}")
         self._check("pair")
         outer = self.outer.pair(other.outer)
-        if isinstance(outer, Dense):  # fast path: pair the stacked inner structures at once
+        if _stacked(outer):  # fast path: pair the stacked inner structures at once
             inner, other_inner = outer.elements()
             return Compose(outer.with_elements(inner.pair(other_inner)))
         return Compose(outer.fmap(lambda p: p[0].pair(p[1])))
 
     def pure(self, b: B) -> Compose[F, G, B]:
         self._check("pure")
-        if isinstance(self.outer, Dense):  # fast path: the stacked inner structures know their shape
+        if _stacked(self.outer):  # fast path: the stacked inner structures know their shape
             return Compose(self.outer.pure(self.outer.elements().pure(b)))
         return Compose(self.outer.fmap(lambda g: g.pure(b)))
 
@@ -126,5 +126,11 @@ class Compose(Dense[ComposeOf[F, G], A_co], Counit[ComposeOf[F, G], A_co]):
         parts = self._parts()
         if parts is None:
             raise TypeError("Compose.with_elements: the parts are not Dense structures")
-        outer, inner = parts
-        return Compose(outer.with_elements(inner.with_elements(elements)))
+        return Compose(nest(parts, elements))
+
+
+def _stacked(outer: object) -> TypeGuard[Dense[Any, Any]]:
+    """Whether ``outer``'s elements are stacked inner structures that pair and add as a whole: a Dense
+    outer structure holding structures whose ``pair`` is a zip (trees of different shapes refine one
+    by one, distributions multiply)."""
+    return isinstance(outer, Dense) and sums_leafwise(arithmetic(), outer.elements())

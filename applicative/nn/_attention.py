@@ -162,7 +162,7 @@ def _rowwise(scores: Matrix[I, F], mask: Matrix[I, F] | None, f: Callable[[Any, 
 @runtime_checkable
 class Sampled(Protocol):
     """A structure whose ``fmap`` applies functions at sample points (a ``Cheb``: its Chebyshev
-    points), and can say the largest value there."""
+    points; a ``DenseTree``: its leaves, not its padding), and can say the largest value there."""
 
     def largest(self) -> jax.Array: ...
 

@@ -11,13 +11,13 @@ Ring laws:    a Module whose ``mul`` is associative and distributes over add,
 
 ``ARITHMETIC`` is ordinary ``+`` and ``*``, leafwise on any pytree: it is the
 Ring of Python floats, complex numbers and JAX arrays (any float dtype, kept),
-and the Module of any structure of them. ``Pointwise(m)`` lifts a Module on
+and the Module of any structure of them (a structure whose ``pair`` is not a
+zip, a ``ProductPairing``, is added through ``pair`` as ``Pointwise`` does). ``Pointwise(m)`` lifts a Module on
 ``A`` to one on ``Applicative[F, A]``, through ``fmap`` and ``pair``.
 """
 
 from __future__ import annotations
 
-import operator
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar, cast
 import jax
 import jax.numpy as jnp
 
-from applicative.protocols.applicative import Applicative
+from applicative.protocols.applicative import Applicative, ProductPairing
 from applicative.protocols.kinds import A, F, R
 
 __all__ = [
@@ -82,17 +82,31 @@ def _zero_leaf(leaf: T) -> T:
     return cast(T, jnp.zeros_like(cast(jax.Array, leaf)))
 
 
+def _paired(x: object) -> bool:
+    return isinstance(x, ProductPairing)
+
+
 class Arithmetic(Ring[T]):
-    """Ordinary ``+`` and ``*``, applied leafwise to pytrees."""
+    """Ordinary ``+`` and ``*``, applied leafwise to pytrees (structures whose ``pair`` is not a zip
+    through their ``pair`` and ``fmap``: their leaves are not coordinates)."""
 
     def zero(self, like: T) -> T:
-        return cast(T, jax.tree_util.tree_map(_zero_leaf, like))
+        def zero(x: Any) -> Any:
+            return x.fmap(self.zero) if _paired(x) else _zero_leaf(x)
+
+        return cast(T, jax.tree_util.tree_map(zero, like, is_leaf=_paired))
 
     def add(self, a: T, b: T) -> T:
-        return cast(T, jax.tree_util.tree_map(operator.add, a, b))
+        def add(x: Any, y: Any) -> Any:
+            return Pointwise(self).add(x, y) if _paired(x) else x + y
+
+        return cast(T, jax.tree_util.tree_map(add, a, b, is_leaf=_paired))
 
     def scale(self, r: Real, a: T) -> T:
-        return cast(T, jax.tree_util.tree_map(lambda leaf: r * leaf, a))
+        def scale(x: Any) -> Any:
+            return x.fmap(lambda e: self.scale(r, e)) if _paired(x) else r * x
+
+        return cast(T, jax.tree_util.tree_map(scale, a, is_leaf=_paired))
 
     def mul(self, a: T, b: T) -> T:
         return cast(T, a * b)  # type: ignore[operator]

@@ -28,6 +28,7 @@ from applicative.protocols.kinds import A_co, B, C, F
 
 __all__ = [
     "Applicative",
+    "ProductPairing",
     "ap",
     "associativity_law",
     "left_unit_law",
@@ -54,6 +55,12 @@ class Applicative(Functor[F, A_co]):
     @abstractmethod
     def pure(self, b: B) -> Applicative[F, B]:
         """The constant structure with value ``b``, shaped as the unit of ``pair`` with ``self``."""
+
+
+class ProductPairing:
+    """Marks a structure whose ``pair`` is not a zip of two equal shapes (a distribution's is the
+    independent product, a tree's the common refinement): a pointwise sum of two such structures is
+    not a sum of their leaves, so ordinary arithmetic sums them through ``pair``."""
 
 
 def lift_a2(f: Callable[[B, C], D], x: Applicative[F, B], y: Applicative[F, C]) -> Applicative[F, D]:

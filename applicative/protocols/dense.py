@@ -12,12 +12,21 @@ array axes. Such a structure shows them by reporting
     Vec of n elements         one axis of length n, Gram matrix the identity (the counting measure)
     Cheb of N coefficients    one axis of length N, G_ij = integral over [-1, 1] of T_i T_j
     Compose of two of these   both axes (the product measure)
+    DenseTree of n slots      one axis of length n, Gram matrix diag(2^-depth): a measure that is data
+
+A measure that is data (a tree's shape) comes with an identity of that data,
+``Axis.shape``: two such axes meet in a product only if they share it (the
+same tree, or trees built from it). Two trees of different shapes do not:
+the linear algebra then takes the generic definition, which refines them.
 
 Under ordinary arithmetic, ``applicative.linalg`` then computes each operation
 by one dense formula, the coordinates contracted through the Gram matrices of
 the contracted axes: dot(a, b) = a^T G b, mul_mv(m, v) = M G v,
 mul_mm(a, b) = A G B, and sums and scalings act on the coordinates directly.
-An instance never calls the linear algebra; it only describes itself.
+An instance never calls the linear algebra; it only describes itself. A
+structure nested inside another carries the outer axes in front of its leaves;
+``nest`` builds one from its shells, giving a shell whose shape is data those
+axes too (a stack of trees, each row of a score matrix).
 
 Each instance states how the dense formula relates to its generic definition
 (``counit . fmap (uncurry mul) . pair``): equal for ``Vec``; for ``Cheb``, the
@@ -34,6 +43,7 @@ product's degree is below N (``fmap`` truncates products to N coefficients).
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,22 +54,28 @@ import numpy as np
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import A_co, B, F
 
-__all__ = ["Axis", "Dense", "to_array"]
+__all__ = ["Axis", "Dense", "nest", "to_array"]
 
 
 @dataclass(frozen=True)
 class Axis:
     """One array axis of a dense structure: which structure and tag, its size, and the Gram matrix of
-    its basis (None: the identity). Two axes meet in a product only if they are equal (kind, tag, size)."""
+    its basis. Two axes meet in a product only if they are equal (kind, tag, size, shape)."""
 
     kind: str
     """The structure's name, for messages: "Vec", "Cheb"."""
-    tag: type
+    tag: type | None
+    """The dimension tag (None for a structure without one, a tree)."""
     size: int
-    gram: np.ndarray | None = field(default=None, compare=False, repr=False)
+    gram: np.ndarray | jax.Array | None = field(default=None, compare=False, repr=False)
+    """The Gram matrix (size x size), or its diagonal (size,); None: the identity. A diagonal may
+    be data (a traced array), as a tree's measure is."""
+    shape: object = field(default=None, repr=False)
+    """The identity of a measure that is data (compared with ``==``); None for a constant one."""
 
     def __str__(self) -> str:
-        return f"{self.kind}[{self.tag.__name__}] of size {self.size}"
+        tag = "" if self.tag is None else f"[{self.tag.__name__}]"
+        return f"{self.kind}{tag} of size {self.size}"
 
 
 class Dense(Applicative[F, A_co]):
@@ -76,17 +92,42 @@ class Dense(Applicative[F, A_co]):
 
     @abstractmethod
     def with_elements(self, elements: B) -> Dense[F, B]:
-        """The same shape (tags, sizes) holding other stacked elements."""
+        """The same shape (tags, sizes) holding other stacked elements: one structure, even where
+        this one is nested in another (``nest`` stacks it under the outer levels)."""
+
+
+def nest(shells: Sequence[Dense[Any, Any]], elements: Any) -> Any:
+    """The nested structure of ``shells`` (outermost first, each with one level's shape) holding
+    ``elements``, whose leaves carry every level's axes in front. An inner shell is built under
+    ``jax.vmap`` over the outer axes when its shape is data, so its shape carries them too."""
+    if not shells:
+        return elements
+    outer, inner = shells[0], shells[1:]
+    if inner:
+
+        def build(e: Any) -> Any:
+            return nest(inner, e)
+
+        if any(axis.shape is not None for shell in inner for axis in shell.axes() or ()):
+            for _ in outer.axes() or ():
+                build = jax.vmap(build)
+        elements = build(elements)
+    return outer.with_elements(elements)
 
 
 def to_array(x: Applicative[Any, Any]) -> jax.Array:
     """The coordinates of a dense structure whose elements are scalars, as one array
-    (``to_array(Vec.from_array(x, Row, Column))`` is x; a ``Cheb``'s are its coefficients)."""
+    (``to_array(Vec.from_array(x, Row, Column))`` is x; a ``Cheb``'s are its coefficients; a
+    ``DenseTree``'s its values in every slot, padding included)."""
     if not isinstance(x, Dense):
         raise TypeError(f"to_array: a {type(x).__name__} has no array form (it is not a Dense structure)")
-    leaves = jax.tree_util.tree_leaves(x)
+    axes: list[Axis] = []
+    inner: Any = x
+    while isinstance(inner, Dense) and (level := inner.axes()) is not None:
+        axes += level
+        inner = inner.elements()
+    leaves = jax.tree_util.tree_leaves(inner)
     if len(leaves) != 1:
-        axes = x.axes()
         what = " x ".join(map(str, axes)) if axes else type(x).__name__
         raise ValueError(f"to_array: this {what} holds {len(leaves)} arrays, not one")
     return jnp.asarray(leaves[0])

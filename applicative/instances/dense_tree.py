@@ -1,0 +1,448 @@
+"""``DenseTree[A]``: binary trees with their shape as data, so one compiled function serves every shape.
+
+The same piecewise-constant functions on [0, 1] as ``Tree`` (its specification:
+they convert into each other and agree on every operation, tests/test_dense_tree.py),
+stored as a ``Vec`` stores its elements. The leaves' values are stacked along
+one axis of ``capacity`` slots, leaves first, left to right, then padding; the
+shape is a ``dyadic.Layout``, arrays of each leaf's depth and start on the
+dyadic grid. A padding slot has measure zero and holds a copy of the first
+leaf's value, so that equal functions are equal pytrees. Trees of any shape up
+to the capacity are one pytree structure: ``jit`` compiles once for all of
+them, and ``vmap`` maps over a batch of trees of different shapes.
+
+    fmap f    one ``vmap`` over the slots
+    pair      the common refinement: one sort of both trees' breakpoints and a gather
+              (``dyadic.refine``), at capacity n + m - 1; a zip when both trees are known to
+              share their shape (below)
+    pure b    b in every slot of this tree's shape (the constant function, ``Leaf(b)`` refined)
+    counit    the dyadic integral, sum_i 2^-depth_i x_i: one weighted sum
+    Dense     one axis whose Gram matrix is diagonal and data: diag(2^-depth), 0 on padding.
+              The dense formulas are the generic definitions exactly (a tree's coordinates are
+              its values), and they run where the contracted trees share their shape.
+
+Sharing a shape. Attention pairs a tree's projections with each other, and
+contracts scores with values over the keys' tree: those trees all have one
+shape, and they must pair and contract for free. A shape is data, so it cannot
+be compared at trace time; its *provenance* can. Trees made from one tree
+(``fmap``, ``pure``, a zip, the linear algebra's results) hold the very same
+layout arrays, and trees stacked inside another structure (the rows of a score
+matrix, a tree per attention head) remember the one layout they all have
+(``origin``, static pytree metadata). ``pair`` zips two trees whose layout is
+the same object and merges any others; the linear algebra contracts trees of
+the same layout by its dense formula and takes the generic definition (which
+refines) for any others. Correct either way, fast where it matters. To give a
+second tree a known shape, build it on the first: ``tree.with_elements(values)``.
+The origin is kept through ``jit``, ``vmap`` and ``grad`` within one trace, and
+dropped where it cannot be vouched for (outside the trace that made it).
+
+Why this layout. The shapes a user meets are deep and unbalanced: the binarised
+syntax trees of Python's standard library (``python bench/trees.py --shapes``)
+reach depth 56 at 1,024 leaves and 61 at 4,096 (median 18 and 22). A
+complete-tree (heap) layout would need 2^depth slots; a parent/child pointer
+layout, depth-many sequential passes for every counit and pair. Depths and
+starts need one slot per leaf, every operation is one vectorised pass (the
+counit a weighted sum, pair one sort), and the starts need 60 exact bits, two
+int32 words (docs/trees.md measures the speed).
+
+Trees with the same capacity but different shapes are the same pytree
+structure, so they ``stack`` into a batch (``applicative.stacked.stack``) and
+``vmap`` over it. Elements must be pytrees of arrays (a ``Vec`` per leaf, a
+score row per query): a DenseTree's pytree leaves are its values and its
+layout's int32 arrays, so map values with ``fmap``, never ``jax.tree_util.tree_map``.
+
+Built with ``DenseTree.from_nested(obj, capacity)`` (nested pairs or a
+``Tree``), ``DenseTree.of(shape, leaves, capacity)`` (a list of leaf values),
+``DenseTree.stack(shape, leaves, capacity)`` (values already stacked) and
+``DenseTree.from_shape(shape, value, capacity)``; read with ``to_nested()``,
+``to_tree()``, ``leaves()``, ``depths()``, ``shape`` (on the host: they need
+concrete values), ``valid()`` and ``weights()`` (traceable). Rejected, naming
+the tree and the capacity: a tree with more leaves than its capacity, a leaf
+deeper than ``dyadic.MAX_DEPTH``, malformed nesting.
+
+Laws (checked by ``applicative.laws`` on ``applicative.strategies.dense_tree_triples()``,
+random shapes of up to 8 leaves, and of up to 64 in tests/test_dense_tree.py): every
+functor, applicative and counit law, exactly as for ``Tree``.
+
+>>> from applicative import dot
+>>> t = DenseTree.from_nested((1.0, (2.0, 4.0)), capacity=4)
+>>> t.depths(), float(t.counit())                # 1/2 * 1 + 1/4 * 2 + 1/4 * 4
+([1, 2, 2], 2.0)
+>>> s = DenseTree.from_nested(((1.0, 1.0), 1.0))
+>>> t.pair(s).shape                              # the common refinement
+((None, None), (None, None))
+>>> float(dot(t, s)), float(dot(t, t))           # integrals of products over [0, 1]
+(2.0, 5.5)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from applicative.instances import dyadic
+from applicative.instances.dyadic import Layout
+from applicative.instances.tree import Leaf, Nested, Node, Shape, Tree
+from applicative.protocols.algebra import Module, arithmetic
+from applicative.protocols.applicative import Applicative
+from applicative.protocols.dense import Axis, Dense
+from applicative.protocols.integration import Counit
+from applicative.protocols.kinds import A_co, B, Measured
+from applicative.stacked import ProductPairing, check_stacked, element, numeric, stack, weighted_sum
+
+__all__ = ["DenseTree", "DenseTreeOf"]
+
+T = TypeVar("T")
+
+
+class DenseTreeOf(Measured):
+    """Brand of ``DenseTree``: ``DenseTree[A]`` is an ``Applicative[DenseTreeOf, A]``."""
+
+
+@dataclass(frozen=True, eq=False)
+class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPairing):
+    """A binary tree of at most ``capacity`` leaves with values of type ``A``, its shape as arrays.
+
+    ``DenseTree(data, layout, capacity)`` itself is unchecked (JAX rebuilds trees through it); use
+    the constructors below."""
+
+    data: A_co
+    """The values, stacked: the element pytree with a leading axis of ``capacity`` slots on every leaf."""
+    layout: Layout
+    """The shape (``dyadic.Layout``), arrays of ``capacity`` slots."""
+    capacity: int
+    origin: Layout | None = None
+    """The one layout shared by every tree of a stack (rows of a score matrix), when known; static."""
+
+    # Construction
+
+    @staticmethod
+    def from_nested(obj: Nested[T], capacity: int | None = None) -> DenseTree[T]:
+        """The tree of nested pairs (``(a, (b, c))``) or of a ``Tree``, in ``capacity`` slots (default:
+        its leaf count). Leaf values must be alike (one structure and shape: they are stacked); a
+        tuple or list of any other length than two, a None leaf, more leaves than ``capacity`` or a
+        leaf deeper than ``dyadic.MAX_DEPTH`` raises, naming the tree's position or size."""
+        values, depths = _walk(obj, "DenseTree.from_nested")
+        return _build("DenseTree.from_nested", values, depths, capacity)
+
+    @staticmethod
+    def of(shape: Shape, leaves: Sequence[T], capacity: int | None = None) -> DenseTree[T]:
+        """The tree of ``shape`` whose leaves, left to right, hold ``leaves``, a list of alike values."""
+        depths = dyadic.depths_of(shape, "DenseTree.of")
+        return _build("DenseTree.of", list(leaves), depths, capacity)
+
+    @staticmethod
+    def stack(shape: Shape, leaves: T, capacity: int | None = None) -> DenseTree[T]:
+        """The tree of ``shape`` whose leaves hold ``leaves`` sliced along the leading axis of every
+        leaf of that pytree (an array of shape (leaves, ...), or the data of a Vec of elements)."""
+        depths = dyadic.depths_of(shape, "DenseTree.stack")
+        check_stacked(leaves, len(depths), f"DenseTree.stack (a shape of {len(depths)} leaves)")
+        return _build("DenseTree.stack", leaves, depths, capacity)
+
+    @staticmethod
+    def from_shape(shape: Shape, value: T, capacity: int | None = None) -> DenseTree[T]:
+        """The tree of ``shape`` with ``value`` at every leaf."""
+        depths = dyadic.depths_of(shape, "DenseTree.from_shape")
+        return _build("DenseTree.from_shape", [value] * len(depths), depths, capacity)
+
+    # Functor, Applicative, Counit
+
+    def fmap(self, f: Callable[[A_co], B]) -> DenseTree[B]:
+        """Map every slot's value: one ``vmap``."""
+        self._single("fmap")
+        return _tree(jax.vmap(f, axis_size=self.capacity)(self.data), self.layout, self.capacity)
+
+    def pair(self, other: Applicative[DenseTreeOf, B]) -> DenseTree[tuple[A_co, B]]:
+        """The common refinement, values paired: a zip if both trees have one known layout."""
+        if not isinstance(other, DenseTree):
+            raise TypeError(f"pair: DenseTree paired with {type(other).__name__}")
+        self._single("pair")
+        other._single("pair")
+        if _same(self.layout, other.layout):
+            return _tree((self.data, other.data), self.layout, self.capacity)
+        fine, in_self, in_other = dyadic.refine(self.layout, other.layout)
+        return _tree((_take(self.data, in_self), _take(other.data, in_other)), fine, fine.depth.shape[0])
+
+    def pure(self, b: B) -> DenseTree[B]:
+        """``b`` in every slot of this tree's shape: the constant function b."""
+        shape = self._shape("pure")
+
+        def broadcast(leaf: Any) -> jax.Array:
+            return jnp.broadcast_to(leaf, (self.capacity, *jnp.shape(leaf)))
+
+        return _tree(jax.tree_util.tree_map(broadcast, b), shape, self.capacity)
+
+    def counit(self, module: Module[A_co] | None = None) -> A_co:
+        """The integral over [0, 1]: sum over leaves of 2^-depth value (``module``'s add and scale)."""
+        self._single("counit")
+        m = module if module is not None else arithmetic()
+        return weighted_sum(m, self.weights(), self.data, self.capacity)
+
+    def plain_sum(self, module: Module[A_co] | None = None) -> A_co:
+        """The reference's counit, the plain sum of the leaf values (not refinement invariant: see ``Tree``)."""
+        self._single("plain_sum")
+        m = module if module is not None else arithmetic()
+        return weighted_sum(m, self.valid().astype(jnp.result_type(float)), self.data, self.capacity)
+
+    def refine(self, other: DenseTree[object]) -> DenseTree[A_co]:
+        """The same function on the common refinement of both shapes: fmap(fst, pair(self, other))."""
+        return self.pair(other).fmap(_first)
+
+    # Dense: one axis, the indicator functions of the leaves; their Gram matrix is diagonal, the
+    # leaves' measures 2^-depth, and data. Trees meet in a product only when they share a layout.
+
+    def axes(self) -> tuple[Axis] | None:
+        shape = self._shape(None)
+        if shape is None:
+            return None  # a stack of trees of different shapes: no one axis
+        return (Axis("DenseTree", None, self.capacity, dyadic.weights(shape), _Shared(shape)),)
+
+    def elements(self) -> A_co:
+        return self.data
+
+    def with_elements(self, elements: B) -> DenseTree[B]:
+        return _tree(elements, self._shape("with_elements"), self.capacity)
+
+    # Access and conversion
+
+    def valid(self) -> jax.Array:
+        """Which slots hold leaves (bool, ``capacity``): False on padding."""
+        return jnp.asarray(self.layout.depth) >= 0
+
+    def weights(self) -> jax.Array:
+        """The measure of each slot, 2^-depth (0 on padding): the Gram matrix's diagonal."""
+        return dyadic.weights(self.layout)
+
+    def largest(self) -> jax.Array:
+        """The largest value over the leaves, padding excluded (a softmax's shift: ``nn.Sampled``)."""
+        self._single("largest")
+        keep = self.valid()
+
+        def top(leaf: jax.Array) -> jax.Array:
+            mask = jnp.reshape(keep, (self.capacity,) + (1,) * (jnp.ndim(leaf) - 1))
+            return jnp.max(jnp.where(mask, leaf, -jnp.inf))
+
+        return jnp.max(jnp.stack([top(leaf) for leaf in jax.tree_util.tree_leaves(self.data)]))
+
+    def count(self) -> int:
+        """The number of leaves."""
+        return len(self.depths())
+
+    def depths(self) -> list[int]:
+        """The depth of every leaf, left to right (host-side)."""
+        depth = self._concrete("depths")
+        return [int(d) for d in depth if d >= 0]
+
+    @property
+    def shape(self) -> Shape:
+        """The nested shape: ``None`` for a leaf, ``(left, right)`` for a node (host-side)."""
+        return dyadic.shape_of(self._concrete("shape"))
+
+    def leaves(self) -> list[A_co]:
+        """The leaf values, left to right (host-side)."""
+        return [element(self.data, i) for i in range(self.count())]
+
+    def to_tree(self) -> Tree[A_co]:
+        """The recursive ``Tree`` of the same function (host-side)."""
+        leaves = iter(self.leaves())
+
+        def build(shape: Shape) -> Tree[A_co]:
+            return Leaf(next(leaves)) if shape is None else Node(build(shape[0]), build(shape[1]))
+
+        return build(self.shape)
+
+    def to_nested(self) -> Nested[A_co]:
+        """The nested pairs of ``from_nested`` (a leaf holding a tuple, list or tree stays a ``Leaf``)."""
+        return self.to_tree().to_nested()
+
+    def __repr__(self) -> str:
+        return f"DenseTree(capacity={self.capacity}, data={self.data!r})"
+
+    # Checks
+
+    def _shape(self, op: str | None) -> Layout:
+        """The one layout of this tree (its own, or the origin of a stack of trees that share one)."""
+        if self.origin is not None:
+            return self.origin
+        if jnp.ndim(self.layout.depth) == 1:
+            return self.layout
+        if op is None:
+            return None  # type: ignore[return-value]
+        raise ValueError(
+            f"DenseTree.{op}: a stack of trees of different shapes (layout {jnp.shape(self.layout.depth)}); "
+            "map over the stack"
+        )
+
+    def _single(self, op: str) -> None:
+        """The tree is one tree, not a stack (its operations run under the stack's fmap)."""
+        if jnp.ndim(self.layout.depth) != 1:
+            raise ValueError(
+                f"DenseTree.{op}: a stack of trees (layout of shape {jnp.shape(self.layout.depth)}), not one tree; "
+                "map over the stack"
+            )
+        check_stacked(self.data, self.capacity, f"DenseTree.{op}")
+
+    def _concrete(self, op: str) -> np.ndarray:
+        self._single(op)
+        if isinstance(self.layout.depth, jax.core.Tracer):
+            raise ValueError(f"DenseTree.{op}: needs a concrete tree (read it outside jit, vmap and grad)")
+        return np.asarray(self.layout.depth)
+
+
+def _tree(data: T, layout: Layout, capacity: int, origin: Layout | None = None) -> DenseTree[T]:
+    """A tree; an origin that is its own layout is dropped (the layout speaks for itself)."""
+    if origin is not None and _same(origin, layout):
+        origin = None
+    return DenseTree(data, layout, capacity, origin)
+
+
+def _first(p: tuple[T, object]) -> T:
+    return p[0]
+
+
+def _take(data: T, index: jax.Array | np.ndarray) -> T:
+    """The stacked values at these slots (on the host for numpy data: no compilation per size)."""
+
+    def one(leaf: Any) -> Any:
+        return jnp.asarray(np.take(leaf, index, 0)) if isinstance(leaf, np.ndarray) else jnp.take(leaf, index, 0)
+
+    return cast(T, jax.tree_util.tree_map(one, data))
+
+
+# Construction from nested pairs and depths (on the host)
+
+
+def _walk(obj: Nested[T], what: str) -> tuple[list[T], list[int]]:
+    """The leaf values and depths of nested pairs or a Tree, left to right, without recursion."""
+    values: list[T] = []
+    depths: list[int] = []
+    stack: list[tuple[Any, int, str]] = [(obj, 0, "")]
+    while stack:
+        x, depth, at = stack.pop()
+        if isinstance(x, Node):
+            stack += [(x.right, depth + 1, f"{at}[1]"), (x.left, depth + 1, f"{at}[0]")]
+        elif isinstance(x, Leaf):
+            values.append(x.value)
+            depths.append(depth)
+        elif isinstance(x, tuple | list):
+            if len(x) != 2:
+                raise ValueError(
+                    f"{what}: a {type(x).__name__} of length {len(x)} at {at or 'the root'}; a node is a pair "
+                    f"(left, right), and a leaf holding a {type(x).__name__} is written Leaf(value)"
+                )
+            stack += [(x[1], depth + 1, f"{at}[1]"), (x[0], depth + 1, f"{at}[0]")]
+        elif x is None:
+            raise ValueError(f"{what}: the leaf at {at or 'the root'} is None; every leaf needs a value")
+        else:
+            values.append(x)
+            depths.append(depth)
+    return values, depths
+
+
+def _build(what: str, values: Sequence[T] | T, depths: list[int], capacity: int | None) -> DenseTree[T]:
+    """The tree of these leaf depths holding ``values`` (a list, or already stacked), its padding
+    slots copies of the first value. A capacity too small or a leaf too deep is named before any
+    value is read. Arrays are laid out at the capacity before they are stacked or gathered, so
+    that building trees of many sizes compiles nothing per size."""
+    n = len(depths)
+    capacity = n if capacity is None else capacity
+    lay = dyadic.layout(depths, capacity, f"{what} (a tree of {n} leaves, capacity {capacity})")
+    slots = np.concatenate([np.arange(n), np.zeros(capacity - n, int)])
+    if isinstance(values, list):
+        if len(values) != n:
+            raise ValueError(f"{what}: {len(values)} leaf values for a shape of {n} leaves")
+        data: Any = _shared(stack([values[i] for i in slots], what))
+    else:
+        data = jax.tree_util.tree_map(lambda leaf: _take(numeric(leaf, what, host=True), slots), values)
+    layout = Layout(*(jnp.asarray(a) for a in (lay.depth, lay.hi, lay.lo)))
+    return DenseTree(data, layout, capacity)
+
+
+def _shared(data: T) -> T:
+    """Stacked values in which every tree of a stack of trees has one shape know it (a tree of trees
+    whose rows share their shape, as a matrix's do): such rows then meet in the dense formulas."""
+
+    def share(x: Any) -> Any:
+        if not isinstance(x, DenseTree) or x.origin is not None or isinstance(x.layout.depth, jax.core.Tracer):
+            return x
+        arrays = [np.asarray(a) for a in (x.layout.depth, x.layout.hi, x.layout.lo)]
+        if not all((a == a[:1]).all() for a in arrays):
+            return x
+        row = Layout(*(jnp.asarray(a[0]) for a in arrays))
+        return DenseTree(x.data, x.layout, x.capacity, row)
+
+    return cast(T, jax.tree_util.tree_map(share, data, is_leaf=lambda x: isinstance(x, DenseTree)))
+
+
+# Provenance: which trees provably share one layout (see the module docstring).
+
+
+def _same(a: Layout, b: Layout) -> bool:
+    """The same layout arrays (objects, not values: decidable at trace time)."""
+    return a.depth is b.depth and a.hi is b.hi and a.lo is b.lo
+
+
+class _Shared:
+    """A layout as static pytree metadata, equal only to itself (the same arrays)."""
+
+    __slots__ = ("layout",)
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Shared) and _same(self.layout, other.layout)
+
+    def __hash__(self) -> int:
+        return id(self.layout.depth)
+
+    def __repr__(self) -> str:
+        return "shared"  # equal functions compare equal as pytrees whatever their provenance
+
+
+def _traced(*trees: object) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(trees))
+
+
+def _visible(origin: Layout, own: Layout) -> bool:
+    """Whether an origin can be vouched for where a tree with the ``own`` layout lives: concrete, or
+    traced by the trace of ``own`` or one it runs inside (a vmap within a jit sees the jit's values).
+    An origin from a finished trace (a jit's output, the body of an inner jit or scan) is not."""
+    o, x = origin.depth, own.depth
+    if not isinstance(o, jax.core.Tracer):
+        return True
+    if not isinstance(x, jax.core.Tracer):
+        return not isinstance(x, jax.Array | np.ndarray)  # placeholders (vmap's axis specs) keep it
+    target: Any = o._trace
+    trace: Any = x._trace
+    while trace is not None:  # (JAX's traces: a vmap's or a grad's parent is the trace it runs in)
+        if trace is target:
+            return True
+        trace = getattr(trace, "parent_trace", None)
+    return False
+
+
+def _flatten(t: DenseTree[Any]) -> tuple[tuple[tuple[Any, Any], ...], tuple[int, _Shared | None]]:
+    origin = t.origin
+    if origin is None and jnp.ndim(t.layout.depth) == 1 and _traced(t.data, t.layout):
+        origin = t.layout  # inside a transformation: whatever rebuilds this tree (vmap's outputs) shares it
+    children = ((jax.tree_util.GetAttrKey("data"), t.data), (jax.tree_util.GetAttrKey("layout"), t.layout))
+    return children, (t.capacity, None if origin is None else _Shared(origin))
+
+
+def _unflatten(aux: tuple[int, _Shared | None], children: Any) -> DenseTree[Any]:
+    capacity, shared = aux
+    data, layout = children
+    origin = None if shared is None or not _visible(shared.layout, layout) else shared.layout
+    tree = object.__new__(DenseTree)
+    for name, value in (("data", data), ("layout", layout), ("capacity", capacity)):
+        object.__setattr__(tree, name, value)
+    object.__setattr__(tree, "origin", None if origin is None or _same(origin, layout) else origin)
+    return tree
+
+
+jax.tree_util.register_pytree_with_keys(DenseTree, _flatten, _unflatten)

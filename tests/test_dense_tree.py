@@ -1,0 +1,356 @@
+"""DenseTree against its specification, the recursive Tree, in float64: conversions, every operation
+of the linear algebra, attention, the encoder, cross attention and gradients agree to 1e-12 on
+random shapes of up to 64 leaves; one compiled function serves every shape; the dense formulas run
+where the trees share a shape; bad input is named."""
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from applicative import (
+    ARITHMETIC,
+    Cheb,
+    DenseTree,
+    Dim,
+    Leaf,
+    Node,
+    Pointwise,
+    Tree,
+    Vec,
+    add,
+    counit,
+    dot,
+    laws,
+    mul_mm,
+    mul_mmt,
+    mul_mv,
+    mul_vm,
+    nn,
+    outer,
+    record_fast_paths,
+    scale,
+    strategies,
+    sum_mul_mmt,
+    to_array,
+)
+from applicative.instances import dyadic
+from applicative.instances.tree import Shape
+from tests.dims import Hidden, Model, Seq
+from tests.tolerance import Tolerance
+
+N = TypeVar("N", bound=Dim)
+TOL: Tolerance = {"rtol": 1e-12, "atol": 1e-12}
+rng = np.random.default_rng(21)
+
+
+class Head(Dim):
+    """Attention heads."""
+
+
+class Key(Dim):
+    """Query/key features of a head."""
+
+
+class X(Dim):
+    """The variable of a function."""
+
+
+def random_shape(leaves: int) -> Shape:
+    """A shape of ``leaves`` leaves, each node splitting its leaves at a uniform random point."""
+    if leaves == 1:
+        return None
+    k = int(rng.integers(1, leaves))
+    return (random_shape(k), random_shape(leaves - k))
+
+
+# Shapes of 1 to 64 leaves: a leaf, a comb, a balanced tree and random ones.
+COMB: Shape = None
+for _ in range(9):
+    COMB = (None, COMB)
+BALANCED: Shape = None
+for _ in range(5):
+    BALANCED = (BALANCED, BALANCED)
+SHAPES: list[Shape] = [None, COMB, BALANCED, *(random_shape(n) for n in (3, 17, 40, 64))]
+
+
+def vec(n: int = 3) -> Vec[Model, jax.Array]:
+    return Vec.from_array(rng.normal(size=n), Model)
+
+
+def scalar() -> jax.Array:
+    return jnp.asarray(rng.normal())
+
+
+def tree_with(shape: Shape, make: Callable[[], Any]) -> Tree[Any]:
+    """The Tree of ``shape`` with a fresh value ``make()`` at each leaf."""
+    return Leaf(make()) if shape is None else Node(tree_with(shape[0], make), tree_with(shape[1], make))
+
+
+def random_tree(shape: Shape) -> Tree[jax.Array]:
+    return tree_with(shape, scalar)
+
+
+def pair_of(shape: Shape, make: Callable[[], Any] = scalar, capacity: int = 64) -> tuple[DenseTree[Any], Tree[Any]]:
+    """A DenseTree of ``shape`` with fresh leaf values in ``capacity`` slots, and its Tree."""
+    spec = tree_with(shape, make)
+    return DenseTree.from_nested(spec, capacity), spec
+
+
+def specification(x: object) -> object:
+    """The recursive form of a result: DenseTrees as Trees, all the way down."""
+    if isinstance(x, DenseTree):
+        return x.to_tree().fmap(specification)
+    if isinstance(x, Vec):
+        return Vec.of([specification(e) for e in (x[i] for i in range(x.size))], x.tag) if _holds_trees(x) else x
+    return x
+
+
+def _holds_trees(v: Vec[Any, Any]) -> bool:
+    return any(
+        isinstance(e, DenseTree) for e in jax.tree_util.tree_leaves(v.data, is_leaf=lambda e: isinstance(e, DenseTree))
+    )
+
+
+def agree(dense: object, spec: object) -> None:
+    """The dense result is the specification's: the same shapes all the way down, values to 1e-12."""
+    laws.assert_close(specification(dense), spec, **TOL, what="DenseTree vs Tree")
+
+
+# Conversions
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{len(dyadic.depths_of(s))} leaves")
+def test_conversions_round_trip_and_keep_the_shape(shape: Shape) -> None:
+    dense, spec = pair_of(shape)
+    assert dense.shape == spec.shape
+    assert dense.depths() == spec.depths()
+    assert dense.count() == len(spec.leaves()) <= dense.capacity == 64
+    np.testing.assert_array_equal(dense.leaves(), spec.leaves())
+    assert DenseTree.from_nested(spec.to_nested(), 64).to_nested() == dense.to_nested() == spec.to_nested()
+    np.testing.assert_array_equal(DenseTree.of(shape, spec.leaves()).leaves(), spec.leaves())
+    np.testing.assert_array_equal(DenseTree.stack(shape, np.asarray(spec.leaves())).leaves(), spec.leaves())
+    assert DenseTree.from_shape(shape, 2.0).leaves() == [2.0] * dense.count()
+    # Padding: measure zero, and a copy of the first leaf's value (equal functions, equal pytrees).
+    weights = np.asarray(dense.weights())
+    np.testing.assert_array_equal(weights[: dense.count()], [2.0**-d for d in spec.depths()])
+    assert np.all(weights[dense.count() :] == 0)
+    assert weights.sum() == 1.0
+    np.testing.assert_array_equal(np.asarray(dense.data)[dense.count() :], spec.leaves()[0])
+
+
+def test_the_layout_is_the_dyadic_partition_exact_to_depth_60() -> None:
+    depths = [1, *range(2, 61), 60]  # a comb down to depth 60: breakpoints 1/2, 3/4, ..., 1 - 2^-60
+    lay = dyadic.layout(depths, 64)
+    starts = [(int(h) << 30) + int(lo) for h, lo in zip(lay.hi, lay.lo, strict=True)]
+    assert starts[:61] == [sum(1 << (60 - d) for d in depths[:i]) for i in range(61)]
+    assert starts[61:] == [1 << 60] * 3  # padding starts at 1
+    assert dyadic.shape_of(depths) == Tree.from_shape(dyadic.shape_of(depths), 0).shape
+    assert dyadic.depths_of(dyadic.shape_of(depths)) == depths
+
+
+# Every operation against the specification
+
+
+@pytest.mark.parametrize(("a", "b"), [(0, 1), (1, 2), (2, 6), (3, 5), (6, 4), (6, 6)])
+def test_pair_is_the_common_refinement(a: int, b: int) -> None:
+    (x, xs), (y, ys) = pair_of(SHAPES[a]), pair_of(SHAPES[b], capacity=80)
+    paired = x.pair(y)
+    assert paired.capacity == 64 + 80 - 1
+    agree(paired, xs.pair(ys))
+    agree(x.fmap(jnp.sin), xs.fmap(jnp.sin))
+    agree(x.refine(y), xs.refine(ys))
+    np.testing.assert_allclose(counit(x), counit(xs), **TOL)
+    np.testing.assert_allclose(x.plain_sum(), xs.plain_sum(), **TOL)
+    np.testing.assert_allclose(dot(x, y), dot(xs, ys), **TOL)
+    agree(add(x, y), add(xs, ys))
+    agree(scale(-1.5, x), scale(-1.5, xs))
+
+
+@pytest.mark.parametrize("shapes", [(1, 4), (6, 3), (4, 4)])
+def test_the_linear_algebra_agrees_with_the_specification(shapes: tuple[int, int]) -> None:
+    a, b = (SHAPES[i] for i in shapes)
+    (m, ms), (n, ns) = pair_of(a, vec), pair_of(b, vec)
+    (v, vs), (u, us) = pair_of(a), pair_of(b)
+    w = Vec.from_array(rng.normal(size=(3, 2)), Model, Hidden)
+    x = vec()
+    agree(outer(v, x), outer(vs, x))
+    agree(mul_mv(m, x), mul_mv(ms, x))
+    agree(mul_mm(m, w), mul_mm(ms, w))
+    agree(mul_mmt(m, n), mul_mmt(ms, ns))  # a tree of trees: rows of n's shape
+    agree(mul_vm(u, n), mul_vm(us, ns))
+    agree(mul_vm(v, m), mul_vm(vs, ms))
+    # Matrices over trees, trees of trees: rows of one shape (as a matrix's), and rows of many.
+    for same_rows in (True, False):
+
+        def row(same: bool = same_rows) -> Tree[jax.Array]:
+            return random_tree(b if same else random_shape(8))
+
+        ks = tree_with(a, row)
+        k = DenseTree.from_nested(ks.fmap(lambda row: DenseTree.from_nested(row, 64)), 64)
+        if same_rows:
+            agree(mul_mm(k, n), mul_mm(ks, ns))
+        agree(mul_mv(k, u), mul_mv(ks, us))
+    # sum over heads of W_h o_h, each head's o_h a tree: multi-head attention's output projection.
+    heads = Vec.from_array(rng.normal(size=2), Head)
+    w_o = Vec.from_array(rng.normal(size=(2, 4, 3)), Head, Hidden, Model)
+    agree(sum_mul_mmt(w_o, heads.fmap(lambda h: scale(h, m))), sum_mul_mmt(w_o, heads.fmap(lambda h: scale(h, ms))))
+
+
+def test_dense_formulas_run_where_the_trees_share_a_shape() -> None:
+    m, _ = pair_of(SHAPES[5], vec)
+    w = Vec.from_array(rng.normal(size=(3, 3)), Model, Model)
+    with record_fast_paths() as taken:
+        projected = mul_mmt(w, m)  # Linear.each: the tree keeps its layout
+        scores = mul_mmt(projected, m)
+        mul_mv(scores, m.fmap(lambda e: to_array(e)[0]))
+        mul_mm(scores, projected)
+        add(m, projected)
+        dot(m.fmap(lambda e: to_array(e)[0]), projected.fmap(lambda e: to_array(e)[1]))
+    assert taken == ["mul_mmt", "mul_mmt", "mul_mv", "mul_mm", "add", "dot"]
+
+
+# Attention, the encoder, cross attention and gradients
+
+
+def zeros(n: int, tag: type[N]) -> Vec[N, jax.Array]:
+    return Vec.from_array(np.zeros(n), tag)
+
+
+ENCODER = nn.init_encoder(
+    jax.random.key(3),
+    inputs=zeros(4, Model),
+    model=zeros(4, Model),
+    hidden=zeros(6, Hidden),
+    heads=zeros(2, Head),
+    head_features=zeros(3, Key),
+    layers=1,
+    outputs=None,
+)
+
+
+def test_attention_and_the_encoder_agree_with_the_specification() -> None:
+    # (The specification unrolls attention per pair of leaves: 40 leaves take it 2 s.)
+    x, xs = pair_of(SHAPES[5], vec)  # 40 leaves
+    agree(nn.attention(x, x, x), nn.attention(xs, xs, xs))
+    y, ys = pair_of(SHAPES[1], lambda: vec(4))  # a comb of 10 leaves
+    agree(jax.jit(ENCODER.encode)(y), ENCODER.encode(ys))
+
+
+def test_cross_attention_between_trees_vectors_and_functions() -> None:
+    q, qs = pair_of(SHAPES[3], vec)
+    k, ks = pair_of(SHAPES[5], vec)
+    seq = Vec.from_array(rng.normal(size=(5, 3)), Seq, Model)
+    function = Cheb.stack(Vec.from_array(rng.normal(size=(6, 3)), X, Model).data, X)
+    agree(nn.attention(q, seq, seq), nn.attention(qs, seq, seq))  # a tree over a Vec
+    agree(nn.attention(seq, k, k), nn.attention(seq, ks, ks))  # a Vec over a tree
+    agree(nn.attention(q, function, function), nn.attention(qs, function, function))  # a tree over a Cheb
+    agree(nn.attention(q, k, k), nn.attention(qs, ks, ks))  # a tree over another tree
+
+
+def test_gradients_agree_with_the_specification() -> None:
+    x, xs = pair_of(SHAPES[3], lambda: vec(4))
+
+    def loss(model: Any, tree: Any) -> jax.Array:
+        return jnp.asarray(counit(model.encode(tree).fmap(lambda v: jnp.sum(jnp.sin(to_array(v))))))
+
+    dense, spec = jax.jit(jax.grad(loss))(ENCODER, x), jax.grad(loss)(ENCODER, xs)
+    laws.assert_close(dense, spec, **TOL, what="gradients")
+    # With respect to the leaves (their values: a tree's shape is integers): the gradient of the
+    # integral is each leaf's measure, 0 on padding.
+    values = x.fmap(lambda v: v[0])
+    np.testing.assert_allclose(jax.grad(lambda v: counit(values.with_elements(v)))(values.data), x.weights(), **TOL)
+
+
+# One compilation for every shape; batches of mixed shapes
+
+
+def test_one_compilation_serves_every_shape_and_jit_does_not_change_results() -> None:
+    traces: list[int] = []
+
+    def f(t: DenseTree[Any]) -> Any:
+        traces.append(1)
+        return ENCODER.encode(t)
+
+    jitted = jax.jit(f)
+    for shape in (None, COMB, SHAPES[3], (SHAPES[3], None)):
+        x, xs = pair_of(shape, lambda: vec(4))
+        agree(jitted(x), ENCODER.encode(xs))
+    laws.assert_close(jitted(x), f(x), **TOL)
+    assert len(traces) == 1 + 1  # one trace under jit for four shapes, one eager call
+
+
+def test_vmap_over_a_batch_of_trees_of_different_shapes() -> None:
+    trees = [pair_of(shape, lambda: vec(4)) for shape in (COMB, SHAPES[3], None)]
+    batch = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *(t for t, _ in trees))
+    out = jax.jit(jax.vmap(ENCODER.encode))(batch)
+    for i, (_, spec) in enumerate(trees):
+        agree(jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], out), ENCODER.encode(spec))
+
+
+def test_shapes_known_inside_one_trace_are_never_trusted_outside_it() -> None:
+    # The outputs of one compiled function for two shapes share a trace-time provenance; pairing
+    # them must still refine (a zip would be silently wrong), and pass through jit without retracing.
+    (a, a_spec), (b, b_spec) = pair_of(SHAPES[3]), pair_of(SHAPES[5])
+    sine = jax.jit(lambda t: t.fmap(jnp.sin))
+    agree(sine(a).pair(sine(b)), a_spec.fmap(jnp.sin).pair(b_spec.fmap(jnp.sin)))
+    product = jax.jit(dot)
+    np.testing.assert_allclose(product(sine(a), sine(b)), dot(a_spec.fmap(jnp.sin), b_spec.fmap(jnp.sin)), **TOL)
+    np.testing.assert_allclose(product(sine(b), sine(a)), dot(b_spec.fmap(jnp.sin), a_spec.fmap(jnp.sin)), **TOL)
+    assert product._cache_size() == 1  # type: ignore[attr-defined]
+    nested = jax.jit(lambda x, y: dot(sine(x), sine(y)))  # an inner jit's outputs, inside an outer trace
+    np.testing.assert_allclose(nested(a, b), dot(a_spec.fmap(jnp.sin), b_spec.fmap(jnp.sin)), **TOL)
+    rows = jax.vmap(lambda t: t.fmap(jnp.cos))(jax.tree_util.tree_map(lambda u, v: jnp.stack([u, v]), a, b))
+    first, second = (jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], rows) for i in range(2))
+    agree(first.pair(second), a_spec.fmap(jnp.cos).pair(b_spec.fmap(jnp.cos)))
+
+
+# Laws on larger shapes (the law suite draws up to 8 leaves), and the module of trees
+
+
+def test_laws_hold_on_shapes_of_up_to_64_leaves() -> None:
+    for law in ("pair associativity", "counit respects pairing"):
+        laws.check_law(law, strategies.dense_tree_triples(64, (64,)), max_examples=3)
+    trees = strategies.dense_tree_triples().map(lambda xyz: xyz[0])
+    laws.check_algebra_laws(Pointwise(ARITHMETIC), trees, max_examples=10)
+
+
+def test_ordinary_arithmetic_adds_trees_through_pair() -> None:
+    (a, a_spec), (b, b_spec) = pair_of(SHAPES[3]), pair_of(SHAPES[4])
+    agree(ARITHMETIC.add(a, b), add(a_spec, b_spec))
+    agree(ARITHMETIC.zero(a), a_spec.fmap(jnp.zeros_like))
+    stack = Vec.of([a, b], Seq)  # a Vec of two trees: its counit sums them on their common refinement
+    agree(counit(stack), add(a_spec, b_spec))
+
+
+# Bad input
+
+
+def test_bad_trees_and_capacities_are_named() -> None:
+    deep: Any = 1.0
+    for _ in range(61):
+        deep = (deep, 0.0)
+    with pytest.raises(ValueError, match=r"a leaf at depth 61, deeper than the 60 a layout holds"):
+        DenseTree.from_nested(deep, 64)
+    with pytest.raises(ValueError, match=r"DenseTree.from_nested \(a tree of 3 leaves, capacity 2\).* does not fit"):
+        DenseTree.from_nested((1.0, (2.0, 3.0)), 2)
+    with pytest.raises(ValueError, match=r"DenseTree.of: the shape at \[1\] is 3"):
+        DenseTree.of((None, 3), [1.0, 2.0])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"DenseTree.of: 3 leaf values for a shape of 2 leaves"):
+        DenseTree.of((None, None), [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"DenseTree.from_nested: the leaf at \[1\]\[0\] is None"):
+        DenseTree.from_nested((1.0, (None, 2.0)))
+    with pytest.raises(ValueError, match=r"DenseTree.from_nested: a tuple of length 3 at \[0\]"):
+        DenseTree.from_nested(((1.0, 2.0, 3.0), 2.0))
+    with pytest.raises(ValueError, match=r"not those of a binary tree"):
+        dyadic.layout([1, 2], 4)
+    tree = DenseTree.from_nested((1.0, 2.0))
+    with pytest.raises(TypeError, match="pair: DenseTree paired with Vec"):
+        tree.pair(vec())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"DenseTree.counit: a stack of trees \(layout of shape \(2, 2\)\)"):
+        Vec.of([tree, tree], Seq).data.counit()
+    with pytest.raises(ValueError, match=r"DenseTree.depths: needs a concrete tree"):
+        jax.jit(lambda t: t.depths())(tree)
