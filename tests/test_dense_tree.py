@@ -37,6 +37,7 @@ from applicative import (
     sum_mul_mmt,
     to_array,
 )
+from applicative.examples.trees import random_shape
 from applicative.instances import dyadic
 from applicative.instances.tree import Shape
 from tests.dims import Hidden, Model, Seq
@@ -59,14 +60,6 @@ class X(Dim):
     """The variable of a function."""
 
 
-def random_shape(leaves: int) -> Shape:
-    """A shape of ``leaves`` leaves, each node splitting its leaves at a uniform random point."""
-    if leaves == 1:
-        return None
-    k = int(rng.integers(1, leaves))
-    return (random_shape(k), random_shape(leaves - k))
-
-
 # Shapes of 1 to 64 leaves: a leaf, a comb, a balanced tree and random ones.
 COMB: Shape = None
 for _ in range(9):
@@ -74,7 +67,7 @@ for _ in range(9):
 BALANCED: Shape = None
 for _ in range(5):
     BALANCED = (BALANCED, BALANCED)
-SHAPES: list[Shape] = [None, COMB, BALANCED, *(random_shape(n) for n in (3, 17, 40, 64))]
+SHAPES: list[Shape] = [None, COMB, BALANCED, *(random_shape(rng, n) for n in (3, 17, 40, 64))]
 
 
 def vec(n: int = 3) -> Vec[Model, jax.Array]:
@@ -187,7 +180,7 @@ def test_the_linear_algebra_agrees_with_the_specification(shapes: tuple[int, int
     for same_rows in (True, False):
 
         def row(same: bool = same_rows) -> Tree[jax.Array]:
-            return random_tree(b if same else random_shape(8))
+            return random_tree(b if same else random_shape(rng, 8))
 
         ks = tree_with(a, row)
         k = DenseTree.from_nested(ks.fmap(lambda row: DenseTree.from_nested(row, 64)), 64)
@@ -198,6 +191,18 @@ def test_the_linear_algebra_agrees_with_the_specification(shapes: tuple[int, int
     heads = Vec.from_array(rng.normal(size=2), Head)
     w_o = Vec.from_array(rng.normal(size=(2, 4, 3)), Head, Hidden, Model)
     agree(sum_mul_mmt(w_o, heads.fmap(lambda h: scale(h, m))), sum_mul_mmt(w_o, heads.fmap(lambda h: scale(h, ms))))
+
+
+def test_pairing_trees_of_one_known_shape_is_a_zip() -> None:
+    x, _ = pair_of(SHAPES[5])
+
+    def primitives(f: Callable[..., Any], *args: Any) -> str:
+        return str(jax.make_jaxpr(f)(*args))
+
+    # Trees made from one tree pair for nothing (no sort, no gather); two trees refine.
+    assert "sort" not in primitives(lambda t: t.pair(t.fmap(jnp.sin)).pair(t.pure(1.0)), x)
+    assert "gather" not in primitives(lambda t: t.pair(t.fmap(jnp.sin)).pair(t.pure(1.0)), x)
+    assert primitives(lambda t, u: t.pair(u), x, x).count(" sort[") == 1
 
 
 def test_dense_formulas_run_where_the_trees_share_a_shape() -> None:
@@ -233,11 +238,21 @@ ENCODER = nn.init_encoder(
 
 
 def test_attention_and_the_encoder_agree_with_the_specification() -> None:
-    # (The specification unrolls attention per pair of leaves: 40 leaves take it 2 s.)
-    x, xs = pair_of(SHAPES[5], vec)  # 40 leaves
+    # (The specification unrolls attention per pair of leaves, eagerly: 17 leaves take it 1 s.)
+    x, xs = pair_of(SHAPES[4], vec)  # 17 leaves
     agree(nn.attention(x, x, x), nn.attention(xs, xs, xs))
     y, ys = pair_of(SHAPES[1], lambda: vec(4))  # a comb of 10 leaves
     agree(jax.jit(ENCODER.encode)(y), ENCODER.encode(ys))
+
+
+def test_attention_on_64_leaves_is_the_softmax_against_the_dyadic_measure() -> None:
+    # numpy in float64: out_i = sum_j w_j e_ij v_j / sum_j w_j e_ij, e_ij = exp(q_i . k_j / sqrt 3), w_j = 2^-depth_j.
+    x, xs = pair_of(SHAPES[6], vec, capacity=80)  # 64 leaves in 80 slots: padding is no key
+    v = np.stack([np.asarray(to_array(leaf)) for leaf in xs.leaves()])
+    s = v @ v.T / np.sqrt(3)
+    e = 2.0 ** -np.array(xs.depths()) * np.exp(s - s.max(1, keepdims=True))
+    out = np.stack([to_array(leaf) for leaf in jax.jit(nn.attention)(x, x, x).leaves()])
+    np.testing.assert_allclose(out, e @ v / e.sum(1, keepdims=True), **TOL)
 
 
 def test_cross_attention_between_trees_vectors_and_functions() -> None:
@@ -289,6 +304,41 @@ def test_vmap_over_a_batch_of_trees_of_different_shapes() -> None:
     out = jax.jit(jax.vmap(ENCODER.encode))(batch)
     for i, (_, spec) in enumerate(trees):
         agree(jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], out), ENCODER.encode(spec))
+
+
+def test_training_on_a_batch_of_shapes_runs_only_dense_formulas() -> None:
+    # The gradient of the encoder over a vmapped batch of trees: every tree level of attention
+    # shares the input's layout, so nothing refines (no sort, no gather) and the products are dense.
+    trees = [pair_of(shape, lambda: vec(4))[0] for shape in (COMB, SHAPES[3], None)]
+    batch = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *trees)
+
+    def loss(model: Any, trees: Any) -> jax.Array:
+        out = jax.vmap(model.encode)(trees)
+        return jnp.sum(jax.vmap(lambda t: counit(t.fmap(lambda v: jnp.sum(to_array(v) ** 2))))(out))
+
+    with record_fast_paths() as taken:
+        jaxpr = jax.make_jaxpr(jax.grad(loss))(ENCODER, batch)
+    primitives = {str(equation.primitive) for equation in jaxpr.jaxpr.eqns}
+    assert not primitives & {"sort", "gather"}
+    assert {"mul_mmt", "mul_mm", "sum_mul_mmt"} <= set(taken)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit", "jit of the values"])
+def test_trees_are_carried_through_scan_cond_and_loops(mode: str) -> None:
+    # One pytree structure in and out, as lax control flow requires of carries and branches: also
+    # where the layout is closed over and only the values are traced (a trace-time record is made).
+    x, xs = pair_of(SHAPES[3], lambda: vec(4))
+
+    def layers(t: Any) -> Any:
+        t, _ = jax.lax.scan(lambda c, _: (ENCODER.encode(c), None), t, None, length=2)
+        t = jax.lax.fori_loop(0, 2, lambda i, c: c.fmap(lambda v: v.fmap(jnp.tanh)), t)
+        return jax.lax.cond(True, lambda c: c.fmap(lambda v: v.fmap(jnp.sin)), lambda c: c, t)
+
+    expected = ENCODER.encode(ENCODER.encode(xs)).fmap(lambda v: v.fmap(lambda e: jnp.sin(jnp.tanh(jnp.tanh(e)))))
+    if mode == "jit of the values":
+        agree(jax.jit(lambda data: layers(x.with_elements(data)))(x.data), expected)
+    else:
+        agree((jax.jit(layers) if mode == "jit" else layers)(x), expected)
 
 
 def test_shapes_known_inside_one_trace_are_never_trusted_outside_it() -> None:

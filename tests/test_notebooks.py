@@ -35,7 +35,7 @@ def test_the_zoo_notebook_runs_and_its_checks_hold(capsys: pytest.CaptureFixture
     for i, source in enumerate(code):
         exec(compile(source, f"{ZOO.name}, code cell {i}", "exec"), namespace)
     printed = capsys.readouterr().out
-    for structure in ("Vec∘Vec", "Cheb∘Vec", "Tree∘Vec", "Distribution∘Vec"):
+    for structure in ("Vec∘Vec", "Cheb∘Vec", "Tree∘Vec", "DenseTree∘Vec", "Distribution∘Vec"):
         assert structure in printed
 
 

@@ -25,15 +25,18 @@ contracts scores with values over the keys' tree: those trees all have one
 shape, and they must pair and contract for free. A shape is data, so it cannot
 be compared at trace time; its *provenance* can. Trees made from one tree
 (``fmap``, ``pure``, a zip, the linear algebra's results) hold the very same
-layout arrays, and trees stacked inside another structure (the rows of a score
+layout arrays (and origin), and trees stacked inside another structure (the rows of a score
 matrix, a tree per attention head) remember the one layout they all have
-(``origin``, static pytree metadata). ``pair`` zips two trees whose layout is
-the same object and merges any others; the linear algebra contracts trees of
+(``origin``, static pytree metadata). ``pair`` zips two trees whose layout (or
+origin) is the same object and merges any others; the linear algebra contracts trees of
 the same layout by its dense formula and takes the generic definition (which
 refines) for any others. Correct either way, fast where it matters. To give a
 second tree a known shape, build it on the first: ``tree.with_elements(values)``.
-The origin is kept through ``jit``, ``vmap`` and ``grad`` within one trace, and
-dropped where it cannot be vouched for (outside the trace that made it).
+The origin is recorded where values are transformed apart from their layout (a
+``vmap`` of the values alone), kept through ``jit``, ``vmap`` and ``grad``
+within one trace, and dropped where it cannot be vouched for (outside the trace
+that made it); a tree and what ``fmap`` and ``pair`` make of it have one pytree
+structure, as ``lax.scan``, ``lax.cond`` and ``lax.fori_loop`` require.
 
 Why this layout. The shapes a user meets are deep and unbalanced: the binarised
 syntax trees of Python's standard library (``python bench/trees.py --shapes``)
@@ -154,7 +157,7 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
     def fmap(self, f: Callable[[A_co], B]) -> DenseTree[B]:
         """Map every slot's value: one ``vmap``."""
         self._single("fmap")
-        return _tree(jax.vmap(f, axis_size=self.capacity)(self.data), self.layout, self.capacity)
+        return _tree(jax.vmap(f, axis_size=self.capacity)(self.data), self.layout, self.capacity, self.origin)
 
     def pair(self, other: Applicative[DenseTreeOf, B]) -> DenseTree[tuple[A_co, B]]:
         """The common refinement, values paired: a zip if both trees have one known layout."""
@@ -162,8 +165,8 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
             raise TypeError(f"pair: DenseTree paired with {type(other).__name__}")
         self._single("pair")
         other._single("pair")
-        if _same(self.layout, other.layout):
-            return _tree((self.data, other.data), self.layout, self.capacity)
+        if _same(self._shape("pair"), other._shape("pair")):
+            return _tree((self.data, other.data), self.layout, self.capacity, self.origin)
         fine, in_self, in_other = dyadic.refine(self.layout, other.layout)
         return _tree((_take(self.data, in_self), _take(other.data, in_other)), fine, fine.depth.shape[0])
 
@@ -404,8 +407,14 @@ class _Shared:
         return "shared"  # equal functions compare equal as pytrees whatever their provenance
 
 
-def _traced(*trees: object) -> bool:
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(trees))
+def _apart(data: object, layout: Layout) -> bool:
+    """Whether some value is traced by a transformation that the layout is not traced by (a ``vmap``
+    or ``grad`` of the values alone, the layout closed over): whatever rebuilds the tree from that
+    transformation's outputs (a stack of the vmapped trees) holds this one layout. Values and layout
+    traced together (a ``jit``'s arguments, a ``scan``'s carry) record nothing, so a tree keeps one
+    pytree structure through ``scan``, ``cond`` and ``fori_loop``."""
+    own = layout.depth._trace if isinstance(layout.depth, jax.core.Tracer) else None
+    return any(isinstance(leaf, jax.core.Tracer) and leaf._trace is not own for leaf in jax.tree_util.tree_leaves(data))
 
 
 def _visible(origin: Layout, own: Layout) -> bool:
@@ -428,8 +437,8 @@ def _visible(origin: Layout, own: Layout) -> bool:
 
 def _flatten(t: DenseTree[Any]) -> tuple[tuple[tuple[Any, Any], ...], tuple[int, _Shared | None]]:
     origin = t.origin
-    if origin is None and jnp.ndim(t.layout.depth) == 1 and _traced(t.data, t.layout):
-        origin = t.layout  # inside a transformation: whatever rebuilds this tree (vmap's outputs) shares it
+    if origin is None and jnp.ndim(t.layout.depth) == 1 and _apart(t.data, t.layout):
+        origin = t.layout
     children = ((jax.tree_util.GetAttrKey("data"), t.data), (jax.tree_util.GetAttrKey("layout"), t.layout))
     return children, (t.capacity, None if origin is None else _Shared(origin))
 

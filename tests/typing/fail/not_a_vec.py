@@ -3,7 +3,7 @@
 import jax
 import numpy as np
 
-from applicative import Compose, Dim, Tree, Vec, to_array
+from applicative import Compose, DenseTree, Dim, Tree, Vec, dot, to_array
 
 
 class Seq(Dim): ...
@@ -26,3 +26,5 @@ def total(x: Vec[Seq, jax.Array]) -> jax.Array:
 
 
 total(Tree.from_nested((1.0, 2.0)))  # E: Argument 1 to "total" has incompatible type "Tree[float]"; expected "Vec[Seq, Array]"
+total(DenseTree.from_nested((1.0, 2.0)))  # E: Argument 1 to "total" has incompatible type "DenseTree[float]"; expected "Vec[Seq, Array]"
+dot(DenseTree.from_nested((1.0, 2.0)), Tree.from_nested((1.0, 2.0)))  # E: Cannot infer value of type parameter "Summed" of "dot"
