@@ -31,3 +31,23 @@ def race(cases: dict[str, Callable[[], Any]], warmup: int, repeats: int) -> dict
         for name in order:
             samples[name].append(timed(cases[name]))
     return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def paired(a: Callable[[], Any], b: Callable[[], Any], warmup: int, repeats: int) -> tuple[float, float, float]:
+    """Median seconds of ``a`` and of ``b``, and the median of a / b over runs taken side by side (in
+    alternating order): a slow spell of a shared machine slows both halves of one ratio."""
+    for _ in range(warmup):
+        jax.block_until_ready(a())
+        jax.block_until_ready(b())
+    pairs = []
+    for r in range(repeats):
+        if r % 2:
+            tb, ta = timed(b), timed(a)
+        else:
+            ta, tb = timed(a), timed(b)
+        pairs.append((ta, tb))
+    return (
+        statistics.median(ta for ta, _ in pairs),
+        statistics.median(tb for _, tb in pairs),
+        statistics.median(ta / tb for ta, tb in pairs),
+    )
