@@ -183,7 +183,8 @@ def dense_tree_triples(max_leaves: int = 8, capacities: tuple[int, ...] = (8,)) 
 
 def _outcome_values() -> st.SearchStrategy[float]:
     # Small integers make merges (coinciding sums, fst of a pair) frequent; other floats make them rare.
-    return st.one_of(st.integers(-3, 3).map(float), st.floats(-10, 10, allow_nan=False, width=64))
+    # Floats exact in float32: distinct outcomes stay distinct with JAX's 64-bit types on or off.
+    return st.one_of(st.integers(-3, 3).map(float), st.floats(-10, 10, allow_nan=False, width=32))
 
 
 def _finite(build: Callable[[np.ndarray, np.ndarray], Any], complex_weights: bool) -> st.SearchStrategy[Any]:
@@ -202,13 +203,14 @@ def _finite(build: Callable[[np.ndarray, np.ndarray], Any], complex_weights: boo
 
 
 def distribution_triples() -> st.SearchStrategy[Triple]:
-    """Triples of ``Distribution`` of float64 scalars."""
+    """Triples of ``Distribution`` of scalars (float64 arrays of values exact in float32)."""
     d = _finite(lambda x, p: Distribution(x, p), complex_weights=False)
     return st.tuples(d, d, d)
 
 
 def quantum_triples() -> st.SearchStrategy[Triple]:
-    """Triples of normalised ``Quantum`` states of float64 scalars (each drawn on distinct outcomes)."""
+    """Triples of normalised ``Quantum`` states of scalars (float64 arrays of values exact in float32,
+    each state drawn on distinct outcomes)."""
     q = _finite(lambda x, a: Quantum(x, a), complex_weights=True)
     return st.tuples(q, q, q)
 

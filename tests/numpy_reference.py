@@ -1,7 +1,10 @@
 """An independent float64 numpy transformer, fed the weights of the generic models.
 
 Written from the textbook definitions (Vaswani et al.; pre-norm layers),
-with weights indexed [out, in] and heads stacked on a leading axis.
+with weights indexed [out, in] and heads stacked on a leading axis. It reads
+only weights and the choice of score and normalisation from the model: every
+hyperparameter (LayerNorm's eps, the sqrt(d_k) scalings) is its own literal, so
+a changed constant in the library is a mismatch, not a shared mistake.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ F64 = NDArray[np.float64]
 """An activation, a state or a weight: the reference computes in float64 throughout."""
 Mask = NDArray[np.bool_]
 """mask[i, j]: query i may attend to key j."""
+EPS = 1e-5
+"""LayerNorm's eps, the library's documented default (``nn.LayerNorm.init``)."""
 
 
 def arr(x: Any) -> F64:
@@ -84,7 +89,7 @@ def layer_norm(norm: nn.LayerNorm[Any] | None, x: F64) -> F64:
         return x
     mean: F64 = x.mean(axis=-1, keepdims=True)
     var: F64 = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return arr(norm.gamma) * (x - mean) / np.sqrt(var + norm.eps) + arr(norm.beta)
+    return arr(norm.gamma) * (x - mean) / np.sqrt(var + EPS) + arr(norm.beta)
 
 
 def mlp(m: nn.MLP[Any, Any], x: F64, activation: Any = lambda a: np.maximum(a, 0.0)) -> F64:

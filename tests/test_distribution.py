@@ -145,6 +145,24 @@ def test_nan_outcomes_cannot_merge() -> None:
         Distribution([0.0, np.nan], [0.5, 0.5])
 
 
+def test_outcomes_only_float64_tells_apart_are_refused_with_64_bit_types_off() -> None:
+    # With x64 (the suite's setting) they stay distinct; with JAX's default they would be stored in
+    # float32 and merge silently: an error naming them instead. Equal outcomes still merge.
+    near = np.array([0.5, 0.5 + 1e-9])
+    np.testing.assert_array_equal(np.asarray(Distribution(near, np.array([0.25, 0.75])).outcomes), near)
+    with jax.enable_x64(False):
+        for build in (lambda: Distribution(near, np.array([0.25, 0.75])), lambda: Quantum(list(near), [0.6, 0.8])):
+            with pytest.raises(
+                ValueError, match=r"outcomes 0 and 1 are distinct as given \(0.5 and 0.500000001\) but equal in float32"
+            ):
+                build()
+        merged = Distribution(np.array([0.5, 0.5, 0.25]), np.array([0.25, 0.5, 0.25]))
+        np.testing.assert_array_equal(np.asarray(merged.outcomes), np.array([0.25, 0.5], np.float32))
+        np.testing.assert_allclose(np.asarray(merged.probabilities), [0.25, 0.75])
+        distinct = Quantum(np.array([0.5, 0.5 + 1e-3]), np.array([0.6, 0.8]))  # float32 tells these apart
+        assert distinct.size == 2
+
+
 def test_under_jit_fmap_keeps_outcomes_unmerged_with_the_same_law() -> None:
     d = Distribution([-1.0, 1.0, 2.0], [0.2, 0.3, 0.5])
     square = jax.jit(lambda d: d.fmap(jnp.square))(d)  # traced outcomes: no merge

@@ -26,6 +26,18 @@ def test_structure_laws(instance: str) -> None:
     assert checked == tuple(law for law in laws.LAWS if law not in not_claimed)
 
 
+def test_quantum_passes_its_laws_with_64_bit_types_off() -> None:
+    """JAX's default: outcomes float32, amplitudes complex64 (the suite runs under x64). Distribution
+    shares the construction and merging checked here."""
+    strategy, maps = strategies.INSTANCES["Quantum"]
+    with jax.enable_x64(False):
+        example = hypothesis.find(strategy(), lambda _: True)
+        dtypes = {leaf.dtype for leaf in jax.tree_util.tree_leaves(example)}
+        assert dtypes == {np.dtype(np.float32), np.dtype(np.complex64)}
+        checked = laws.check_laws(strategy(), maps=maps, max_examples=8)  # (every op compiles anew: slow)
+    assert checked == tuple(law for law in laws.LAWS if law not in ("counit additivity", "counit respects pairing"))
+
+
 def test_a_claim_names_known_laws() -> None:
     @record
     class Overclaiming(Vec[Seq, jax.Array]):

@@ -52,6 +52,21 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path) -> None:
     assert not list((tmp_path / "cut").glob("*.tmp"))  # atomic writes leave no temporaries
 
 
+def test_each_epoch_is_its_own_permutation_drawn_from_seed_and_epoch() -> None:
+    # The documented order, written out: epoch e visits np.random.default_rng([seed, e]).permutation
+    # in batches, the last incomplete batch dropped; epochs differ, so does another seed.
+    run = Run.of(PROBLEM, model=TINY, steps=12, batch=4, train_size=18, seed=5)
+    epochs = []
+    for epoch in range(3):
+        taken = np.concatenate([training.batch_indices(run, 4 * epoch + i) for i in range(4)])
+        np.testing.assert_array_equal(taken, np.random.default_rng([5, epoch]).permutation(18)[:16])
+        epochs.append(taken)
+    assert not np.array_equal(epochs[0], epochs[1])
+    assert not np.array_equal(epochs[1], epochs[2])
+    other = Run.of(PROBLEM, model=TINY, steps=12, batch=4, train_size=18, seed=6)
+    assert not np.array_equal(training.batch_indices(other, 0), training.batch_indices(run, 0))
+
+
 def test_the_loss_is_the_relative_l2_error_of_the_truncated_solution() -> None:
     data = load_dataset(default_cache(), Task(), seed=5, count=3)
     exact = truncate(solve(data.f), 16)

@@ -35,7 +35,9 @@ over probabilities or amplitudes with fixed outcomes merge as usual).
 
 Validation at construction (``Distribution(outcomes, probabilities)``,
 ``Quantum(outcomes, amplitudes)``, outcomes as a list or stacked): outcomes are numbers (not
-object or string arrays); weights form a 1-D array of numbers matching the outcomes, never bools;
+object or string arrays), and outcomes distinct as given stay distinct in the dtype JAX stores
+them in (with its 64-bit types off, float64 outcomes that only float64 tells apart are an error
+naming them, not a silent merge); weights form a 1-D array of numbers matching the outcomes, never bools;
 probabilities are real (a complex dtype is rejected, even with zero imaginary parts), finite,
 non-negative and sum to one; amplitudes are finite and the squared magnitudes of the *merged*
 amplitudes (equal outcomes summed, as the counit sees them) sum to one, within 1e-6 (relative to
@@ -129,12 +131,43 @@ def _is_traced(tree: object) -> bool:
 
 
 def _stack(outcomes: object, what: str) -> Any:
-    """A list of outcomes stacked along a new leading axis; anything else is taken as already stacked."""
+    """A list of outcomes stacked along a new leading axis; anything else is taken as already stacked.
+    On the host where they are not JAX arrays already: numpy keeps their own precision (float64 also
+    where JAX's 64-bit types are off), for ``_check_precision``."""
     if isinstance(outcomes, list):
         if not outcomes:
             raise ValueError(f"{what}: a distribution needs at least one outcome")
-        return jax.tree_util.tree_map(lambda *leaves: jnp.stack([numeric(x, what) for x in leaves]), *outcomes)
-    return jax.tree_util.tree_map(lambda leaf: numeric(leaf, what), outcomes)
+
+        def stack(*leaves: object) -> jax.Array | np.ndarray:
+            rows = [numeric(x, what, host=True) for x in leaves]
+            return jnp.stack(rows) if any(isinstance(r, jax.Array) for r in rows) else np.stack(rows)
+
+        return jax.tree_util.tree_map(stack, *outcomes)
+    return jax.tree_util.tree_map(lambda leaf: numeric(leaf, what, host=True), outcomes)
+
+
+def _shown(key: tuple[Any, ...]) -> object:
+    return key[0] if len(key) == 1 else key
+
+
+def _check_precision(name: str, given: object, stacked: object, n: int) -> None:
+    """Outcomes distinct as given stay distinct in JAX's dtypes: with 64-bit types off, float64 outcomes
+    become float32, and two that only float64 tells apart would merge silently. A clear error instead."""
+    pairs = zip(jax.tree_util.tree_leaves(given), jax.tree_util.tree_leaves(stacked), strict=True)
+    if all(np.asarray(a).dtype == b.dtype for a, b in pairs):
+        return
+    exact, kept = _keys(given, n), _keys(stacked, n)
+    first: dict[tuple[Any, ...], int] = {}
+    for i, key in enumerate(kept):
+        j = first.setdefault(key, i)
+        if exact[j] != exact[i]:
+            dtypes = ", ".join(sorted({str(leaf.dtype) for leaf in jax.tree_util.tree_leaves(stacked)}))
+            a, b = _shown(exact[j]), _shown(exact[i])
+            raise ValueError(
+                f"{name}: outcomes {j} and {i} are distinct as given ({a} and {b}) but equal in {dtypes}, "
+                "the dtype JAX stores them in (its 64-bit types are off), and would merge; "
+                "enable them (jax.config.update('jax_enable_x64', True)) or give outcomes that stay distinct"
+            )
 
 
 def _row_values(leaf: object, n: int) -> list[list[Any]]:
@@ -252,12 +285,14 @@ class _Finite(ProductPairing, Generic[A_co]):
 
     def _init(self, outcomes: object, weights: Weights, real: bool) -> None:
         name = type(self).__name__
-        stacked = _stack(outcomes, f"{name} outcomes")
+        given = _stack(outcomes, f"{name} outcomes")
+        stacked = jax.tree_util.tree_map(jnp.asarray, given)
         n = stacked_size(stacked, f"{name} outcomes")
         w = _weights(name, weights, real)
         _check_weights(name, w, n)
         merged = not _is_traced(stacked)
         if merged:
+            _check_precision(name, given, stacked, n)
             stacked, w = _merge(stacked, w)
         if merged or real:  # merging keeps a total probability, not a norm: that is taken after it
             _check_total(name, w)

@@ -311,7 +311,12 @@ class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
     ) -> MultiHeadAttention[Heads, D, E, Hk, Hv]:
         """Templates give the shapes: ``heads`` (e.g. a Vec over a head dimension), the model
         features, a head's query/key features, its value features (default: the same) and
-        the source's features for cross attention (default: the model's)."""
+        the source's features for cross attention (default: the model's).
+
+        Every head draws its own weights: queries, keys and values ``Linear.init`` (N(0, 1/d_in),
+        d_in the measure of the model's or the source's features, zero bias); the output projections
+        N(0, 1 / (measure(value features) measure(heads))), since the heads' outputs are summed; a
+        zero output bias."""
         values: Any = head_features if value_features is None else value_features
         src: Any = model if source is None else source
 
