@@ -9,12 +9,13 @@ and the CLI (``python -m funcformer.darcy``) are the shared operator-learning la
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal, overload
 
 import numpy as np
 
 from funcformer import learning
-from funcformer.darcy.task import TEST_SEED, Task, load_dataset, normalise, solve
-from funcformer.learning import Problem, Run, Solver, evaluate, train
+from funcformer.darcy.task import TEST_SEED, Task, load_dataset, normalise, residual, solve
+from funcformer.learning import CheckedSolver, Problem, Run, Solver, evaluate, train
 from funcformer.model import Config
 
 __all__ = ["MODEL", "PROBLEM", "Run", "Task", "evaluate", "load_solver", "train"]
@@ -30,6 +31,10 @@ def _solve(kappa: np.ndarray, task: Task) -> np.ndarray:
     return solve(kappa, task.fine)
 
 
+def _residual(kappa: np.ndarray, u: np.ndarray, task: Task) -> np.ndarray:
+    return residual(kappa, u, task.fine)
+
+
 PROBLEM: Problem[Task] = Problem(
     name="darcy",
     title="Darcy",
@@ -41,12 +46,27 @@ PROBLEM: Problem[Task] = Problem(
     test_seed=TEST_SEED,
     normalise=normalise,
     solve=_solve,
+    residual=_residual,
     defaults={"steps": 8000},
 )
 """The Darcy task for the training layer: ``Run.of(PROBLEM, steps=...)`` is a run of it."""
 
 
-def load_solver(path: str | Path) -> Solver:
+@overload
+def load_solver(path: str | Path, *, check: Literal[False] = False) -> Solver: ...
+
+
+@overload
+def load_solver(path: str | Path, *, check: Literal[True]) -> CheckedSolver: ...
+
+
+@overload
+def load_solver(path: str | Path, *, check: bool) -> Solver | CheckedSolver: ...
+
+
+def load_solver(path: str | Path, *, check: bool = False) -> Solver | CheckedSolver:
     """The Darcy run in ``path`` as a function from numpy log-permeability coefficients (B, 16, 16) to
-    pressure coefficients (B, 16, 16) (``funcformer.learning.load_solver``, which documents dtypes and sizes)."""
-    return learning.load_solver(path, PROBLEM)
+    pressure coefficients (B, 16, 16) (``funcformer.learning.load_solver``, which documents dtypes and sizes).
+    With ``check``, each result also carries every prediction's residual and distance, and a batch
+    with samples above the run's calibrated thresholds warns (``funcformer.learning.trust``)."""
+    return learning.load_solver(path, PROBLEM, check=check)

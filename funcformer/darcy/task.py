@@ -10,6 +10,8 @@ the truncation are Poisson's (``funcformer.poisson.task``), re-exported here.
                     points, divided by a: -(u_xx + u_yy) - kappa_x u_x - kappa_y u_y = f / a, solved for
                     the (fine - 1)^2 interior unknowns by scipy's GMRES preconditioned with the exact
                     inverse Laplacian (Poisson's fast diagonalisation); a dense LU as the fallback
+    residual        ||e|| / ||u|| for a predicted u: e the residual of the divided equation through that
+                    inverse Laplacian, e = -u on the boundary (an estimate of the prediction's error)
 
 Unlike Poisson's, ``fine`` here is the polynomial degree M (M + 1 points per axis), as in docs/darcy.md.
 
@@ -40,8 +42,9 @@ from applicative.instances.chebyshev import integral_weights
 from funcformer._fields import check_fields
 from funcformer.learning import metric
 from funcformer.learning import problem as learning
-from funcformer.learning.metric import GRID, grid_values, relative_l2, summary, truncate
+from funcformer.learning.metric import GRID, grid_values, relative_l2, series_norm, summary, truncate
 from funcformer.learning.problem import cached_dataset
+from funcformer.learning.trust import relative
 from funcformer.poisson.task import _derivative, _values_to_coefficients, lobatto_points
 
 __all__ = [
@@ -60,7 +63,9 @@ __all__ = [
     "normalise",
     "permeabilities",
     "relative_l2",
+    "residual",
     "solve",
+    "strong_residual",
     "summary",
     "truncate",
     "truncation_floor",
@@ -252,6 +257,79 @@ def solve(kappa: np.ndarray, fine: int = FINE, f: np.ndarray | None = None, dens
     v = _values_to_coefficients(fine + 1)
     coefficients: np.ndarray = v @ values @ v.T
     return coefficients
+
+
+# The a-posteriori check
+
+
+def _fields(name: str, kappa: np.ndarray, u: np.ndarray, fine: int) -> tuple[np.ndarray, np.ndarray]:
+    kappa, u = np.asarray(kappa, dtype=np.float64), np.asarray(u, dtype=np.float64)
+    if kappa.ndim != 3 or u.ndim != 3 or kappa.shape[1:] != u.shape[1:] or kappa.shape[1] != kappa.shape[2]:
+        raise ValueError(f"{name}: need kappa and u of one shape (B, n, n), got {kappa.shape} and {u.shape}")
+    if len(kappa) != len(u) or not 1 <= kappa.shape[1] <= fine + 1:
+        raise ValueError(f"{name}: need as many kappa as u, n <= fine + 1 = {fine + 1}; got {kappa.shape}, {u.shape}")
+    return kappa, u
+
+
+def _interior(c: np.ndarray, fine: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, x-derivative values, y-derivative values) of (B, n, n) coefficients at the interior nodes."""
+    g = _derivative_coefficients(c.shape[1])
+    return _interior_values(c, fine), _interior_values(g @ c, fine), _interior_values(c @ g.T, fine)
+
+
+def residual(kappa: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.ndarray:
+    """The a-posteriori check of pressures u predicted for log-permeabilities kappa (``Problem.residual``):
+    (B,) relative residuals ||e|| / ||u||, L2 norms on [-1, 1]^2 (``series_norm``), kappa and u
+    (B, n, n) coefficients, n <= fine + 1.
+
+    With r = -(u_xx + u_yy) - kappa_x u_x - kappa_y u_y - exp(-kappa), the residual of the equation
+    divided by a = exp(kappa) as ``solve`` collocates it, e solves -(e_xx + e_yy) = -r inside and
+    e = -u on the boundary, collocated at the (fine + 1)^2 Lobatto points: r mapped through the
+    inverse Laplacian, GMRES's preconditioner in ``solve``. The error u* - u (u* the exact solution)
+    solves the same with the full operator, -(e_xx + e_yy) - kappa_x e_x - kappa_y e_y = -r, so e is
+    an estimate of it, closer the smaller kappa's gradient. It costs no solve: the series'
+    derivatives at the nodes and a few products of (fine - 1) x (fine - 1) matrices per sample. Equivalently
+    e = (-Laplacian)^-1 (exp(-kappa) + kappa_x u_x + kappa_y u_y) - u (zero boundary values for the
+    inverse): the step that one preconditioned Richardson iteration of ``solve``'s system takes from u.
+    Invariant under ``normalise`` (residual(kappa + c, exp(-c) u) = residual(kappa, u)); inf where u
+    is zero (e then is not: the source is 1).
+    """
+    kappa, u = _fields("residual", kappa, u, fine)
+    kappa_values, kx, ky = _interior(kappa, fine)
+    _, ux, uy = _interior(u, fine)
+    _, _, v, vi, inverse = _operator(fine)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rhs = np.exp(-kappa_values) + kx * ux + ky * uy
+        values = np.zeros((len(u), fine + 1, fine + 1))
+        values[:, 1:-1, 1:-1] = -(v @ ((vi @ rhs @ vi.T) * inverse) @ v.T)  # (-Laplacian)^-1, zero on the boundary
+        to_coefficients = _values_to_coefficients(fine + 1)
+        e = to_coefficients @ values @ to_coefficients.T
+        e[:, : u.shape[1], : u.shape[1]] -= u
+        return relative(series_norm(e), series_norm(u))
+
+
+def strong_residual(kappa: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.ndarray:
+    """The PDE's residual in L2, for comparison with ``residual``: (B,) ||r|| / ||exp(-kappa)||, r as in
+    ``residual``, each norm that of the interpolant of its values at the (fine + 1)^2 Lobatto points
+    (boundary included); kappa and u (B, n, n) coefficients. The boundary values of u are not part of it."""
+    kappa, u = _fields("strong_residual", kappa, u, fine)
+    t = np.polynomial.chebyshev.chebvander(lobatto_points(fine + 1), u.shape[1] - 1)
+    g = _derivative_coefficients(u.shape[1])
+
+    def at_nodes(c: np.ndarray) -> np.ndarray:
+        values: np.ndarray = t @ c @ t.T
+        return values
+
+    laplacian = at_nodes(g @ g @ u) + at_nodes(u @ (g @ g).T)
+    gradient = at_nodes(g @ kappa) * at_nodes(g @ u) + at_nodes(kappa @ g.T) * at_nodes(u @ g.T)
+    to_coefficients = _values_to_coefficients(fine + 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        source = np.exp(-at_nodes(kappa))
+        r = -laplacian - gradient - source
+        return relative(
+            series_norm(to_coefficients @ r @ to_coefficients.T),
+            series_norm(to_coefficients @ source @ to_coefficients.T),
+        )
 
 
 # Datasets

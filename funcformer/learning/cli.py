@@ -4,7 +4,7 @@ Each task's ``__main__`` calls ``main(PROBLEM)``:
 
 train --out DIR [options]   train a Funcformer into DIR (config.json, checkpoint.npz), then evaluate it
 train --out DIR --resume    continue DIR's run from its last checkpoint
-evaluate DIR                test metrics (written to DIR/metrics.json)
+evaluate DIR                test metrics and the trust calibration (written to DIR/metrics.json)
 plot DIR                    DIR/prediction.png (target, prediction, error) and DIR/loss.png
 cache [--clear]             where this task's datasets are cached, and their sizes; --clear deletes them
 
@@ -145,6 +145,11 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
         f"parameters {metrics['parameters']}, {metrics['steps']} steps in {metrics['train_seconds']:.0f} s; "
         f"{metrics['seconds_per_prediction'] * 1e6:.0f} us per prediction vs "
         f"{metrics['seconds_per_solve'] * 1e6:.0f} us per exact solve"
+    )
+    trust = metrics["trust"]
+    print(
+        f"load_solver(DIR, check=True) flags residuals above {trust['residual_threshold']:.3e} and distances "
+        f"above {trust['distance_threshold']:.3g} (the test set's {trust['quantile']:.0%} quantiles)"
     )
 
 

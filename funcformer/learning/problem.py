@@ -15,6 +15,12 @@ A normalisation that is an exact symmetry of the operator (Poisson: linearity, x
 Darcy: a constant shift of the log-permeability, x' = kappa - mean(kappa), c = exp(-mean(kappa)))
 leaves the model only the part of the problem that is not. Training and ``load_solver`` use the
 same ``normalise``: one definition, on the host in float64.
+
+Every prediction can be checked a posteriori: ``residual(x, u, task)`` is the task's PDE residual
+of u mapped through an inverse Laplacian, relative to ||u|| (an estimate of the relative error; each
+task's ``residual`` says how close, and what it costs), and it is invariant under the
+normalisation: residual(x, u) = residual(x', u / c). ``load_solver(DIR, check=True)`` and
+``funcformer.learning.trust`` use it.
 """
 
 from __future__ import annotations
@@ -136,6 +142,9 @@ class Problem(Generic[T]):
     """float64 inputs (B, n, n) -> (the model's inputs (B, n, n), log2 of the factors (B,)): see the module."""
     solve: Callable[[np.ndarray, T], np.ndarray]
     """The exact solver, (B, n, n) inputs -> (B, m, m) solutions (timed beside the model)."""
+    residual: Callable[[np.ndarray, np.ndarray, T], np.ndarray]
+    """The a-posteriori check: ((B, n, n) inputs, (B, n, n) predicted outputs, task) -> (B,) relative
+    residuals, float64, invariant under ``normalise`` (see the module)."""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     """The default run's settings where they differ from ``training.Run``'s."""
 

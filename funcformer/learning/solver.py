@@ -1,12 +1,14 @@
-"""A trained run as a solver, and its evaluation on the held-out test set beside the floor and the baselines."""
+"""A trained run as a solver (checked or not), and its evaluation on the held-out test set beside the floor
+and the baselines, with the calibration of its checks."""
 
 from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import jax
 import jax.numpy as jnp
@@ -16,14 +18,44 @@ from funcformer.learning._files import default_cache
 from funcformer.learning.metric import apply_linear, fit_least_squares, relative_l2, summary, truncation_floor
 from funcformer.learning.problem import Problem
 from funcformer.learning.training import METRICS, Run, holding_run, load, optimiser, read_run, write_atomically
+from funcformer.learning.trust import (
+    Calibration,
+    Checked,
+    UncalibratedRun,
+    UntrustedPrediction,
+    calibrate,
+    read_calibration,
+)
 from funcformer.model import Funcformer, parameter_count
 
-__all__ = ["Solver", "as_solver", "evaluate", "load_solver"]
+__all__ = ["CheckedSolver", "Solver", "as_checked_solver", "as_solver", "evaluate", "load_solver"]
 
 Solver = Callable[[np.ndarray], np.ndarray]
+CheckedSolver = Callable[[np.ndarray], Checked]
+"""A solver whose result carries each prediction's checks (``load_solver(DIR, check=True)``)."""
+
+_EXPONENT = 1 << 20
+"""Beyond every floating-point exponent: a factor 2^k clipped to it still over- or underflows."""
+
+_apply = jax.jit(lambda m, x: jax.vmap(m)(x))
+"""A model on a batch: one compilation per model structure and batch shape, shared by every solver."""
 
 
-def load_solver(path: str | Path, problem: Problem[Any] | None = None) -> Solver:
+@overload
+def load_solver(path: str | Path, problem: Problem[Any] | None = None, *, check: Literal[False] = False) -> Solver: ...
+
+
+@overload
+def load_solver(path: str | Path, problem: Problem[Any] | None = None, *, check: Literal[True]) -> CheckedSolver: ...
+
+
+@overload
+def load_solver(path: str | Path, problem: Problem[Any] | None = None, *, check: bool) -> Solver | CheckedSolver: ...
+
+
+def load_solver(
+    path: str | Path, problem: Problem[Any] | None = None, *, check: bool = False
+) -> Solver | CheckedSolver:
     """The run in ``path`` as a function: numpy input coefficients (B, N, N) -> output coefficients
     (B, N, N), both in the ``chebval2d`` convention; with ``problem``, a run of another task is refused.
 
@@ -31,63 +63,226 @@ def load_solver(path: str | Path, problem: Problem[Any] | None = None) -> Solver
     input's dtype where wider); the model computes in its own dtype (float32); its output is scaled by
     the normalisation's factor times the run's stored output scale, in float64 (the factor as a power
     of two times a number near 1, so that it neither overflows nor underflows before the product
-    does), and returned in the input's dtype. Inputs must be real floating point and finite; a
-    prediction beyond the range of the input's dtype raises a ValueError naming the sample.
+    does), and returned in the input's dtype. Inputs must be real floating point and finite. Past
+    that, each of these raises a ValueError naming the first sample at fault, its value and the range
+    it left, and counting the samples at fault:
 
-    Loading reads ``config.json`` and ``checkpoint.npz`` only, and generates no data. A run saved
-    before runs stored their output scale raises ``training.NoStoredScale``, which says how to add it.
+    - an input whose normalised form is beyond the range of the model's dtype (or whose
+      normalisation overflows float64): the input's fault;
+    - a model output that is NaN or infinite (for a normalised input far outside the training set's);
+    - a prediction that overflows the input's dtype;
+    - a prediction that underflows it: a non-zero prediction whose largest coefficient is below
+      2^(p - 1) times the dtype's smallest subnormal number, p the bits of precision of the narrower
+      of the model's and the input's dtypes (float32 and narrower: the dtype's smallest normal number;
+      float64: 2^-1051, about 4e-317), below which the dtype keeps fewer bits than the model computes.
+      A coefficient lost below that is below the largest one's precision. A zero prediction (a zero
+      factor: the input is zero and the task linear, as Poisson's f = 0) is no underflow.
+
+    With ``check``, the solver returns a ``trust.Checked``: the predictions, each one's
+    ``Problem.residual`` (an estimate of its relative error, computed on the normalised input and the
+    prediction before its rounding to the input's dtype) and its input's ``distance`` from the
+    training inputs; it warns (``trust.UntrustedPrediction``) when a batch has samples above the
+    thresholds that ``evaluate`` calibrated on the run's test set and stored in its metrics.json. A
+    run without that calibration still loads, with a ``trust.UncalibratedRun`` warning saying how to
+    calibrate it; its distances are NaN and nothing is flagged.
+
+    Loading reads ``config.json``, ``checkpoint.npz`` (and with ``check``, ``metrics.json``) only,
+    and generates no data. A run saved before runs stored their output scale raises
+    ``training.NoStoredScale``, which says how to add it.
     """
     directory = Path(path)
     run = read_run(directory, problem)
     state = load(directory, run, optimiser(run))
-    return as_solver(state.model, state.scale, run, directory)
+    if not check:
+        return as_solver(state.model, state.scale, run, directory)
+    calibration = read_calibration(directory / METRICS, run.task.n)
+    if calibration is None:
+        warnings.warn(
+            f"load_solver({directory}, check=True): the run holds no trust calibration (its {METRICS} is "
+            f"missing or older than calibrations): residuals are computed, distances are NaN and nothing is "
+            f"flagged; calibrate it with `python -m funcformer.{run.problem.name} evaluate {directory}`",
+            UncalibratedRun,
+            stacklevel=2,
+        )
+    return as_checked_solver(state.model, state.scale, run, directory, calibration)
 
 
 def as_solver(model: Funcformer, scale: float, run: Run, directory: Path) -> Solver:
     """``model`` (trained on ``run`` with output scale ``scale``, saved in ``directory``) as a
     validating numpy function; see ``load_solver``."""
-    n = run.task.n
-    dtype = jax.tree_util.tree_leaves(model)[0].dtype
-    compiled = jax.jit(lambda m, x: jax.vmap(m)(x))
-    name = f"load_solver({directory})"
+    predict = _predictor(model, scale, run, directory)
 
     def solver(x: np.ndarray) -> np.ndarray:
-        a = np.asarray(x)
-        if a.ndim != 3 or a.shape[1:] != (n, n):
-            raise ValueError(f"{name}: expected {run.problem.input} coefficients of shape (B, {n}, {n}), got {a.shape}")
-        if not np.issubdtype(a.dtype, np.floating):
-            raise TypeError(f"{name}: expected real floating-point {run.problem.input}, got dtype {a.dtype}")
-        if not np.all(np.isfinite(a)):
-            raise ValueError(f"{name}: the {run.problem.input} coefficients contain NaN or infinite values")
-        work = np.promote_types(a.dtype, np.float64)
-        inputs, log2_factors = run.problem.normalise(a.astype(work))
-        unit = np.asarray(compiled(model, jnp.asarray(inputs.astype(dtype)))).astype(work) * scale
-        # c u' as 2^k (2^(l - k) u'), k = round(l): neither the factor nor the product over- or underflows early.
-        zero = np.isneginf(log2_factors)  # c = 0: a zero prediction
-        log2 = np.where(zero, 0.0, log2_factors)
-        k = np.round(log2)
-        with np.errstate(over="ignore"):
-            scaled = np.ldexp(unit * np.exp2(log2 - k)[:, None, None], k.astype(int)[:, None, None])
-            result = np.where(zero[:, None, None], 0.0, scaled).astype(a.dtype)
-        overflow = np.flatnonzero(~np.all(np.isfinite(result), axis=(1, 2)))
-        if overflow.size:
-            i = overflow[0]
-            size = (np.log2(np.max(np.abs(unit[i]))) + log2[i]) * np.log10(2.0)
-            raise ValueError(
-                f"{name}: the prediction for sample {i} would reach about 1e{size:.0f}, beyond the range of "
-                f"{a.dtype} (largest {np.finfo(a.dtype).max:.3g}); {overflow.size} of {len(a)} samples overflow"
-            )
-        return result
+        return predict(x)[0]
 
     return solver
+
+
+def as_checked_solver(
+    model: Funcformer, scale: float, run: Run, directory: Path, calibration: Calibration | None
+) -> CheckedSolver:
+    """``as_solver``'s solver whose result carries each prediction's checks, flagged against
+    ``calibration`` (None: no distances, nothing flagged); see ``load_solver``."""
+    predict = _predictor(model, scale, run, directory)
+    name = f"load_solver({directory}, check=True)"
+
+    def solver(x: np.ndarray) -> Checked:
+        result, inputs, unit = predict(x)
+        residuals = run.problem.residual(inputs, unit, run.task)
+        if calibration is None:
+            return Checked(result, residuals, np.full(len(result), np.nan))
+        distances = calibration.distance(inputs)
+        for values, threshold, what in (
+            (residuals, calibration.residual_threshold, "predictions have a residual"),
+            (distances, calibration.distance_threshold, "inputs lie at a distance from the training inputs"),
+        ):
+            flagged = np.flatnonzero(~(values <= threshold))
+            if flagged.size:
+                worst = flagged[np.argmax(np.nan_to_num(values[flagged], nan=np.inf))]
+                listed = ", ".join(str(i) for i in flagged[:10]) + (", ..." if flagged.size > 10 else "")
+                warnings.warn(
+                    f"{name}: {flagged.size} of {len(result)} {what} above the run's threshold {threshold:.3g} "
+                    f"(its test set's {calibration.quantile:.0%} quantile): samples {listed}; the largest, "
+                    f"{values[worst]:.3g}, at sample {worst}. Check them against the exact solver before use",
+                    UntrustedPrediction,
+                    stacklevel=2,
+                )
+        return Checked(result, residuals, distances)
+
+    return solver
+
+
+def _predictor(
+    model: Funcformer, scale: float, run: Run, directory: Path
+) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The validated prediction of a batch: (the predictions, in the input's dtype; the model's inputs
+    x'; the predictions before the factor c, scale * model(x') in float64 or wider, zero where c = 0)."""
+    n = run.task.n
+    problem = run.problem
+    model_dtype = np.dtype(jax.tree_util.tree_leaves(model)[0].dtype)
+    name = f"load_solver({directory})"
+
+    def predict(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        a = np.asarray(x)
+        if a.ndim != 3 or a.shape[1:] != (n, n):
+            raise ValueError(f"{name}: expected {problem.input} coefficients of shape (B, {n}, {n}), got {a.shape}")
+        if not np.issubdtype(a.dtype, np.floating):
+            raise TypeError(f"{name}: expected real floating-point {problem.input}, got dtype {a.dtype}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name}: the {problem.input} coefficients contain NaN or infinite values")
+        work = np.promote_types(a.dtype, np.float64)
+        with np.errstate(all="ignore"):  # an overflowing normalisation is reported below, by sample
+            inputs, log2_factors = problem.normalise(a.astype(work))
+        _check_inputs(name, problem, a, inputs, log2_factors, model_dtype)
+        unit = np.asarray(_apply(model, jnp.asarray(inputs.astype(model_dtype)))).astype(work) * scale
+        _check_outputs(name, problem, inputs, unit, model_dtype)
+        zero = np.isneginf(log2_factors)  # c = 0: a zero prediction
+        unit[zero] = 0.0
+        return _scaled(name, a.dtype, unit, np.where(zero, 0.0, log2_factors), model_dtype), inputs, unit
+
+    return predict
+
+
+def _first(bad: np.ndarray, total: int, what: str) -> tuple[int, str]:
+    """The first sample flagged in ``bad`` (B,), and "k of B samples <what>"."""
+    return int(np.flatnonzero(bad)[0]), f"{np.count_nonzero(bad)} of {total} samples {what}"
+
+
+def _check_inputs(
+    name: str, problem: Problem[Any], a: np.ndarray, inputs: np.ndarray, log2_factors: np.ndarray, dtype: np.dtype[Any]
+) -> None:
+    """Refuse inputs whose normalised form the model's ``dtype`` cannot hold: the input's fault."""
+    limit = np.finfo(dtype).max
+    with np.errstate(invalid="ignore"):
+        sizes = np.max(np.abs(inputs), axis=(1, 2))
+    bad = ~(sizes <= limit) | np.isnan(log2_factors) | np.isposinf(log2_factors)
+    if not bad.any():
+        return
+    i, count = _first(bad, len(a), "are out of range")
+    if np.all(np.isfinite(inputs[i])) and np.isfinite(sizes[i]):
+        p, q = np.unravel_index(np.argmax(np.abs(inputs[i])), inputs.shape[1:])
+        raise ValueError(
+            f"{name}: the {problem.input} of sample {i} is out of the model's range: its coefficient "
+            f"[{p}, {q}] = {a[i, p, q]:.3g} normalises to {inputs[i, p, q]:.3g}, beyond the range of {dtype}, "
+            f"the model's dtype (largest {limit:.3g}); {count}"
+        )
+    p, q = np.unravel_index(np.argmax(np.abs(a[i])), a.shape[1:])
+    raise ValueError(
+        f"{name}: the {problem.input} of sample {i} is out of range: normalising it overflows {inputs.dtype} "
+        f"(its largest coefficient, [{p}, {q}] = {a[i, p, q]:.3g}; {problem.title}'s normalisation computes in "
+        f"{inputs.dtype}, largest {np.finfo(inputs.dtype).max:.3g}); {count}"
+    )
+
+
+def _check_outputs(
+    name: str, problem: Problem[Any], inputs: np.ndarray, unit: np.ndarray, dtype: np.dtype[Any]
+) -> None:
+    """Refuse NaN or infinite model outputs, naming the normalised input's size."""
+    bad = ~np.all(np.isfinite(unit), axis=(1, 2))
+    if bad.any():
+        i, count = _first(bad, len(unit), "give NaN or infinite outputs")
+        raise ValueError(
+            f"{name}: the model ({dtype}) gives NaN or infinite coefficients for sample {i}, whose normalised "
+            f"{problem.input} reaches {np.max(np.abs(inputs[i])):.3g}, far outside the training inputs; {count}"
+        )
+
+
+def _magnitude(log2: float) -> str:
+    """2^log2 in decimal, as "4.2e-317", whether a float can hold it or not ("10^(4.3e+18)" beyond a million
+    digits)."""
+    decimal = log2 * np.log10(2.0)
+    if abs(decimal) >= 1e6:
+        return f"10^({decimal:.2g})"
+    exponent = int(np.floor(decimal))
+    mantissa = float(np.round(10.0 ** (decimal - exponent), 1))
+    if mantissa >= 10.0:
+        mantissa, exponent = 1.0, exponent + 1
+    return f"{mantissa:.1f}e{exponent:+03d}"
+
+
+def _scaled(
+    name: str, dtype: np.dtype[Any], unit: np.ndarray, log2: np.ndarray, model_dtype: np.dtype[Any]
+) -> np.ndarray:
+    """2^log2 * unit per sample (B,), (B, n, n) in ``dtype``, or a ValueError for a sample that over- or
+    underflows it (see ``load_solver``)."""
+    # c u' as 2^k (2^(l - k) u'), k = round(l): neither the factor nor the product over- or underflows
+    # early; |k| is clipped where no dtype could hold the result anyway (so that it fits an int).
+    k = np.clip(np.round(log2), -_EXPONENT, _EXPONENT)
+    fraction = np.exp2(np.clip(log2 - k, -1.0, 1.0))
+    with np.errstate(over="ignore", under="ignore"):
+        result = np.ldexp(unit * fraction[:, None, None], k.astype(np.int64)[:, None, None]).astype(dtype)
+    largest = np.max(np.abs(unit), axis=(1, 2))
+    with np.errstate(divide="ignore"):
+        sizes = np.log2(largest) + log2  # log2 of the largest coefficient, exactly computed
+    overflow = ~np.all(np.isfinite(result), axis=(1, 2))
+    if overflow.any():
+        i, count = _first(overflow, len(unit), "overflow")
+        raise ValueError(
+            f"{name}: the prediction for sample {i} would reach about {_magnitude(sizes[i])}, beyond the range of "
+            f"{dtype} (largest {np.finfo(dtype).max:.3g}); {count}"
+        )
+    bits = min(np.finfo(dtype).nmant, np.finfo(model_dtype).nmant)
+    lower = np.ldexp(np.finfo(dtype).smallest_subnormal, bits)
+    underflow = (largest > 0) & (np.max(np.abs(result), axis=(1, 2)) < lower)
+    if underflow.any():
+        i, count = _first(underflow, len(unit), "underflow")
+        raise ValueError(
+            f"{name}: the prediction for sample {i} would reach only about {_magnitude(sizes[i])}, below the "
+            f"range of {dtype} (where it keeps the model's {bits + 1} bits, from {lower:.3g}); {count}"
+        )
+    scaled: np.ndarray = result
+    return scaled
 
 
 def evaluate(path: str | Path, test_size: int = 1024, problem: Problem[Any] | None = None) -> dict[str, Any]:
     """Test metrics of the run in ``path`` (written to its metrics.json): relative L2 error (mean,
     median, p95) beside the truncation floor and two baselines fitted on the run's training set (the
-    mean target, and the least-squares linear map from inputs to targets), and seconds per prediction
-    (batch ``test_size``) vs per exact solve; with ``problem``, a run of another task is refused. It
-    holds the run directory (``holding_run``): a run in another process's use is refused."""
+    mean target, and the least-squares linear map from inputs to targets), seconds per prediction
+    (batch ``test_size``) vs per exact solve, and the run's trust calibration (``trust.calibrate``:
+    the training set's input statistics and the test set's residual and distance thresholds, under
+    ``"trust"``, which ``load_solver(path, check=True)`` reads); with ``problem``, a run of another
+    task is refused. It holds the run directory (``holding_run``): a run in another process's use is
+    refused."""
     directory = Path(path)
     with holding_run(directory):
         return _evaluate(directory, test_size, problem)
@@ -106,6 +301,10 @@ def _evaluate(directory: Path, test_size: int, problem: Problem[Any] | None) -> 
     start = time.perf_counter()
     run.problem.solve(test.inputs, run.task)
     solve_seconds = time.perf_counter() - start
+    checked = as_checked_solver(state.model, state.scale, run, directory, None)(test.inputs)
+    calibration = calibrate(
+        run.problem.normalise(train.inputs)[0], run.problem.normalise(test.inputs)[0], checked.residual
+    )
     mean_target = np.broadcast_to(train.u.mean(axis=0), test.u.shape)
     linear = apply_linear(fit_least_squares(train.inputs, train.u), test.inputs)
     metrics = {
@@ -120,6 +319,7 @@ def _evaluate(directory: Path, test_size: int, problem: Problem[Any] | None) -> 
         "train_seconds": state.seconds,
         "seconds_per_prediction": model_seconds / test_size,
         "seconds_per_solve": solve_seconds / test_size,
+        "trust": calibration.to_json(),
     }
     write_atomically(directory / METRICS, json.dumps(metrics, indent=2))
     return metrics

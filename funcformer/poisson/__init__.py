@@ -9,13 +9,14 @@ given this task as ``PROBLEM``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal, overload
 
 import numpy as np
 
 from funcformer import learning
-from funcformer.learning import Problem, Run, Solver, evaluate, train
+from funcformer.learning import CheckedSolver, Problem, Run, Solver, evaluate, train
 from funcformer.model import Config
-from funcformer.poisson.task import TEST_SEED, Task, load_dataset, normalise, solve
+from funcformer.poisson.task import TEST_SEED, Task, load_dataset, normalise, residual, solve
 
 __all__ = ["MODEL", "PROBLEM", "Run", "Task", "evaluate", "load_solver", "train"]
 
@@ -26,6 +27,10 @@ architecture": on this linear operator, linear mixing beats attention at every s
 
 def _solve(f: np.ndarray, task: Task) -> np.ndarray:
     return solve(f, task.fine)
+
+
+def _residual(f: np.ndarray, u: np.ndarray, task: Task) -> np.ndarray:
+    return residual(f, u, task.fine)
 
 
 PROBLEM: Problem[Task] = Problem(
@@ -39,11 +44,26 @@ PROBLEM: Problem[Task] = Problem(
     test_seed=TEST_SEED,
     normalise=normalise,
     solve=_solve,
+    residual=_residual,
 )
 """The Poisson task for the training layer: ``Run.of(PROBLEM, steps=...)`` is a run of it."""
 
 
-def load_solver(path: str | Path) -> Solver:
+@overload
+def load_solver(path: str | Path, *, check: Literal[False] = False) -> Solver: ...
+
+
+@overload
+def load_solver(path: str | Path, *, check: Literal[True]) -> CheckedSolver: ...
+
+
+@overload
+def load_solver(path: str | Path, *, check: bool) -> Solver | CheckedSolver: ...
+
+
+def load_solver(path: str | Path, *, check: bool = False) -> Solver | CheckedSolver:
     """The Poisson run in ``path`` as a function from numpy source coefficients (B, 16, 16) to potential
-    coefficients (B, 16, 16) (``funcformer.learning.load_solver``, which documents dtypes and sizes)."""
-    return learning.load_solver(path, PROBLEM)
+    coefficients (B, 16, 16) (``funcformer.learning.load_solver``, which documents dtypes and sizes).
+    With ``check``, each result also carries every prediction's residual and distance, and a batch
+    with samples above the run's calibrated thresholds warns (``funcformer.learning.trust``)."""
+    return learning.load_solver(path, PROBLEM, check=check)

@@ -7,6 +7,8 @@ C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y.
     solve     u_xx + u_yy = f, u = 0 on the boundary, by collocation at ``fine`` Chebyshev-Gauss-Lobatto
               points, diagonalising the 1-D second derivative: U = V ((V^-1 F V^-T) / (l_i + l_j)) V^T
     metric    ||u_pred - u||_2 / ||u||_2 over the uniform 64 x 64 grid x_k = -1 + 2k/63, boundary included
+    residual  ||e|| / ||u|| for a predicted u, e the residual f - (u_xx + u_yy) through the inverse Laplacian,
+              e = -u on the boundary: with the exact inverse, e = solve(f) - u, the prediction's error
 
 The solver is linear, so it is precomputed into two matrices per (n, fine): coefficients of u =
 R ((E f E^T) / (l_i + l_j)) R^T with E = V^-1 (T_j at interior points) and R = (values -> coefficients) V.
@@ -39,6 +41,7 @@ from funcformer.learning import metric
 from funcformer.learning import problem as learning
 from funcformer.learning.metric import GRID, grid_values, relative_l2, series_norm, summary, truncate
 from funcformer.learning.problem import cached_dataset
+from funcformer.learning.trust import relative
 
 __all__ = [
     "FINE",
@@ -56,8 +59,10 @@ __all__ = [
     "normalise",
     "phi_basis",
     "relative_l2",
+    "residual",
     "solve",
     "sources",
+    "strong_residual",
     "summary",
     "truncate",
     "truncation_floor",
@@ -218,6 +223,53 @@ def solve(f: np.ndarray, fine: int = FINE) -> np.ndarray:
         w = e @ f[start : start + _CHUNK] @ e.T * inverse
         u[start : start + _CHUNK] = r @ w @ r.T
     return u
+
+
+# The a-posteriori check
+
+
+def _pair(name: str, f: np.ndarray, u: np.ndarray, fine: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """f and u as float64 batches (B, n, n) and (B, m, m), with n, m <= fine if given; else a ValueError."""
+    f, u = np.asarray(f, dtype=np.float64), np.asarray(u, dtype=np.float64)
+    if f.ndim != 3 or u.ndim != 3 or f.shape[1] != f.shape[2] or u.shape[1] != u.shape[2] or len(f) != len(u):
+        raise ValueError(f"{name}: need f and u of shapes (B, n, n) and (B, m, m), got {f.shape} and {u.shape}")
+    if fine is not None and not (f.shape[1] <= fine and u.shape[1] <= fine):
+        raise ValueError(f"{name}: f and u need at most fine = {fine} coefficients per axis, got {f.shape}, {u.shape}")
+    return f, u
+
+
+def residual(f: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.ndarray:
+    """The a-posteriori check of potentials u predicted for sources f (``Problem.residual``): (B,)
+    relative residuals ||e|| / ||u||, L2 norms on [-1, 1]^2 (``series_norm``), f (B, n, n) and
+    u (B, m, m) coefficients, n, m <= fine.
+
+    e solves e_xx + e_yy = f - (u_xx + u_yy) inside, e = -u on the boundary (collocated at ``fine``
+    Lobatto points, as ``solve``): the residual of u mapped through the inverse Laplacian, a norm in
+    which the high modes of a truncated prediction weigh as little as they do in its error. Here the
+    inverse Laplacian is the solution operator, so e = solve(f, fine) - u exactly: the prediction's
+    error at the collocation resolution, for the cost of one solve. Invariant under ``normalise``
+    (residual(f, u) = residual(f / c, u / c)); 0 where e and u are both zero, inf where only u is.
+    """
+    f, u = _pair("residual", f, u, fine)
+    e = solve(f, fine)
+    m = u.shape[1]
+    e[:, :m, :m] -= u
+    return relative(series_norm(e), series_norm(u))
+
+
+def strong_residual(f: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The PDE's residual in L2, for comparison with ``residual``: (B,) ||u_xx + u_yy - f|| / ||f||
+    (exact, in coefficients: ``numpy.polynomial.chebyshev.chebder``), f (B, n, n), u (B, m, m);
+    the boundary values of u are not part of it. 0 where both norms are zero, inf where only f's is."""
+    f, u = _pair("strong_residual", f, u)
+    size = max(f.shape[1], u.shape[1])
+    r = np.zeros((len(f), size, size))
+    m = u.shape[1]
+    if m > 2:
+        r[:, : m - 2, :m] += np.polynomial.chebyshev.chebder(u, 2, axis=1)
+        r[:, :m, : m - 2] += np.polynomial.chebyshev.chebder(u, 2, axis=2)
+    r[:, : f.shape[1], : f.shape[1]] -= f
+    return relative(series_norm(r), series_norm(f))
 
 
 # Datasets
