@@ -1,0 +1,471 @@
+"""Mutation testing: apply realistic mutants to applicative/ and funcformer/, run the tests that cover each,
+and print the kill rate (docs/mutants.md has the last measurement and the survivors).
+
+A mutant is data (``MUTANTS``): a file, an exact snippet of it (which must occur once there: a snippet
+found nowhere is reported as stale, one found twice as ambiguous, and neither is counted), its
+replacement, a one-line description and the 1-3 test files (or test ids) that exercise the mutated
+code. They are the mistakes a tired engineer makes: an off-by-one, a dropped scaling or normalisation,
+a wrong axis, swapped operands, a sign, a changed constant, a transposed matrix, ``<`` for ``<=``, a
+removed validation, a seed reused every epoch, an inverted mask. A mutant that cannot change behaviour
+is marked with the reason (``equivalent=``); it still runs, and if its tests fail the marking is wrong,
+which the report says.
+
+Why a curated list and not a tool: mutmut and cosmic-ray (both install from PyPI here) mutate every
+operator of every line, thousands of mutants, most of them noise (a message's text, a ``repr``), each
+a pytest run that pays JAX's start-up and compilations (seconds to a minute here): days of CPU on 2
+cores. A list with per-mutant covering tests runs in a quarter of an hour and says what each mutant means.
+
+The repository's files (tracked and untracked, not ignored: the working tree as it is) are copied once
+into a temporary directory per job; each mutant is written there, its tests run with
+``python -m pytest -x -q -p no:cacheprovider <tests>`` (``PYTHONPATH`` the copy, no bytecode written, a
+fresh dataset cache), and the original file is restored. Nothing in the repository is ever changed.
+First a baseline run checks that the unmutated copy passes every selected mutant's tests (else the
+kill rate would mean nothing, and the script stops).
+
+    python bench/mutants.py                     # every mutant (about 15 minutes on 2 CPU cores)
+    python bench/mutants.py --only ID [ID ...]  # some mutants
+    python bench/mutants.py --list              # the mutants, their tests, and whether each applies
+    python bench/mutants.py --jobs 2 --timeout 300
+
+It prints a Markdown table (id, file, description, result, seconds), the reasons of the equivalent
+mutants, and last ``killed K of M non-equivalent mutants (E equivalent, S survived: ids)``. Results:
+killed (a test failed), error (the tests could not be collected: an import or syntax error), timeout
+(past ``--timeout``; killed too), survived, equivalent (a marked mutant that survived), MISMARKED
+(a marked mutant that was killed: counted as killed), no tests (the tests named select none: counted as
+survived), stale, ambiguous.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import queue
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    file: str
+    old: str
+    new: str
+    description: str
+    tests: tuple[str, ...]
+    equivalent: str = ""
+    """Why the mutant cannot change behaviour ("" if it can)."""
+
+
+def mutant(id: str, file: str, old: str, new: str, description: str, *tests: str, equivalent: str = "") -> Mutant:
+    return Mutant(id, file, old, new, description, tests, equivalent)
+
+
+NN, FF = "applicative/nn/", "funcformer/"
+TEST_NN = "tests/test_nn.py::"
+# One mutant a few lines, not one argument a line:
+# fmt: off
+MUTANTS = [
+    # Protocols and the law suite
+    mutant("pointwise-add", "applicative/protocols/algebra.py",
+           "self.inner.add(p[0], p[1])", "self.inner.add(p[0], p[0])",
+           "Pointwise.add adds a to itself", "tests/test_laws.py::test_pointwise_module_laws_on_vectors",
+           "tests/test_tree.py"),
+    mutant("lift-a2-swap", "applicative/protocols/applicative.py",
+           "return x.pair(y).fmap(lambda p: f(p[0], p[1]))", "return x.pair(y).fmap(lambda p: f(p[1], p[0]))",
+           "lift_a2 passes its operands swapped", "tests/test_vector.py", "tests/test_chebyshev.py"),
+    mutant("counit-module", "applicative/protocols/integration.py",
+           "x.counit(module if module is not None else arithmetic())", "x.counit(arithmetic())",
+           "counit ignores the Module it is given", "tests/test_distribution.py"),
+    mutant("pairing-law-vacuous", "applicative/protocols/integration.py",
+           "return counit(x.pair(y).fmap(lambda p: p[0]), m), counit(x, m)", "return counit(x, m), counit(x, m)",
+           "the law 'counit respects pairing' compares counit(x) with itself", "tests/test_tree.py",
+           "tests/test_laws.py::test_the_suite_catches_a_broken_instance"),
+    # Vec, Cheb, Tree, DenseTree, distributions
+    mutant("vec-pair-size", "applicative/instances/vector.py",
+           "if other.tag is not self.tag or other.size != self.size:", "if other.tag is not self.tag:",
+           "Vec.pair no longer checks sizes", "tests/test_vector.py"),
+    mutant("cheb-weights-sign", "applicative/instances/chebyshev.py",
+           "np.where(k == 1, 1.0, 1.0 - k**2)", "np.where(k == 1, 1.0, 1.0 + k**2)",
+           "integral weights 2/(1+k^2) for 2/(1-k^2)", "tests/test_chebyshev.py"),
+    mutant("cheb-gram-parity", "applicative/instances/chebyshev.py",
+           "np.where((i + j) % 2 == 0, w, 0.0)", "np.where((i + j) % 2 == 1, w, 0.0)",
+           "Gram matrix keeps the odd i + j entries", "tests/test_chebyshev.py", "tests/test_fast_paths.py"),
+    mutant("cheb-recurrence-sign", "applicative/instances/chebyshev.py",
+           "2.0 * x * t[-1] - t[-2]", "2.0 * x * t[-1] + t[-2]",
+           "three-term recurrence with + T_{n-2}", "tests/test_chebyshev.py"),
+    mutant("cheb-points", "applicative/instances/cheb.py",
+           "p = 2 * size if points is None else points", "p = size if points is None else points",
+           "fmap samples N points by default, not 2N", "tests/test_chebyshev.py"),
+    mutant("tree-counit-half", "applicative/instances/tree.py",
+           "return m.scale(0.5, m.add(self.left.counit(m), self.right.counit(m)))",
+           "return m.add(self.left.counit(m), self.right.counit(m))",
+           "Tree counit drops the 1/2 of each node", "tests/test_tree.py"),
+    mutant("tree-leaf-pair-swap", "applicative/instances/tree.py",
+           "fmap(lambda b: (x, b))", "fmap(lambda b: (b, x))",
+           "Leaf.pair against a Node swaps the pair", "tests/test_tree.py"),
+    mutant("dyadic-root-weight", "applicative/instances/dyadic.py",
+           "jnp.where(depth >= 0, jnp.ldexp", "jnp.where(depth > 0, jnp.ldexp",
+           "a leaf at depth 0 (the root) weighs 0", "tests/test_dense_tree.py"),
+    mutant("dyadic-layout-check", "applicative/instances/dyadic.py",
+           "!= 1 << MAX_DEPTH or np.any(starts % lengths):", "!= 1 << MAX_DEPTH:",
+           "layout accepts misaligned dyadic intervals",
+           "tests/test_dense_tree.py::test_bad_trees_and_capacities_are_named"),
+    mutant("dense-tree-valid", "applicative/instances/dense_tree.py",
+           "return jnp.asarray(self.layout.depth) >= 0", "return jnp.asarray(self.layout.depth) > 0",
+           "valid() excludes a root leaf", "tests/test_dense_tree.py"),
+    mutant("dense-tree-pair-zip", "applicative/instances/dense_tree.py",
+           'if _same(self._shape("pair"), other._shape("pair")):', "if self.capacity == other.capacity:",
+           "pair zips trees of one capacity, whatever their shapes", "tests/test_dense_tree.py"),
+    mutant("dense-tree-largest-padding", "applicative/instances/dense_tree.py",
+           "return jnp.max(jnp.where(mask, leaf, -jnp.inf))", "return jnp.max(leaf)",
+           "the softmax shift includes padding slots",
+           "tests/test_dense_tree.py::test_attention_on_64_leaves_is_the_softmax_against_the_dyadic_measure",
+           "tests/test_dense_tree.py::test_attention_and_the_encoder_agree_with_the_specification",
+           equivalent="padding holds a copy of the first leaf, so the maximum is the same; and the softmax "
+           "is invariant under the shift, which only keeps exp in range"),
+    mutant("finite-pair-transposed", "applicative/instances/finite.py",
+           "(self.weights[:, None] * o.weights[None, :])", "(self.weights[None, :] * o.weights[:, None])",
+           "pair's weights transposed against its outcomes", "tests/test_distribution.py"),
+    mutant("quantum-no-conjugate", "applicative/instances/finite.py",
+           "jnp.real(jnp.conj(self.weights) * together)", "jnp.real(self.weights * together)",
+           "traced Born rule without the complex conjugate", "tests/test_distribution.py"),
+    mutant("finite-total-one-sided", "applicative/instances/finite.py",
+           "if abs(total - 1.0) > TOLERANCE:", "if total - 1.0 > TOLERANCE:",
+           "a total below one is accepted", "tests/test_distribution.py", "tests/test_bad_input.py"),
+    # Linear algebra, stacked storage, records
+    mutant("dot-generic-square", "applicative/linalg.py",
+           "counit(a.pair(b).fmap(lambda p: r.mul(p[0], p[1])), r)",
+           "counit(a.pair(b).fmap(lambda p: r.mul(p[0], p[0])), r)",
+           "generic dot multiplies a by itself", "tests/test_linalg.py", "tests/test_tree.py"),
+    mutant("mul-mmt-layout", "applicative/linalg.py",
+           '"mul_mmt", "fg,hg->hf"', '"mul_mmt", "fg,hg->fh"',
+           "dense mul_mmt returns the transposed result", "tests/test_linalg.py"),
+    mutant("gram-transposed", "applicative/linalg.py",
+           "jnp.tensordot(array, gram, axes=[[i], [0]])", "jnp.tensordot(array, gram, axes=[[i], [1]])",
+           "a Gram matrix applied transposed", "tests/test_fast_paths.py",
+           equivalent="Gram matrices are symmetric: G^T = G"),
+    mutant("scale-scalar-check", "applicative/linalg.py",
+           "if isinstance(r, Applicative) or jnp.ndim(r) != 0:", "if isinstance(r, Applicative):",
+           "scale accepts an array that broadcasts", "tests/test_linalg.py", "tests/test_bad_input.py"),
+    mutant("weighted-sum-unweighted", "applicative/stacked.py",
+           "jnp.sum(_along(_like(weights, leaf), leaf) * leaf, 0)", "jnp.sum(leaf, 0)",
+           "leafwise weighted sum drops the weights", "tests/test_chebyshev.py"),
+    mutant("weighted-sum-fold-unscaled", "applicative/stacked.py",
+           "(module.scale(weights[i], element(data, i)) for i in range(n))", "(element(data, i) for i in range(n))",
+           "the Module fold drops the weights", "tests/test_distribution.py"),
+    mutant("record-own-init", "applicative/records.py",
+           'own_init = "__init__" in cls.__dict__', "own_init = False",
+           "records are rebuilt through their validating constructor", "tests/test_distribution.py"),
+    # nn: attention, softmax, masks, MLP, layer norm, initialisers, transformer
+    mutant("mha-init-heads-scaling", NN + "_attention.py",
+           "1.0 / jnp.sqrt(measure(values) * measure(heads))", "1.0 / jnp.sqrt(measure(values))",
+           "MultiHeadAttention.init without 1/sqrt(heads) on the output", "tests/test_init.py",
+           TEST_NN + "test_multi_head_attention_matches_numpy"),
+    mutant("softmax-unscaled", NN + "_attention.py",
+           "lambda row, keep: _softmax_row(scale(factor, row), keep)", "lambda row, keep: _softmax_row(row, keep)",
+           "Softmax without 1/sqrt(d_k)", TEST_NN + "test_attention_matches_numpy"),
+    mutant("softmax-mask-inverted", NN + "_attention.py",
+           "jnp.where(p[1], p[0], -jnp.inf)", "jnp.where(p[1], -jnp.inf, p[0])",
+           "the mask hides the keys it should show", TEST_NN + "test_attention_matches_numpy",
+           "tests/test_nn_users.py"),
+    mutant("softmax-empty-row", NN + "_attention.py",
+           "scale(1.0 / jnp.where(total > 0, total, 1.0), e)", "scale(1.0 / total, e)",
+           "a fully masked row divides by zero", TEST_NN + "test_a_fully_masked_row_gives_zeros"),
+    mutant("softmax-shift-gradient", NN + "_attention.py",
+           "shift = jax.lax.stop_gradient(_largest(row))", "shift = _largest(row)",
+           "the softmax shift is differentiated", TEST_NN + "test_gradients_match_finite_differences",
+           "tests/test_dense_tree.py::test_gradients_agree_with_the_specification",
+           equivalent="softmax is invariant under the shift, so its derivative through the shift is zero"),
+    mutant("attention-dk-axis", NN + "_attention.py",
+           "d_k = measure(counit(keys, Pointwise(ARITHMETIC)))", "d_k = measure(keys)",
+           "d_k measures the keys, not the key features", TEST_NN + "test_attention_matches_numpy"),
+    mutant("dot-product-transposed", NN + "_attention.py",
+           "return mul_mmt(keys, queries)", "return mul_mmt(queries, keys)",
+           "scores are one row per key", TEST_NN + "test_attention_matches_numpy"),
+    mutant("relu-attention-measure", NN + "_attention.py",
+           "per_key = factor / measure(row)", "per_key = factor",
+           "ReluAttention not divided by the keys' measure", TEST_NN + "test_attention_matches_numpy"),
+    mutant("linear-init-fan-out", NN + "_linear.py",
+           "1.0 / jnp.sqrt(measure(inputs))", "1.0 / jnp.sqrt(measure(outputs))",
+           "Linear.init scaled by fan-out", "tests/test_init.py"),
+    mutant("mlp-no-activation", NN + "_mlp.py",
+           "self.output(self.hidden(x).fmap(self.activation))", "self.output(self.hidden(x))",
+           "the MLP drops its activation", TEST_NN + "test_encoder_layer_and_encoder_match_numpy"),
+    mutant("layer-norm-variance", NN + "_mlp.py",
+           "counit(centred.fmap(jnp.square)) / n + self.eps", "counit(centred.fmap(jnp.square)) / (n - 1) + self.eps",
+           "LayerNorm divides the variance by n - 1", TEST_NN + "test_encoder_layer_and_encoder_match_numpy"),
+    mutant("layer-norm-eps-init", NN + "_mlp.py",
+           "eps: float = 1e-5) -> LayerNorm[D]:", "eps: float = 1e-3) -> LayerNorm[D]:",
+           "LayerNorm.init's eps 1e-5 -> 1e-3", "tests/test_init.py",
+           TEST_NN + "test_encoder_layer_and_encoder_match_numpy"),
+    mutant("layer-norm-eps-field", NN + "_mlp.py",
+           "eps: float = static(default=1e-5)", "eps: float = static(default=1e-3)",
+           "LayerNorm's field default eps 1e-5 -> 1e-3", "tests/test_init.py", "tests/test_funcformer.py"),
+    mutant("encoder-mlp-residual", NN + "_transformer.py",
+           "return add(x, _norm(n2, x).fmap(self.mlp))", "return _norm(n2, x).fmap(self.mlp)",
+           "encoder layer drops the MLP's residual", TEST_NN + "test_encoder_layer_and_encoder_match_numpy"),
+    mutant("decoder-cross-norm", NN + "_transformer.py",
+           "self.cross(_norm(n2, x), memory, memory_mask)", "self.cross(_norm(n1, x), memory, memory_mask)",
+           "cross attention uses the self-attention's norm", TEST_NN + "test_encoder_decoder_matches_numpy",
+           "tests/test_nn_users.py"),
+    mutant("fixed-positions-gradient", NN + "_transformer.py",
+           "self.positions if self.learned else jax.lax.stop_gradient(self.positions)", "self.positions",
+           "fixed positional encodings get a gradient", TEST_NN + "test_positional_encodings"),
+    mutant("causal-mask-upper", "applicative/instances/sequence.py",
+           "jnp.tril(jnp.ones((length, length), bool))", "jnp.triu(jnp.ones((length, length), bool))",
+           "causal mask sees the future", TEST_NN + "test_decoder_is_autoregressive", "tests/test_bad_input.py"),
+    mutant("padding-mask-off-by-one", "applicative/instances/sequence.py",
+           "keep = jnp.arange(size) < length", "keep = jnp.arange(size) <= length",
+           "padding mask shows one padded key", "tests/test_nn_users.py"),
+    # funcformer: the model, the metric, training, the solver, the tasks
+    mutant("along-y-no-transpose-back", FF + "model.py",
+           "return transpose(self.layer(transpose(h)))", "return self.layer(transpose(h))",
+           "a layer along y returns the transposed state", "tests/test_funcformer.py"),
+    mutant("funcformer-residual-init", FF + "model.py",
+           "1.0 / np.sqrt(2.0 * config.layers)", "1.0 / np.sqrt(config.layers)",
+           "residual projections scaled by 1/sqrt(layers), not 1/sqrt(2 layers)", "tests/test_funcformer.py"),
+    mutant("funcformer-samples", FF + "model.py",
+           "return self.points or 2 * self.n", "return self.points or self.n",
+           "nonlinear maps sample N points by default, not 2N", "tests/test_funcformer.py"),
+    mutant("metric-grid-32", FF + "learning/metric.py",
+           "GRID = 64\n", "GRID = 32\n",
+           "the metric's grid 64 -> 32", "tests/test_poisson_task.py"),
+    mutant("metric-norm-axis", FF + "learning/metric.py",
+           "/ (u**2).sum(axis=(1, 2)))", "/ (u**2).sum())",
+           "relative L2 divides by the whole batch's norm", "tests/test_poisson_task.py"),
+    mutant("series-norm-transposed", FF + "learning/metric.py",
+           "np.sum((g @ c @ g) * c, axis=(1, 2))", "np.sum((g.T @ c @ g) * c, axis=(1, 2))",
+           "series_norm with a transposed Gram matrix", "tests/test_poisson_task.py",
+           equivalent="the Gram matrix is symmetric"),
+    mutant("minibatch-seed-per-run", FF + "learning/training.py",
+           "default_rng([run.seed, epoch])", "default_rng([run.seed, 0])",
+           "the minibatch order is the same every epoch", "tests/test_poisson_train.py"),
+    mutant("final-checkpoint", FF + "learning/training.py",
+           "if state.step % run.checkpoint_every == 0 or state.step == run.steps:",
+           "if state.step % run.checkpoint_every == 0:",
+           "no checkpoint at the last step unless it is a multiple of checkpoint_every",
+           "tests/test_poisson_train.py", "tests/test_runs.py"),
+    mutant("loss-unnormalised", FF + "learning/training.py",
+           "return l2_norm(predicted - target) / l2_norm(target)", "return l2_norm(predicted - target)",
+           "the loss is the absolute, not relative, L2 error", "tests/test_poisson_train.py"),
+    mutant("warmup-unclamped", FF + "learning/training.py",
+           "min(run.warmup, run.steps // 10)", "run.warmup",
+           "the warm-up is not capped at a tenth of the steps", "tests/test_runs.py", "tests/test_poisson_train.py"),
+    mutant("solver-output-scale", FF + "learning/solver.py",
+           ".astype(work) * scale", ".astype(work)",
+           "the solver drops the run's output scale", "tests/test_poisson_solver.py"),
+    mutant("solver-floor-exponent", FF + "learning/solver.py",
+           "np.clip(np.round(log2),", "np.clip(np.floor(log2),",
+           "the factor split at floor(log2 c), not round", "tests/test_poisson_solver.py",
+           equivalent="2^k 2^(l - k) u' is c u' for any integer k; round only keeps both factors in range"),
+    mutant("poisson-normalise-exponent", FF + "poisson/task.py",
+           "np.log2(norm) + exponent", "np.log2(norm) - exponent",
+           "Poisson's factor with the exponent's sign flipped", "tests/test_poisson_task.py",
+           "tests/test_poisson_solver.py"),
+    mutant("darcy-normalise-sign", FF + "darcy/task.py",
+           "return shifted, -m / np.log(2.0)", "return shifted, m / np.log(2.0)",
+           "Darcy's factor exp(m) for exp(-m)", "tests/test_darcy_task.py", "tests/test_darcy_train.py"),
+    mutant("darcy-gmres-tolerance", FF + "darcy/task.py",
+           "_TOLERANCE = 1e-13\n", "_TOLERANCE = 1e-8\n",
+           "GMRES stops at 1e-8, not 1e-13", "tests/test_darcy_task.py"),
+]
+
+
+# Running
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: str
+    seconds: float
+    detail: str = ""
+
+
+KILLED = ("killed", "error", "timeout", "MISMARKED")
+
+
+def tracked_files() -> list[str]:
+    """The working tree's files: tracked and untracked, not ignored (read-only git)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+def make_copy(files: Iterable[str], into: Path) -> Path:
+    for name in files:
+        (into / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, into / name)
+    return into
+
+
+def pytest(copy: Path, tests: Iterable[str], timeout: float) -> tuple[int | None, str]:
+    """(exit status or None on timeout, the output's last lines) of the tests run in ``copy``, files in the
+    suite's order (by path): some tests read JAX's process-wide compilation caches, and pass in that order."""
+    tests = sorted(tests, key=lambda test: test.split("::")[0])
+    with tempfile.TemporaryDirectory(prefix="mutant-run-") as scratch:
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(copy),  # the copy's packages, not the editable install's
+            "PYTHONDONTWRITEBYTECODE": "1",  # a mutant of the original's size and mtime must not hit a stale .pyc
+            "FUNCFORMER_CACHE": str(Path(scratch) / "cache"),  # a mutated generator never feeds another run
+        }
+        command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                   f"--basetemp={scratch}/pytest", *tests]  # fmt: skip
+        process = subprocess.Popen(
+            command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            output, _ = process.communicate(timeout=timeout)
+            status: int | None = process.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # the process group this call started
+            output, _ = process.communicate()
+            status = None
+    lines = [line for line in output.splitlines() if line.strip()]
+    return status, "\n".join(lines[-15:])
+
+
+def summary_line(output: str) -> str:
+    return output.splitlines()[-1].strip("= ") if output else ""
+
+
+def first_failure(output: str) -> str:
+    """The first failing test pytest names (its short summary), else the summary line."""
+    failed = [line for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    return failed[0][:200] if failed else summary_line(output)
+
+
+def run_mutant(m: Mutant, copy: Path, timeout: float) -> Outcome:
+    path = copy / m.file
+    original = path.read_text(encoding="utf-8")
+    count = original.count(m.old)
+    if count != 1:
+        return Outcome("stale" if count == 0 else "ambiguous", 0.0, f"snippet found {count} times")
+    start = time.perf_counter()
+    path.write_text(original.replace(m.old, m.new), encoding="utf-8")
+    try:
+        status, output = pytest(copy, m.tests, timeout)
+    finally:
+        path.write_text(original, encoding="utf-8")
+    seconds = time.perf_counter() - start
+    if status is None:
+        result = "timeout"
+    elif status == 0:
+        result = "equivalent" if m.equivalent else "survived"
+    elif m.equivalent:
+        result = "MISMARKED"
+    elif status == 1:
+        result = "killed"
+    elif status == 5:
+        result = "no tests"
+    else:
+        result = "error"
+    return Outcome(result, seconds, first_failure(output))
+
+
+def baseline_tests(mutants: list[Mutant]) -> list[str]:
+    """The union of the mutants' tests, a test id left out where its whole file is in."""
+    union = list(dict.fromkeys(test for m in mutants for test in m.tests))
+    files = {test for test in union if "::" not in test}
+    return [test for test in union if "::" not in test or test.split("::")[0] not in files]
+
+
+def list_mutants(mutants: list[Mutant]) -> None:
+    print("| id | file | applies | tests | equivalent |\n| --- | --- | --- | --- | --- |")
+    for m in mutants:
+        count = (ROOT / m.file).read_text(encoding="utf-8").count(m.old)
+        applies = "yes" if count == 1 else "stale" if count == 0 else f"ambiguous ({count})"
+        print(f"| {m.id} | {m.file} | {applies} | {', '.join(m.tests)} | {m.equivalent or ''} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", metavar="ID", help="run these mutants only")
+    parser.add_argument("--list", action="store_true", help="list the mutants and whether each applies")
+    parser.add_argument("--jobs", type=int, default=1, help="mutants run at once, each in its own copy (default 1)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds a mutant's tests may take")
+    args = parser.parse_args()
+    assert len({m.id for m in MUTANTS}) == len(MUTANTS), "mutant ids must be unique"
+    mutants = MUTANTS
+    if args.only:
+        unknown = sorted(set(args.only) - {m.id for m in MUTANTS})
+        if unknown:
+            parser.error(f"unknown mutants: {', '.join(unknown)}")
+        mutants = [m for m in MUTANTS if m.id in args.only]
+    if args.list:
+        list_mutants(mutants)
+        return 0
+
+    started = time.perf_counter()
+    print(f"$ python {shlex.join(['bench/mutants.py', *sys.argv[1:]])}")
+    print(
+        f"{datetime.date.today().isoformat()}; {platform.machine()} {platform.system()}, {os.cpu_count()} CPU "
+        f"cores, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; Python {platform.python_version()}"
+    )
+    files = tracked_files()
+    with tempfile.TemporaryDirectory(prefix="mutants-") as top:
+        copies: queue.Queue[Path] = queue.Queue()
+        for j in range(max(1, args.jobs)):
+            copies.put(make_copy(files, Path(top) / f"copy{j}"))
+        tests = baseline_tests(mutants)
+        first = copies.get()
+        status, output = pytest(first, tests, 10 * args.timeout)
+        copies.put(first)
+        if status != 0:
+            print(f"The unmutated copy fails the mutants' tests (status {status}); no kill rate:\n{output}")
+            return 1
+        print(f"Baseline: the unmutated copy passes the {len(tests)} covering test files and ids "
+              f"({summary_line(output)}, {time.perf_counter() - started:.0f} s).\n")  # fmt: skip
+
+        def one(m: Mutant) -> Outcome:
+            copy = copies.get()
+            try:
+                outcome = run_mutant(m, copy, args.timeout)
+            finally:
+                copies.put(copy)
+            print(f"{m.id}: {outcome.result} ({outcome.seconds:.0f} s) {outcome.detail}", file=sys.stderr, flush=True)
+            return outcome
+
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            outcomes = list(pool.map(one, mutants))
+
+    print("| id | file | description | result | seconds |\n| --- | --- | --- | --- | --- |")
+    for m, o in zip(mutants, outcomes, strict=True):
+        print(f"| {m.id} | {m.file} | {m.description} | {o.result} | {o.seconds:.0f} |")
+    counted = [(m, o) for m, o in zip(mutants, outcomes, strict=True) if o.result not in ("stale", "ambiguous")]
+    equivalent = [m for m, o in counted if o.result == "equivalent"]
+    live = [(m, o) for m, o in counted if o.result != "equivalent"]
+    killed = [m for m, o in live if o.result in KILLED]
+    survived = [m.id for m, o in live if o.result not in KILLED]
+    print()
+    for m in equivalent:
+        print(f"- equivalent, {m.id}: {m.equivalent}")
+    for m, o in zip(mutants, outcomes, strict=True):
+        if o.result in ("stale", "ambiguous", "MISMARKED"):
+            print(f"- {o.result}, {m.id}: " + (o.detail if o.result != "MISMARKED" else "marked equivalent, killed"))
+    print(f"total {time.perf_counter() - started:.0f} s")
+    print(
+        f"killed {len(killed)} of {len(live)} non-equivalent mutants "
+        f"({len(equivalent)} equivalent, {len(survived)} survived: {', '.join(survived) or 'none'})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
