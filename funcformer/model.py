@@ -222,10 +222,10 @@ def parameter_count(model: Funcformer) -> int:
 
 
 def init(seed: int, config: Config, dtype: type = np.float32) -> Funcformer:
-    """A Funcformer with N(0, 1 / fan-in) weights (fan-in counts coefficients times channels),
-    the projections into the residual stream scaled by 1 / sqrt(2 layers), zero biases,
-    layer norms at the identity and small random positions. Drawn with numpy (deterministic
-    in ``seed``; no compile)."""
+    """A Funcformer with N(0, 1 / fan-in) weights (fan-in counts coefficients times channels in),
+    the projections into the residual stream scaled by 1 / sqrt(2 layers) (a head's output, summed
+    over the heads, also by 1 / sqrt(heads)), a kernel N(0, 1 / N^2), zero biases, layer norms at the
+    identity and positions N(0, 1 / N^2). Drawn with numpy (deterministic in ``seed``; no compile)."""
     rng = np.random.default_rng(seed)
     n, c, ck, ch, heads = config.n, config.channels, config.head_channels, config.hidden_channels, config.heads
     p, residual = config.samples, 1.0 / np.sqrt(2.0 * config.layers)

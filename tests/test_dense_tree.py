@@ -396,7 +396,9 @@ def test_bad_trees_and_capacities_are_named() -> None:
     with pytest.raises(ValueError, match=r"DenseTree.from_nested: a tuple of length 3 at \[0\]"):
         DenseTree.from_nested(((1.0, 2.0, 3.0), 2.0))
     with pytest.raises(ValueError, match=r"not those of a binary tree"):
-        dyadic.layout([1, 2], 4)
+        dyadic.layout([1, 2], 4)  # [0, 1/2), [1/2, 3/4): does not reach 1
+    with pytest.raises(ValueError, match=r"leaf depths \[2, 1, 2\] are not those of a binary tree"):
+        dyadic.layout([2, 1, 2], 4)  # [0, 1/4), [1/4, 3/4), [3/4, 1): tiles [0, 1), but no node splits at 1/4..3/4
     tree = DenseTree.from_nested((1.0, 2.0))
     with pytest.raises(TypeError, match="pair: DenseTree paired with Vec"):
         tree.pair(vec())  # type: ignore[arg-type]

@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from applicative import ARITHMETIC, Applicative, Pointwise, Vec, VecOf, as_vec, laws, record, strategies
+from applicative import ARITHMETIC, Applicative, Leaf, Node, Pointwise, Vec, VecOf, as_vec, laws, record, strategies
+from applicative.protocols.algebra import Arithmetic, Real
 from tests.dims import Seq
 
 
@@ -65,6 +66,22 @@ def test_the_suite_catches_a_broken_instance() -> None:
     structures = strategies.vec_triples().map(lambda t: (_reversing(t[0]), _reversing(t[1]), _reversing(t[2])))
     with pytest.raises(AssertionError, match="functor identity"):
         laws.check_law("functor identity", structures)
+
+
+class Unhalved(Arithmetic[Any]):
+    """Arithmetic whose scale ignores the factor: a tree's counit through it is the plain sum of the
+    leaves, which depends on refinement (docs/design.md, correction 5)."""
+
+    def scale(self, r: Real, a: Any) -> Any:
+        return a
+
+
+def test_the_suite_catches_a_counit_that_depends_on_refinement() -> None:
+    """counit(fmap(fst, pair(Leaf 1, Node(Leaf 1, Leaf 1)))) is 2 under the plain sum, counit(Leaf 1) is 1."""
+    one, split = Leaf(jnp.float64(1.0)), Node(Leaf(jnp.float64(1.0)), Leaf(jnp.float64(1.0)))
+    laws.check_law("counit respects pairing", st.just((one, split, one)), max_examples=1)
+    with pytest.raises(AssertionError, match="counit respects pairing"):
+        laws.check_law("counit respects pairing", st.just((one, split, one)), maps=laws.Maps(module=Unhalved()))
 
 
 scalars_f64 = st.floats(-1e3, 1e3, allow_nan=False)

@@ -177,7 +177,8 @@ def test_decoder_is_autoregressive() -> None:
     dec: nn.Decoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], Any, VecOf[Vocab]]
     dec = nn.init_decoder(jax.random.key(6), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2, **SIZES)
     run = jax.jit(lambda x, mask: to_array(dec(Vec.from_array(x, Seq, Vocab), Vec.from_array(mask, Seq, Seq))))
-    causal, full = np.tril(np.ones((6, 6), bool)), np.ones((6, 6), bool)
+    causal, full = to_array(causal_mask(6, Seq)), np.ones((6, 6), bool)
+    np.testing.assert_array_equal(causal, np.tril(np.ones((6, 6), bool)))  # query i sees keys j <= i
     x = rng.normal(size=(6, 8))
     base = run(x, causal)
     for t in range(6):

@@ -4,7 +4,9 @@ import re
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from funcformer.learning import default_cache, training
@@ -65,6 +67,25 @@ def test_each_epoch_is_its_own_permutation_drawn_from_seed_and_epoch() -> None:
     assert not np.array_equal(epochs[1], epochs[2])
     other = Run.of(PROBLEM, model=TINY, steps=12, batch=4, train_size=18, seed=6)
     assert not np.array_equal(training.batch_indices(other, 0), training.batch_indices(run, 0))
+
+
+@pytest.mark.parametrize(("steps", "warmup"), [(200, 20), (1000, 100)])
+def test_the_learning_rate_warms_up_linearly_then_decays_as_a_cosine(steps: int, warmup: int) -> None:
+    """Adam's update for a constant gradient 1 is -lr(t) (up to its eps): the schedule, step by step,
+    against lr(t) = peak t / w, then 0.01 peak + 0.99 peak (1 + cos(pi (t - w) / (steps - w))) / 2, with
+    w = min(warm-up, steps / 10): 200 steps asked to warm up for 100 warm up for 20."""
+    run = Run.of(PROBLEM, model=TINY, steps=steps, warmup=100, learning_rate=1e-2, clip=1.0)
+    opt = optimiser(run)
+
+    def step(state: optax.OptState, _: None) -> tuple[optax.OptState, jax.Array]:
+        update, state = opt.update(jnp.ones(()), state)
+        return state, -update
+
+    _, rates = jax.lax.scan(step, opt.init(jnp.zeros(())), None, length=steps)
+    t = np.arange(steps)
+    cosine = 1e-4 + (1e-2 - 1e-4) * (1 + np.cos(np.pi * (t - warmup) / (steps - warmup))) / 2
+    expected = np.where(t < warmup, 1e-2 * t / warmup, cosine)
+    np.testing.assert_allclose(np.asarray(rates), expected, rtol=1e-5, atol=1e-12)  # optax works in float32
 
 
 def test_the_loss_is_the_relative_l2_error_of_the_truncated_solution() -> None:

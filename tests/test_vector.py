@@ -34,6 +34,8 @@ def test_fmap_pair_pure_counit_match_numpy() -> None:
     np.testing.assert_array_equal(to_array(v.pure(2.5)), np.full(6, 2.5))
     np.testing.assert_allclose(v.counit(), x.sum(), rtol=1e-14)
     np.testing.assert_allclose(to_array(lift_a2(lambda p, q: p * q + 1, v, u)), x * y + 1, rtol=1e-14)
+    # An operation that is not symmetric: lift_a2 f x y applies f(x_i, y_i), in that order.
+    np.testing.assert_allclose(to_array(lift_a2(lambda p, q: p - 2 * q, v, u)), x - 2 * y, rtol=1e-14)
 
 
 def test_nested_structures_map_and_sum_rowwise() -> None:
