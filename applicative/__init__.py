@@ -25,6 +25,8 @@ from applicative.instances import TreeOf as TreeOf
 from applicative.instances import Vec as Vec
 from applicative.instances import VecOf as VecOf
 from applicative.instances import as_cheb as as_cheb
+from applicative.instances import as_dense_tree as as_dense_tree
+from applicative.instances import as_tree as as_tree
 from applicative.instances import as_vec as as_vec
 from applicative.instances import causal_mask as causal_mask
 from applicative.instances import mixture as mixture
@@ -56,6 +58,7 @@ from applicative.protocols import Module as Module
 from applicative.protocols import Pointwise as Pointwise
 from applicative.protocols import Real as Real
 from applicative.protocols import Ring as Ring
+from applicative.protocols import VectorSpace as VectorSpace
 from applicative.protocols import ap as ap
 from applicative.protocols import arithmetic as arithmetic
 from applicative.protocols import counit as counit
@@ -94,10 +97,13 @@ __all__ = [
     "TreeOf",
     "Vec",
     "VecOf",
+    "VectorSpace",
     "add",
     "ap",
     "arithmetic",
     "as_cheb",
+    "as_dense_tree",
+    "as_tree",
     "as_vec",
     "causal_mask",
     "counit",

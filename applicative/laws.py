@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import hypothesis
 import hypothesis.strategies as st
@@ -37,12 +37,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from applicative.linalg import add, dot, generic_only, mul_mm, mul_mmt, mul_mv, mul_vm, outer, record_fast_paths, scale
 from applicative.protocols import algebra, applicative, functor
 from applicative.protocols.algebra import ARITHMETIC, Module
 from applicative.protocols.applicative import Applicative
+from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit, additivity_law, counit, homogeneity_law, pairing_law
 
 __all__ = [
+    "DENSE_LAWS",
     "LAWS",
     "MODULE_LAWS",
     "RING_LAWS",
@@ -50,10 +53,12 @@ __all__ = [
     "Triple",
     "assert_close",
     "check_algebra_laws",
+    "check_dense",
     "check_law",
     "check_laws",
     "claimed_laws",
     "default_tolerance",
+    "leafwise",
 ]
 
 # Law-test structures are existential in brand and element: Any is "some type".
@@ -63,29 +68,55 @@ Element = Callable[[Any], Any]
 T = TypeVar("T")
 
 
+def leafwise(f: Callable[[jax.Array], jax.Array]) -> Element:
+    """``f`` on every array leaf of an element: a map of scalars, or of elements that are pytrees
+    (a Vec of features, a function)."""
+    return lambda element: jax.tree_util.tree_map(f, element)
+
+
+_AFFINE, _TANH = leafwise(lambda a: 2.0 * a - 1.0), leafwise(jnp.tanh)
+
+
 @dataclass(frozen=True)
 class Maps:
-    """The element maps the laws are checked with, and the element Module."""
+    """The element maps the laws are checked with, and the element Module. The default maps act leaf
+    by leaf, so elements may be scalars or any pytree of arrays (a Legendre of Vecs)."""
 
-    f: Element = lambda a: 2.0 * a - 1.0
-    g: Element = jnp.tanh
+    f: Element = _AFFINE
+    g: Element = _TANH
     module: Module[Any] = ARITHMETIC
 
 
-def _laws(m: Maps) -> dict[str, Callable[[X, X, X], tuple[object, object]]]:
+Equation = Callable[[X, X, X], tuple[object, object]]
+
+
+def _laws(m: Maps) -> dict[str, tuple[Callable[..., object], Equation]]:
+    """Each law: the function that states it (its docstring is the equation) and both sides on (x, y, z)."""
     return {
-        "functor identity": lambda x, y, z: functor.identity_law(x),
-        "functor composition": lambda x, y, z: functor.composition_law(x, m.f, m.g),
-        "pair naturality": lambda x, y, z: applicative.naturality_law(x, y, m.f, m.g),
-        "pair associativity": lambda x, y, z: applicative.associativity_law(x, y, z),
-        "pair left unit": lambda x, y, z: applicative.left_unit_law(y, 0.0),
-        "pair right unit": lambda x, y, z: applicative.right_unit_law(y, 0.0),
-        "pure naturality": lambda x, y, z: applicative.pure_naturality_law(y, counit(x, m.module), m.g),
-        "counit additivity": lambda x, y, z: additivity_law(m.module, x, y),
-        "counit homogeneity": lambda x, y, z: homogeneity_law(m.module, -1.5, x),
-        "counit respects pairing": lambda x, y, z: pairing_law(m.module, x, y),
+        "functor identity": (functor.identity_law, lambda x, y, z: functor.identity_law(x)),
+        "functor composition": (functor.composition_law, lambda x, y, z: functor.composition_law(x, m.f, m.g)),
+        "pair naturality": (applicative.naturality_law, lambda x, y, z: applicative.naturality_law(x, y, m.f, m.g)),
+        "pair associativity": (applicative.associativity_law, lambda x, y, z: applicative.associativity_law(x, y, z)),
+        "pair left unit": (applicative.left_unit_law, lambda x, y, z: applicative.left_unit_law(y, 0.0)),
+        "pair right unit": (applicative.right_unit_law, lambda x, y, z: applicative.right_unit_law(y, 0.0)),
+        "pure naturality": (
+            applicative.pure_naturality_law,
+            lambda x, y, z: applicative.pure_naturality_law(y, counit(x, m.module), m.g),
+        ),
+        "counit additivity": (additivity_law, lambda x, y, z: additivity_law(m.module, x, y)),
+        "counit homogeneity": (homogeneity_law, lambda x, y, z: homogeneity_law(m.module, -1.5, x)),
+        "counit respects pairing": (pairing_law, lambda x, y, z: pairing_law(m.module, x, y)),
     }
 
+
+_WHERE = {
+    "functor composition": "f, g the element maps (Maps.f, Maps.g)",
+    "pair naturality": "f, g the element maps (Maps.f, Maps.g)",
+    "pair left unit": "u = 0.0",
+    "pair right unit": "u = 0.0",
+    "pure naturality": "a = counit(x), f = Maps.g",
+    "counit homogeneity": "r = -1.5",
+}
 
 LAWS: tuple[str, ...] = tuple(_laws(Maps()))
 """The names of all structure laws."""
@@ -147,17 +178,36 @@ def check_law(
     atol: float | None = None,
     max_examples: int = 20,
 ) -> None:
-    """Check one law on ``max_examples`` random triples; raise AssertionError naming it."""
-    equation = _laws(maps)[law]
+    """Check one law on ``max_examples`` random triples. A failure raises an AssertionError that names
+    the law, states it as an equation, and shows the drawn (x, y, z) and both sides."""
+    statement, equation = _laws(maps)[law]
+    where = f" ({_WHERE[law]})" if law in _WHERE else ""
 
     # No shrinking: each JAX example is slow to trace, and the failing one is reported as found.
     @hypothesis.settings(max_examples=max_examples, deadline=None, database=None, phases=_NO_SHRINK)
     @hypothesis.given(structures)
     def run(xyz: Triple) -> None:
         lhs, rhs = equation(*xyz)
-        assert_close(lhs, rhs, rtol=rtol, atol=atol, what=law)
+        try:
+            assert_close(lhs, rhs, rtol=rtol, atol=atol, what=law)
+        except AssertionError as error:
+            equation_text = (statement.__doc__ or "").strip().rstrip(".")
+            failure = f"law {law!r} fails: {equation_text}{where}"
+            raise AssertionError(_report(failure, error, x=xyz[0], y=xyz[1], z=xyz[2], left=lhs, right=rhs)) from None
 
     run()
+
+
+def _report(failure: str, error: AssertionError, **values: object) -> str:
+    """A failure, the values it concerns (arrays abbreviated) and the comparison's own message."""
+    with np.printoptions(precision=6, threshold=24, edgeitems=3, linewidth=100):
+        shown = "\n".join(f"  {name} = {_shown(value)}" for name, value in values.items())
+    return f"{failure}\n{shown}\n{str(error).strip()}"
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 600 else text[:600] + " ..."
 
 
 def check_laws(
@@ -167,13 +217,185 @@ def check_laws(
     rtol: float | None = None,
     atol: float | None = None,
     max_examples: int = 20,
+    dense_examples: int = 5,
 ) -> tuple[str, ...]:
-    """Check every law the structures claim (``claimed_laws`` of the first one drawn); return their names."""
+    """Check every law the structures claim (``claimed_laws`` of the first one drawn) on ``max_examples``
+    triples and, for a ``Dense`` structure of scalars, its hook (``check_dense``, on ``dense_examples``
+    triples: each runs seven operations both ways); return the names of the laws checked."""
     first = hypothesis.find(structures, lambda _: True, settings=hypothesis.settings(database=None, phases=_NO_SHRINK))
     claimed = claimed_laws(first[0])
     for law in claimed:
         check_law(law, structures, maps=maps, rtol=rtol, atol=atol, max_examples=max_examples)
-    return claimed
+    if _dense_scalars(first[0]) is None:
+        return claimed
+    check_dense(structures, rtol=rtol, atol=atol, max_examples=dense_examples)
+    return claimed + DENSE_LAWS
+
+
+# The Dense hook (applicative.protocols.dense): the linear algebra's dense formulas against the
+# generic definitions, as the instance declares them (Axis.exact).
+
+DENSE_LAWS: tuple[str, ...] = (
+    "dense Gram matrices",
+    "dense counit",
+    "dense dot",
+    "dense mul_mv",
+    "dense mul_vm",
+    "dense mul_mm",
+    "dense mul_mmt",
+    "dense add",
+    "dense scale",
+)
+"""The checks of a ``Dense`` hook (``check_dense``)."""
+
+
+def check_dense(
+    structures: st.SearchStrategy[Triple],
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    max_examples: int = 20,
+) -> None:
+    """Check the ``Dense`` hook of structures of scalars on random triples; raise an AssertionError that
+    names the check, the hook's value and the generic one. With x, y, z first brought to one shape
+    (``fmap fst`` and ``fmap snd`` of their pairs: themselves for a Vec or a Cheb, the common
+    refinement for trees):
+
+        dense Gram matrices   every axis's Gram matrix is symmetric and positive definite (a diagonal
+                              that is data, a tree's measure, may hold zeros: padding)
+        dense counit          dot(x, fmap (const 1) x) = counit x: the Gram matrices against the counit
+        dense <op>            each dense formula (dot, mul_mv, mul_vm, mul_mm, mul_mmt, add, scale, on
+                              x, y, z and their outer products) runs and equals its generic definition
+                              (``generic_only``), on x, y, z with every coordinate beyond ``Axis.exact``
+                              set to zero (products the instance's ``fmap`` represents exactly)
+
+    Tolerances are ``default_tolerance`` of the dtype unless given."""
+    settings = hypothesis.settings(max_examples=max_examples, deadline=None, database=None, phases=_NO_SHRINK)
+
+    @settings
+    @hypothesis.given(structures)
+    def run(xyz: Triple) -> None:
+        x, y, z = _one_shape(*xyz)
+        if (axes := _dense_scalars(x)) is None:
+            what = " x ".join(_levels(x)) or f"{type(x).__name__} (not Dense, or with no axes)"
+            raise TypeError(f"check_dense: a {what} is not a Dense structure of scalars (a structure of "
+                            "structures is checked through its elements' own strategy)")  # fmt: skip
+        for axis in axes:
+            _check_gram(axis)
+        ones = x.fmap(lambda a: jnp.ones_like(a))
+        dense, generic = _dense_and_generic("dot", lambda: dot(x, ones), lambda: counit(x))
+        _agree("dense counit", "dot(x, fmap (const 1) x) through the Gram matrices", dense,
+               "counit(x)", generic, xyz, rtol, atol)  # fmt: skip
+        x, y, z = (_exact(v) for v in (x, y, z))
+        xy, yz, zy = outer(x, y), outer(y, z), outer(z, y)
+        operations: dict[str, Callable[[], object]] = {
+            "dot": lambda: dot(x, y),
+            "mul_mv": lambda: mul_mv(xy, z),
+            "mul_vm": lambda: mul_vm(z, xy),
+            "mul_mm": lambda: mul_mm(xy, yz),
+            "mul_mmt": lambda: mul_mmt(xy, zy),
+            "add": lambda: add(x, y),
+            "scale": lambda: scale(-1.5, x),
+        }
+        for op, compute in operations.items():
+            with generic_only():
+                generic = compute()
+            dense, _ = _dense_and_generic(op, compute, lambda: None)
+            _agree(f"dense {op}", f"{op} by the dense formula", dense, "its generic definition", generic,
+                   xyz, rtol, atol)  # fmt: skip
+
+    run()
+
+
+def _dense_scalars(x: object) -> tuple[Axis, ...] | None:
+    """The axes of a Dense structure whose elements are scalars (one array, an axis each), else None
+    (a structure of structures, a matrix, is not checked as one)."""
+    if not isinstance(x, Dense) or (axes := x.axes()) is None:
+        return None
+    leaves = jax.tree_util.tree_leaves(x.elements())
+    if len(leaves) != 1 or jnp.ndim(leaves[0]) != len(axes) or isinstance(x.elements(), Applicative):
+        return None
+    return axes
+
+
+def _levels(x: object) -> list[str]:
+    """The axes of x's dense levels, outermost first, as text."""
+    axes: list[str] = []
+    while isinstance(x, Dense) and (level := x.axes()) is not None:
+        axes += map(str, level)
+        x = x.elements()
+    return axes
+
+
+def _one_shape(x: X, y: X, z: X) -> Triple:
+    """x, y and z refined to one shape: the components of pair(pair(x, y), z)."""
+    p = x.pair(y).pair(z)
+    return p.fmap(lambda q: q[0][0]), p.fmap(lambda q: q[0][1]), p.fmap(lambda q: q[1])
+
+
+def _exact(x: X) -> X:
+    """``x`` with its coordinates beyond each axis's ``exact`` set to zero."""
+    assert isinstance(x, Dense)
+    keep = jnp.ones((), bool)
+    for axis in x.axes() or ():
+        exact = axis.size if axis.exact is None else axis.exact
+        keep = keep[..., None] & (jnp.arange(axis.size) < exact)
+    return cast(X, x.with_elements(jnp.where(keep, x.elements(), 0)))
+
+
+def _check_gram(axis: Axis) -> None:
+    if axis.gram is None:
+        return  # the identity
+    g = np.asarray(axis.gram, np.float64)
+    if g.shape not in ((axis.size,), (axis.size, axis.size)):
+        raise AssertionError(f"dense Gram matrices: {axis}: a Gram matrix of shape {g.shape}, not {axis.size} "
+                             f"or {axis.size} x {axis.size}")  # fmt: skip
+    if not np.all(np.isfinite(g)):
+        raise AssertionError(f"dense Gram matrices: {axis}: the Gram matrix is not finite: {g}")
+    if g.ndim == 2 and not np.allclose(g, g.T, rtol=1e-12, atol=1e-12 * np.abs(g).max()):
+        raise AssertionError(f"dense Gram matrices: {axis}: the Gram matrix is not symmetric "
+                             f"(largest |G - G^T| = {np.abs(g - g.T).max():.3g})")  # fmt: skip
+    eigenvalues = g if g.ndim == 1 else np.linalg.eigvalsh((g + g.T) / 2)
+    floor = 0.0 if axis.shape is not None else np.finfo(np.float64).eps * g.size * np.abs(eigenvalues).max()
+    if eigenvalues.min() < -floor or (axis.shape is None and eigenvalues.min() <= floor):
+        kind = "semidefinite" if axis.shape is not None else "definite"
+        raise AssertionError(f"dense Gram matrices: {axis}: the Gram matrix is not positive {kind} "
+                             f"(smallest eigenvalue {eigenvalues.min():.6g})")  # fmt: skip
+
+
+def _dense_and_generic(op: str, dense: Callable[[], T], other: Callable[[], object]) -> tuple[T, object]:
+    """``dense()``, which must run ``op``'s dense formula, and ``other()``."""
+    with record_fast_paths() as taken:
+        value = dense()
+    if op not in taken:
+        raise AssertionError(f"dense {op}: the dense formula did not run (the Dense hook declined {op}; "
+                             f"fast paths taken: {taken})")  # fmt: skip
+    return value, other()
+
+
+def _agree(
+    law: str, dense_name: str, dense: object, generic_name: str, generic: object, xyz: Triple,
+    rtol: float | None, atol: float | None,
+) -> None:  # fmt: skip
+    try:
+        # Compared as their dense levels' axes and their leaves: pytree metadata that only records
+        # where a shape came from (a DenseTree's origin) may differ.
+        if _levels(dense) != _levels(generic):
+            raise AssertionError(f"{law}: the results' axes differ: {_levels(dense)} and {_levels(generic)}")
+        assert_close(jax.tree_util.tree_leaves(dense), jax.tree_util.tree_leaves(generic), rtol=rtol, atol=atol,
+                     what=law)  # fmt: skip
+    except AssertionError as error:
+        failure = f"the Dense hook fails {law!r}: {dense_name} is {_shown_value(dense)}, {generic_name} is " \
+                  f"{_shown_value(generic)}"  # fmt: skip
+        raise AssertionError(_report(failure, error, x=xyz[0], y=xyz[1], z=xyz[2])) from None
+
+
+def _shown_value(value: object) -> str:
+    leaves = jax.tree_util.tree_leaves(value)
+    if len(leaves) == 1 and jnp.ndim(leaves[0]) == 0:
+        return f"{float(jnp.real(leaves[0])):.6g}"
+    with np.printoptions(precision=6, threshold=12, edgeitems=2):
+        return _shown(value)
 
 
 # Algebra laws, for a Module or Ring on values drawn from ``values``.

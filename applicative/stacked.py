@@ -8,7 +8,9 @@ pair of arrays. Then
 
     fmap f    = jax.vmap(f) on the stacked elements
     pair      = the tuple of the two stacked pytrees
-    pure b    = b broadcast along a new leading axis
+    pure b    = b broadcast along a new leading axis (for a sampled structure: a Vec,
+                a grid, a tree's leaves; a coefficient structure's pure is the constant
+                function, b times the coefficients of 1: b in the first slot, zeros after)
     counit    = weighted_sum(module, weights, data, n)
 
 ``weighted_sum`` is one weighted reduction per leaf where the Module allows it

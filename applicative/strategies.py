@@ -23,7 +23,7 @@ import numpy as np
 
 from applicative.instances import Cheb, Compose, DenseTree, Distribution, Leaf, Node, Quantum, Vec
 from applicative.instances.tree import Shape
-from applicative.laws import Maps, Triple
+from applicative.laws import Maps, Triple, leafwise
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
 from applicative.protocols.kinds import Dim
 
@@ -219,7 +219,7 @@ def _rowwise(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda row: row.fmap(f)
 
 
-AFFINE = Maps(lambda a: 2.0 * a - 1.0, lambda a: 0.5 * a + 3.0)
+AFFINE = Maps(leafwise(lambda a: 2.0 * a - 1.0), leafwise(lambda a: 0.5 * a + 3.0))
 """fmap is exact on Chebyshev functions for affine maps; nonlinear ones are checked separately,
 with their bounds (tests/test_chebyshev.py)."""
 

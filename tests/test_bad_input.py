@@ -639,8 +639,8 @@ def test_bad_input_raises_clearly_or_gives_the_right_value(name: str) -> None:
 NOT_ENTRY_POINTS = {
     "ARITHMETIC", "Applicative", "Arithmetic", "Axis", "ChebOf", "ComposeOf", "Counit", "Dense", "DenseTreeOf",
     "Dim", "DistributionOf", "Functor", "Measured", "Module", "Pointwise", "QuantumOf", "Real", "Ring", "TreeOf",
-    "VecOf", "ap", "arithmetic", "as_cheb", "as_vec", "counit", "generic_only", "lift_a2", "record",
-    "record_fast_paths", "static", "to_array",
+    "VecOf", "VectorSpace", "ap", "arithmetic", "as_cheb", "as_dense_tree", "as_tree", "as_vec", "counit",
+    "generic_only", "lift_a2", "record", "record_fast_paths", "static", "to_array",
 }  # fmt: skip
 
 

@@ -1,8 +1,10 @@
-"""docs/new_structure.md, the guide to writing a structure, as a user's program: its Python blocks,
-in order, run (the program checks its own results) and pass mypy --strict, and its blocks of
-mistakes are rejected by mypy with exactly the errors they mark (``# error: <message>``).
+"""The guides as users' programs: docs/new_structure.md (a sampled structure, Periodic),
+docs/legendre.md (a coefficient structure, Legendre) and docs/typing.md (mypy's messages and the
+mistakes behind them). Each guide's Python blocks, in
+order, run (the program checks its own results) and pass mypy --strict, and its blocks of mistakes
+are rejected by mypy with exactly the errors they mark (``# error: <message>``).
 
-Like tests/test_typing.py, the program is copied into a temporary directory outside the repository
+Like tests/test_typing.py, each program is copied into a temporary directory outside the repository
 and run and checked there, so it sees the library only as installed, as a user's script does."""
 
 import re
@@ -12,29 +14,48 @@ from pathlib import Path
 
 import pytest
 
-GUIDE = Path(__file__).parent.parent / "docs" / "new_structure.md"
-BLOCKS = re.findall(r"^```python\n(.*?)^```$", GUIDE.read_text(), re.S | re.M)
+DOCS = Path(__file__).parent.parent / "docs"
+MISTAKES = {"new_structure.md": 3, "legendre.md": 5, "typing.md": 6}
+"""Each guide, and how many mistakes its blocks of mistakes mark."""
+STRUCTURES = ("new_structure.md", "legendre.md")
+"""The guides that write a structure (a long program, in float64)."""
 MARK = "  # error: "
-PROGRAM = "\n".join(block for block in BLOCKS if MARK not in block)
-MISTAKES = "\n".join(block for block in BLOCKS if MARK in block)
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(  \[[a-z-]+\])?$")
 
 
-@pytest.fixture(scope="module")
-def user(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory outside the repository holding the program (guide.py) and the program followed by
-    its mistakes (mistakes.py)."""
-    directory = tmp_path_factory.mktemp("guide")
-    (directory / "guide.py").write_text(PROGRAM)
-    (directory / "mistakes.py").write_text(PROGRAM + "\n" + MISTAKES)
+def blocks(guide: str) -> list[str]:
+    """The guide's Python blocks, in order."""
+    return re.findall(r"^```python\n(.*?)^```$", (DOCS / guide).read_text(), re.S | re.M)
+
+
+def program(guide: str) -> str:
+    """The guide's program: its blocks that mark no mistake."""
+    return "\n".join(block for block in blocks(guide) if MARK not in block)
+
+
+def mistakes(guide: str) -> str:
+    """The guide's blocks of mistakes."""
+    return "\n".join(block for block in blocks(guide) if MARK in block)
+
+
+@pytest.fixture(scope="module", params=sorted(MISTAKES))
+def user(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory outside the repository holding a guide's program (guide.py) and the program
+    followed by its mistakes (mistakes.py)."""
+    guide: str = request.param
+    directory = tmp_path_factory.mktemp(guide.removesuffix(".md"))
+    (directory / "guide.py").write_text(program(guide))
+    (directory / "mistakes.py").write_text(program(guide) + "\n" + mistakes(guide))
     return directory
 
 
-def test_the_guide_has_a_program_and_mistakes() -> None:
-    assert len(BLOCKS) >= 10
-    assert PROGRAM.startswith("from __future__ import annotations\n")
-    assert 'jax.config.update("jax_enable_x64", True)' in PROGRAM
-    assert MISTAKES.count(MARK) == 3
+@pytest.mark.parametrize("guide", sorted(MISTAKES))
+def test_the_guide_has_a_program_and_mistakes(guide: str) -> None:
+    assert program(guide).startswith("from __future__ import annotations\n")
+    assert mistakes(guide).count(MARK) == MISTAKES[guide]
+    if guide in STRUCTURES:
+        assert len(blocks(guide)) >= 10
+        assert 'jax.config.update("jax_enable_x64", True)' in program(guide)
 
 
 def test_the_guides_program_runs_and_its_checks_hold(user: Path) -> None:

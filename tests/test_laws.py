@@ -1,7 +1,7 @@
 """Every law of every abstraction, for every instance (applicative.laws)."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import hypothesis
 import hypothesis.extra.numpy as hnp
@@ -11,8 +11,26 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from applicative import ARITHMETIC, Applicative, Leaf, Node, Pointwise, Vec, VecOf, as_vec, laws, record, strategies
+from applicative import (
+    ARITHMETIC,
+    Applicative,
+    Axis,
+    Cheb,
+    Compose,
+    Dense,
+    Leaf,
+    Node,
+    Pointwise,
+    Vec,
+    VecOf,
+    as_vec,
+    laws,
+    record,
+    strategies,
+)
+from applicative.instances import chebyshev
 from applicative.protocols.algebra import Arithmetic, Real
+from applicative.strategies import Law
 from tests.dims import Seq
 
 
@@ -24,7 +42,10 @@ def test_structure_laws(instance: str) -> None:
     # Chebyshev fmaps run DCTs op by op: fewer examples keep the suite quick.
     checked = laws.check_laws(strategy(), maps=maps, max_examples=8 if "Cheb" in instance else 20)
     not_claimed = ("counit additivity", "counit respects pairing") if instance == "Quantum" else ()
-    assert checked == tuple(law for law in laws.LAWS if law not in not_claimed)
+    # The Dense hook is checked where the structure is one of scalars (not a matrix: Vec of Vec).
+    dense = laws.DENSE_LAWS if instance in ("Vec", "Compose Vec Vec", "Cheb", "Compose Vec Cheb",
+                                            "Compose Cheb Vec", "DenseTree") else ()  # fmt: skip
+    assert checked == tuple(law for law in laws.LAWS if law not in not_claimed) + dense
 
 
 def test_quantum_passes_its_laws_with_64_bit_types_off() -> None:
@@ -37,6 +58,24 @@ def test_quantum_passes_its_laws_with_64_bit_types_off() -> None:
         assert dtypes == {np.dtype(np.float32), np.dtype(np.complex64)}
         checked = laws.check_laws(strategy(), maps=maps, max_examples=8)  # (every op compiles anew: slow)
     assert checked == tuple(law for law in laws.LAWS if law not in ("counit additivity", "counit respects pairing"))
+
+
+@pytest.mark.parametrize("elements", ["Vec", "Cheb"])
+def test_the_laws_take_structures_of_any_element_the_strategy_draws(elements: str) -> None:
+    """The default maps act leaf by leaf: a Vec of Vecs, a Cheb of Vecs (not a Compose: the structure
+    of structures itself) pass with them; their Dense hook is the elements' business (not checked)."""
+
+    def outer(t: laws.Triple) -> laws.Triple:
+        x, y, z = (cast(Compose[Any, Any, Any], c) for c in t)
+        return x.outer, y.outer, z.outer
+
+    if elements == "Vec":
+        triples, maps = strategies.matrix_triples(), laws.Maps()
+    else:
+        triples, maps = strategies.cheb_vec_triples().map(outer), strategies.AFFINE
+    x = hypothesis.find(triples, lambda _: True)[0]
+    assert isinstance(cast(Dense[Any, Any], x).elements(), Vec)
+    assert laws.check_laws(triples, maps=maps, max_examples=5) == laws.LAWS
 
 
 def test_a_claim_names_known_laws() -> None:
@@ -64,8 +103,67 @@ def _reversing(x: Applicative[Any, Any]) -> ReversingVec:
 
 def test_the_suite_catches_a_broken_instance() -> None:
     structures = strategies.vec_triples().map(lambda t: (_reversing(t[0]), _reversing(t[1]), _reversing(t[2])))
-    with pytest.raises(AssertionError, match="functor identity"):
+    # The failure states the law as an equation, the drawn inputs and both sides.
+    shown = r"law 'functor identity' fails: fmap\(id, x\) = x\n  x = ReversingVec\(.*\n  y = .*\n  z = .*\n"
+    shown += r"  left = .*\n  right = "
+    with pytest.raises(AssertionError, match=shown):
         laws.check_law("functor identity", structures)
+
+
+def _cheb_hook(monkeypatch: pytest.MonkeyPatch, gram: Callable[[int], Any], exact: Callable[[int], Any]) -> None:
+    """Cheb's Dense hook replaced by one with another Gram matrix or another claim of exactness."""
+
+    def axes(self: Cheb[Any, Any]) -> tuple[Axis]:
+        return (Axis("Cheb", self.tag, self.size, gram(self.size), exact=exact(self.size)),)
+
+    monkeypatch.setattr(Cheb, "axes", axes)
+
+
+def _chebs(n: int) -> st.SearchStrategy[laws.Triple]:
+    """Triples of Cheb[Law] of n coefficients, each between 1 and 2 (products of full degree)."""
+    cheb = hnp.arrays(np.float64, n, elements=st.floats(1, 2)).map(lambda a: Cheb.from_array(a, Law))
+    return st.tuples(cheb, cheb, cheb)
+
+
+def test_the_dense_check_catches_a_wrong_gram_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The identity for the Gram matrix (the mistake a user made): every law holds, the hook does not."""
+    _cheb_hook(monkeypatch, gram=lambda n: None, exact=lambda n: (n + 1) // 2)
+    number = r"-?\d[\d.e+-]*"
+    message = (rf"the Dense hook fails 'dense counit': dot\(x, fmap \(const 1\) x\) through the Gram matrices is "
+               rf"{number}, counit\(x\) is {number}\n  x = Cheb")  # fmt: skip
+    with pytest.raises(AssertionError, match=message):
+        laws.check_laws(strategies.cheb_triples(), maps=strategies.AFFINE, max_examples=3)
+
+
+def test_the_dense_check_catches_an_asymmetric_gram_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    _cheb_hook(monkeypatch, gram=lambda n: chebyshev.gram(n) + np.triu(np.ones((n, n)), 1) * 1e-3,
+               exact=lambda n: (n + 1) // 2)  # fmt: skip
+    with pytest.raises(AssertionError, match=r"dense Gram matrices: Cheb\[Law\] of size \d+: .* not symmetric"):
+        laws.check_dense(_chebs(4), max_examples=3)
+
+
+def test_the_dense_check_catches_a_false_claim_of_exactness(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cheb's fmap truncates products to N coefficients: claiming every coordinate exact is false."""
+    _cheb_hook(monkeypatch, gram=chebyshev.gram, exact=lambda n: None)
+    with pytest.raises(AssertionError, match=r"the Dense hook fails 'dense dot': dot by the dense formula is"):
+        laws.check_dense(_chebs(4), max_examples=3)
+
+
+def test_the_dense_check_catches_a_hook_that_never_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Axes that never meet (a new shape identity each call) make every operation generic: the check says so."""
+    monkeypatch.setattr(Cheb, "axes", lambda self: (Axis("Cheb", self.tag, self.size, chebyshev.gram(self.size),
+                                                         shape=object()),))  # fmt: skip
+    with pytest.raises(AssertionError, match=r"dense dot: the dense formula did not run"):
+        laws.check_dense(strategies.cheb_triples(), max_examples=2)
+
+
+def test_the_dense_check_needs_a_structure_of_scalars() -> None:
+    strategy, _ = strategies.INSTANCES["Vec of Vec"]
+    with pytest.raises(TypeError, match=r"check_dense: a Vec\[Law\] of size \d+ x Vec\[LawInner\] of size \d+ "
+                                        r"is not a Dense structure of scalars"):  # fmt: skip
+        laws.check_dense(strategy(), max_examples=1)
+    with pytest.raises(TypeError, match=r"check_dense: a (Leaf|Node) \(not Dense, or with no axes\)"):
+        laws.check_dense(strategies.tree_triples(), max_examples=1)
 
 
 class Unhalved(Arithmetic[Any]):

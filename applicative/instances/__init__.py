@@ -10,6 +10,7 @@ from applicative.instances.compose import Compose as Compose
 from applicative.instances.compose import ComposeOf as ComposeOf
 from applicative.instances.dense_tree import DenseTree as DenseTree
 from applicative.instances.dense_tree import DenseTreeOf as DenseTreeOf
+from applicative.instances.dense_tree import as_dense_tree as as_dense_tree
 from applicative.instances.finite import Distribution as Distribution
 from applicative.instances.finite import DistributionOf as DistributionOf
 from applicative.instances.finite import Quantum as Quantum
@@ -23,6 +24,7 @@ from applicative.instances.tree import Leaf as Leaf
 from applicative.instances.tree import Node as Node
 from applicative.instances.tree import Tree as Tree
 from applicative.instances.tree import TreeOf as TreeOf
+from applicative.instances.tree import as_tree as as_tree
 from applicative.instances.vector import Vec as Vec
 from applicative.instances.vector import VecOf as VecOf
 from applicative.instances.vector import as_vec as as_vec
@@ -45,6 +47,8 @@ __all__ = [
     "Vec",
     "VecOf",
     "as_cheb",
+    "as_dense_tree",
+    "as_tree",
     "as_vec",
     "causal_mask",
     "mixture",

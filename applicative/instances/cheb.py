@@ -24,9 +24,28 @@ and converge to them as N grows. The exact integral is the intended meaning
 Built with ``Cheb.from_array(c, *tags)`` (coefficients, one tag per axis; also
 a ``numpy.polynomial`` series, converted to the Chebyshev basis), ``Cheb.from_function(f, tag, size)``,
 ``Cheb.of(coefficients, tag)`` (a list of equal-shaped coefficients: a Vec
-each gives a function with vector values) or ``Cheb.stack(elements, tag)``
-(already stacked); read by evaluation ``f(x)`` and ``to_array(f)``
-(the coefficients).
+each gives a function with vector values), ``Cheb.stack(elements, tag)``
+(already stacked) or ``Cheb.fit(x, y, tag, size)`` (least squares through samples);
+read by evaluation ``f(x)`` and ``to_array(f)`` (the coefficients).
+
+Arithmetic and calculus (``applicative.protocols.operators``; ``chebyshev``'s functional core,
+each checked against ``numpy.polynomial.chebyshev`` in tests/test_operators.py and
+tests/test_cheb_calculus.py):
+
+    f + g, f - g, r * f, f / r, -f   the coefficients added and scaled (the Module Pointwise(ARITHMETIC):
+                                     ``chebadd``); f and g of one tag and size, else ``pair``'s error
+    f * g                            refused: ``dot(f, g)`` integrates f g exactly; the pointwise product
+                                     ``lift_a2(operator.mul, f, g)`` is truncated to N coefficients
+    f.derivative(order, along)       d^m f/dx^m (along the axis tagged ``along``, default this one):
+                                     size N kept, the top m coefficients zero (``chebder``, padded)
+    f.antiderivative(order, along)   the m-fold antiderivative vanishing at -1, size N + m, exact
+                                     (``chebint(c, m, lbnd=-1)``); the definite integral is ``counit``
+    Cheb.fit(x, y, tag, size, w)     least squares through samples y at x in [-1, 1] (``chebfit``,
+                                     degree size - 1, weights on the unsquared residuals); fewer samples
+                                     than coefficients, or x outside [-1, 1], is a ValueError
+
+Elements ride along the coefficient axis: a function with vector values (coefficients of shape
+(N, C)) adds, differentiates and fits each component. All of it runs under ``jit`` and ``grad``.
 
 Coefficients are floating: bool and integer ones are promoted to the default float at construction
 (float64 under x64); float32 stays float32. Complex coefficients are kept, and the linear algebra is
@@ -53,7 +72,7 @@ at N = 8, 16, 32, 64, 128 (order N^-1, at the kink), and the L2 error 1.7e-2,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, overload
+from typing import Any, Generic, cast, overload
 
 import jax
 import jax.numpy as jnp
@@ -66,8 +85,18 @@ from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Dim, M, Measured, N, check_tag
+from applicative.protocols.operators import VectorSpace
 from applicative.records import record, static
-from applicative.stacked import check_stacked, floating, nested, numeric, stack, stacked_size, weighted_sum
+from applicative.stacked import (
+    check_stacked,
+    floating,
+    nested,
+    numeric,
+    stack,
+    stacked_size,
+    sums_leafwise,
+    weighted_sum,
+)
 
 __all__ = ["Cheb", "ChebOf", "as_cheb"]
 
@@ -77,8 +106,14 @@ class ChebOf(Measured, Generic[N]):
 
 
 @record
-class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
-    """A function on [-1, 1] along axis ``tag``, as ``size`` Chebyshev coefficients."""
+class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co], VectorSpace):
+    """A function on [-1, 1] along axis ``tag``, as ``size`` Chebyshev coefficients.
+
+    A vector space under ``+``, ``-``, ``-f``, ``r * f`` and ``f / r`` (coefficients added and scaled;
+    a series of another tag or size is ``pair``'s ValueError, a scalar added or a product of two series
+    a TypeError). Calculus: ``derivative`` keeps the size (top coefficients zero), ``antiderivative``
+    (vanishing at -1) adds ``order`` coefficients, ``Cheb.fit`` solves least squares through samples;
+    the integral over [-1, 1] is ``counit``."""
 
     data: A_co
     """The coefficients: the element pytree with a leading axis of length ``size`` on every leaf."""
@@ -139,6 +174,25 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
         x = jnp.asarray(chebyshev.points(_points("Cheb.from_function", size, None)))
         return Cheb.from_array(chebyshev.to_coefficients(f(x), size), tag)
 
+    @staticmethod
+    def fit(
+        x: ArrayLike,
+        y: ArrayLike,
+        tag: type[M],
+        size: int,
+        weights: ArrayLike | None = None,
+        points: int | None = None,
+    ) -> Cheb[M, jax.Array]:
+        """The least-squares series of ``size`` coefficients (degree size - 1) through samples: y[k] at
+        x[k] in [-1, 1], y of shape (samples, ...) (trailing axes are the element's: a function with
+        vector values), optional ``weights`` on the unsquared residuals. ``chebyshev.fit``, i.e.
+        ``numpy.polynomial.chebyshev.chebfit(x, y, size - 1, w=weights)``; jit- and grad-able."""
+        what = "Cheb.fit"
+        check_tag(tag, what)
+        p = _points(what, size, points)
+        w = None if weights is None else numeric(weights, what)
+        return Cheb(chebyshev.fit(numeric(x, what), numeric(y, what), size, w, what=what), tag, size, p)
+
     # Functor, Applicative, Counit
 
     def fmap(self, f: Callable[[A_co], B]) -> Cheb[N, B]:
@@ -172,7 +226,7 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
     # for how the dense formulas relate to the generic definitions).
 
     def axes(self) -> tuple[Axis]:
-        return (Axis("Cheb", self.tag, self.size, chebyshev.gram(self.size)),)
+        return (Axis("Cheb", self.tag, self.size, chebyshev.gram(self.size), exact=(self.size + 1) // 2),)
 
     def elements(self) -> A_co:
         return self.data
@@ -207,6 +261,57 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co]):
         self._check("largest")
         values = [chebyshev.to_values(leaf, self.points) for leaf in jax.tree_util.tree_leaves(self.data)]
         return jnp.max(jnp.stack([jnp.max(v) for v in values]))
+
+    # Calculus (the integral over [-1, 1] is ``counit``)
+
+    def derivative(self, order: int = 1, along: type[Dim] | None = None) -> Cheb[N, A_co]:
+        """d^order f / dx^order along this series' axis (or the nested axis tagged ``along``: d/dy of a
+        Cheb[X, Cheb[Y, A]]), as a series of the same size, the top ``order`` coefficients zero
+        (``chebder`` padded), so ``f + f.derivative()`` is defined. Elements ride along (a function with
+        vector values differentiates each component)."""
+        return self._linear("derivative", along, order, lambda c, axis: chebyshev.derivative(c, order, axis), 0)
+
+    def antiderivative(self, order: int = 1, along: type[Dim] | None = None) -> Cheb[N, A_co]:
+        """The order-fold antiderivative along this series' axis (or the nested one tagged ``along``) that
+        vanishes at -1, with ``order`` more coefficients, exactly (``chebint(c, order, lbnd=-1)``); its
+        ``points`` grow to at least twice the new size. For order 1, F(1) = ``counit()``."""
+        return self._linear(
+            "antiderivative", along, order, lambda c, axis: chebyshev.antiderivative(c, order, axis), order
+        )
+
+    def _linear(
+        self, op: str, along: type[Dim] | None, order: int, f: Callable[[jax.Array, int], jax.Array], grow: int
+    ) -> Cheb[N, A_co]:
+        """``f`` applied to the coefficient axis tagged ``along`` of every leaf, that level's size + ``grow``."""
+        what = f"Cheb[{self.tag.__name__}].{op}"
+        self._check(op)
+        levels: list[Cheb[Any, Any]] = []
+        inner: Any = self
+        while isinstance(inner, Cheb):  # nested levels: each leaf holds every level's axis, outermost first
+            levels.append(inner)
+            inner = inner.data
+        sizes = tuple(level.size for level in levels)
+        for leaf in jax.tree_util.tree_leaves(inner):
+            if jnp.shape(leaf)[: len(sizes)] != sizes:
+                raise ValueError(f"{what}: coefficients of shape {jnp.shape(leaf)} for axes of sizes {sizes}")
+        tags = [level.tag for level in levels]
+        tag = self.tag if along is None else along
+        if tags.count(tag) != 1:
+            names = ", ".join(t.__name__ for t in tags)
+            name = getattr(tag, "__name__", repr(tag))
+            raise ValueError(f"{what}: {'no' if tag not in tags else 'more than one'} axis {name} (axes: {names})")
+        if not isinstance(order, int | np.integer) or isinstance(order, bool) or order < 0:
+            raise ValueError(f"{what}: order must be a non-negative integer, got {order!r}")
+        if not sums_leafwise(arithmetic(), inner):
+            raise TypeError(
+                f"{what}: the values hold structures whose leaves are not coordinates (trees, distributions)"
+            )
+        axis = tags.index(tag)
+        out: Any = jax.tree_util.tree_map(lambda leaf: f(leaf, axis), inner)
+        for depth, level in reversed(list(enumerate(levels))):
+            size = level.size + (grow if depth == axis else 0)
+            out = Cheb(out, level.tag, size, max(level.points, 2 * size) if depth == axis and grow else level.points)
+        return cast(Cheb[N, A_co], out)
 
     @property
     def dims(self) -> int:

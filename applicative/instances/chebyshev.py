@@ -10,6 +10,14 @@ functions to an axis tag; they are also usable on their own:
     to_values(c, p, axis)      the series at the p points (a DCT-III)
     to_coefficients(v, n, axis)  the first n coefficients of the interpolant of values at the points (a DCT-II)
     evaluate(c, x)             the series at arbitrary points x (three-term recurrence)
+    derivative(c, order, axis)       d^m f / dx^m, the same number of coefficients (``chebder`` padded with zeros)
+    antiderivative(c, order, axis)   the m-fold antiderivative vanishing at -1, m more coefficients
+                                     (``chebint(c, m, lbnd=-1)``)
+    fit(x, y, n, weights)      the least-squares series of n coefficients through samples (``chebfit``, deg n - 1)
+
+Derivative and antiderivative are exact linear maps (integer and rational matrices, float64, applied
+along ``axis`` like the transforms), so they run under ``jit``, ``grad`` and ``vmap``; ``fit`` is
+``jnp.linalg.lstsq`` on the column-scaled Chebyshev Vandermonde matrix, as ``chebfit`` solves it.
 
 ``gram`` corrects the reference text's Gram matrix, which pairs f_i with g_i
 where it means g_j and is 0/0 when |i - j| = 1 (see docs/design.md).
@@ -34,7 +42,19 @@ import numpy as np
 import scipy.fft
 from jax.typing import ArrayLike
 
-__all__ = ["basis", "evaluate", "float_dtype", "gram", "integral_weights", "points", "to_coefficients", "to_values"]
+__all__ = [
+    "antiderivative",
+    "basis",
+    "derivative",
+    "evaluate",
+    "fit",
+    "float_dtype",
+    "gram",
+    "integral_weights",
+    "points",
+    "to_coefficients",
+    "to_values",
+]
 
 
 @functools.cache
@@ -107,3 +127,118 @@ def evaluate(c: ArrayLike, x: ArrayLike) -> jax.Array:
     c = jnp.asarray(c)
     t = basis(jnp.asarray(x), c.shape[0])
     return jnp.tensordot(t.astype(jnp.promote_types(t.dtype, c.dtype)), c, 1)
+
+
+# Calculus: derivative, antiderivative, least-squares fit.
+
+
+@functools.cache
+def _derivative_matrix(n: int, order: int) -> np.ndarray:
+    """(n x n) coefficients -> those of the order-th derivative: T_j' = 2 j sum_{i < j, i + j odd} T_i,
+    halved at i = 0 (float64, exact integers)."""
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    d = np.where((j > i) & ((i + j) % 2 == 1), 2.0 * j, 0.0)
+    d[0] /= 2.0
+    return np.linalg.matrix_power(d, order)
+
+
+@functools.cache
+def _antiderivative_matrix(n: int, order: int) -> np.ndarray:
+    """((n + order) x n) coefficients -> those of the order-fold antiderivative vanishing at -1:
+    integral of T_0 = T_1, of T_1 = T_2 / 4, of T_j = T_{j+1} / (2 (j + 1)) - T_{j-1} / (2 (j - 1)),
+    then the constant that makes it 0 at -1 (T_k(-1) = (-1)^k)."""
+    out = np.eye(n)
+    for m in range(n, n + order):
+        step = np.zeros((m + 1, m))
+        for j in range(m):
+            if j == 0:
+                step[1, 0] = 1.0
+            elif j == 1:
+                step[2, 1] = 0.25
+            else:
+                step[j + 1, j] = 1.0 / (2 * (j + 1))
+                step[j - 1, j] -= 1.0 / (2 * (j - 1))
+        sign = (-1.0) ** np.arange(m + 1)
+        step[0] = -(sign[1:] @ step[1:])
+        out = step @ out
+    return out
+
+
+def _order(order: object, what: str) -> int:
+    if not isinstance(order, int | np.integer) or isinstance(order, bool) or order < 0:
+        raise ValueError(f"{what}: order must be a non-negative integer, got {order!r}")
+    return int(order)
+
+
+def _axis(c: jax.Array, axis: int, what: str) -> int:
+    if not isinstance(axis, int | np.integer) or isinstance(axis, bool) or not -c.ndim <= axis < c.ndim:
+        raise ValueError(f"{what}: axis {axis!r} is out of range for coefficients of shape {c.shape}")
+    return int(axis) % c.ndim
+
+
+def derivative(c: ArrayLike, order: int = 1, axis: int = 0) -> jax.Array:
+    """The coefficients of d^order f / dx^order for f with coefficients along ``axis``: as many as f has,
+    the top ``order`` zero (``numpy.polynomial.chebyshev.chebder(c, order, axis=axis)`` padded with zeros,
+    so the derivative is a series of the same size: f + f' is defined)."""
+    c = jnp.asarray(c)
+    what = "chebyshev.derivative"
+    n = c.shape[_axis(c, axis, what)]
+    return _apply(_derivative_matrix(n, _order(order, what)), c, axis)
+
+
+def antiderivative(c: ArrayLike, order: int = 1, axis: int = 0) -> jax.Array:
+    """The coefficients of the order-fold antiderivative F of f (coefficients along ``axis``) that
+    vanishes at -1 (each of the ``order`` integrations does): ``order`` more coefficients, so F is
+    exact (``numpy.polynomial.chebyshev.chebint(c, order, lbnd=-1, axis=axis)``). F(1) is the
+    integral over [-1, 1] for order 1."""
+    c = jnp.asarray(c)
+    what = "chebyshev.antiderivative"
+    n = c.shape[_axis(c, axis, what)]
+    return _apply(_antiderivative_matrix(n, _order(order, what)), c, axis)
+
+
+def fit(
+    x: ArrayLike, y: ArrayLike, n: int, weights: ArrayLike | None = None, *, what: str = "chebyshev.fit"
+) -> jax.Array:
+    """The n coefficients c (shape (n, *y.shape[1:])) of the least-squares fit through samples y_k at
+    points x_k in [-1, 1]: c minimises sum_k (w_k (sum_j c_j T_j(x_k) - y_k))^2, each trailing axis of
+    y fitted on its own (``numpy.polynomial.chebyshev.chebfit(x, y, n - 1, w=weights)``: weights apply
+    to the unsquared residuals, 1 / sigma for noise of deviation sigma).
+
+    Solved by ``jnp.linalg.lstsq`` on the Chebyshev Vandermonde matrix with unit-norm columns, as
+    ``chebfit`` does; differentiable in y, x and the weights. Rejected, naming ``what``: x not 1-D, y
+    whose first axis is not x's length, fewer samples than coefficients (the fit would not be unique),
+    x outside [-1, 1] (checked when x is concrete: under ``jit`` keep it in range), weights that are
+    not one per sample."""
+    if not isinstance(n, int | np.integer) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"{what}: a series needs at least one coefficient, got size {n!r}")
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    if x.ndim != 1:
+        raise ValueError(f"{what}: x must be a 1-D array of sample points, got shape {x.shape}")
+    m = x.shape[0]
+    if y.ndim == 0 or y.shape[0] != m:
+        raise ValueError(f"{what}: y needs one sample per point along its first axis ({m}), got shape {y.shape}")
+    if m < n:
+        raise ValueError(f"{what}: {m} samples cannot determine {n} coefficients (need at least {n})")
+    if not isinstance(x, jax.core.Tracer) and (top := float(np.max(np.abs(np.asarray(x))))) > 1.0:
+        raise ValueError(f"{what}: sample points outside [-1, 1] (max |x| {top})")
+    w = None if weights is None else jnp.asarray(weights)
+    if w is not None and w.shape != (m,):
+        raise ValueError(f"{what}: weights must be one per sample, shape ({m},), got {w.shape}")
+    dtype = jnp.result_type(x, y) if w is None else jnp.result_type(x, y, w)
+    dtype = dtype if jnp.issubdtype(dtype, jnp.inexact) else jnp.result_type(float)
+    w = jnp.ones(m, dtype) if w is None else w.astype(dtype)
+    c: jax.Array = _least_squares(x, y.reshape(m, -1).astype(dtype), w, n)
+    return c.reshape((n, *y.shape[1:]))
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _least_squares(x: jax.Array, y: jax.Array, w: jax.Array, n: int) -> jax.Array:
+    """The (n, K) solution of min |diag(w) (V c - y)| for y (M, K), V the Chebyshev Vandermonde
+    matrix, its columns scaled to unit norm (as chebfit does, for conditioning). Compiled once per
+    shape: eagerly, each of these small operations would compile on its own."""
+    v = basis(x, n).astype(y.dtype) * w[:, None]
+    norms = jnp.sqrt(jnp.sum(jnp.abs(v) ** 2, axis=0))
+    norms = jnp.where(norms == 0, 1, norms)
+    solution: jax.Array = jnp.linalg.lstsq(v / norms, y * w[:, None])[0]
+    return solution / norms[:, None]

@@ -8,6 +8,10 @@ built rather than written:
     (Compose x).pure b               = Compose (fmap (\\g -> g.pure b) x)
     counit (Compose x)               = counit (fmap counit x)     (the product measure)
 
+``f + g``, ``f - g``, ``-f``, ``r * f`` and ``f / r`` (``applicative.protocols.operators``) are the
+outer structure's, whose elements, the inner structures, use theirs: Compose(x) + Compose(y) =
+Compose(x + y), which is fmap(add) . pair by naturality; both parts must have operators.
+
 ``Compose(outer)`` takes a structure of structures; its operations raise a TypeError naming them
 if ``outer`` is not one (an array, or a structure of scalars, as far as a ``Dense`` outer shows).
 
@@ -36,13 +40,14 @@ stacked elements leaf by leaf. Each is tested against its definition above
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, TypeGuard, TypeVar
+from typing import Any, Generic, Self, TypeGuard, TypeVar, cast
 
 from applicative.protocols.algebra import Module, Pointwise, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense, nest
 from applicative.protocols.integration import Counit, counit
 from applicative.protocols.kinds import A_co, B, Measured
+from applicative.protocols.operators import VectorSpace
 from applicative.records import record
 from applicative.stacked import sums_leafwise
 
@@ -58,7 +63,7 @@ class ComposeOf(Measured, Generic[F, G]):
 
 
 @record
-class Compose(Dense[ComposeOf[F, G], A_co], Counit[ComposeOf[F, G], A_co]):
+class Compose(Dense[ComposeOf[F, G], A_co], Counit[ComposeOf[F, G], A_co], VectorSpace):
     """An ``F``-structure of ``G``-structures, seen as one structure of ``A``."""
 
     outer: Applicative[F, Applicative[G, A_co]]
@@ -91,6 +96,26 @@ class Compose(Dense[ComposeOf[F, G], A_co], Counit[ComposeOf[F, G], A_co]):
         if stacked:  # fast path (Fubini): sum the inner structures over the outer measure, then that sum
             return counit(counit(self.outer, lifted), m)
         return counit(self.outer.fmap(lambda g: counit(g, m)), m)
+
+    # VectorSpace: the outer structure's operators, whose elements, the inner structures, add and
+    # scale by theirs: Compose(x) + Compose(y) = Compose(x + y) = fmap(add) . pair (naturality of pair).
+
+    def _zip_with(self, op: str, fn: Callable[[Any, Any], Any], other: Applicative[Any, Any]) -> Self:
+        if not isinstance(other, Compose):
+            raise TypeError(f"pair: Compose paired with {type(other).__name__}")
+        return cast(Self, Compose(fn(self._outer_space(op), other.outer)))
+
+    def _map_with(self, op: str, fn: Callable[[Any], Any]) -> Self:
+        return cast(Self, Compose(fn(self._outer_space(op))))
+
+    def _outer_space(self, op: str) -> VectorSpace:
+        self._check(_DUNDER[op])
+        if not isinstance(self.outer, VectorSpace):
+            raise TypeError(
+                f"Compose.{_DUNDER[op]}: the outer structure is a {type(self.outer).__name__}, which has no arithmetic "
+                "operators (its pair is not a zip, so the pointwise Module is not a vector space on it)"
+            )
+        return self.outer
 
     # Dense when both parts are: the outer axes, then the inner ones.
 
@@ -127,6 +152,10 @@ class Compose(Dense[ComposeOf[F, G], A_co], Counit[ComposeOf[F, G], A_co]):
         if parts is None:
             raise TypeError("Compose.with_elements: the parts are not Dense structures")
         return Compose(nest(parts, elements))
+
+
+_DUNDER = {"+": "__add__", "-": "__sub__", "-x": "__neg__", "*": "__mul__", "/": "__truediv__"}
+"""The method an operator's check names (``Compose.__add__: the outer structure is ...``)."""
 
 
 def _stacked(outer: object) -> TypeGuard[Dense[Any, Any]]:

@@ -19,6 +19,9 @@ them, and ``vmap`` maps over a batch of trees of different shapes.
     Dense     one axis whose Gram matrix is diagonal and data: diag(2^-depth), 0 on padding.
               The dense formulas are the generic definitions exactly (a tree's coordinates are
               its values), and they run where the contracted trees share their shape.
+    f + g     the pointwise Module through ``pair`` (``applicative.protocols.operators``; also
+              ``f - g``, ``-f``, ``r * f``, ``f / r``): trees of different shapes add on their common
+              refinement, at its capacity n + m - 1
 
 Sharing a shape. Attention pairs a tree's projections with each other, and
 contracts scores with values over the keys' tree: those trees all have one
@@ -95,9 +98,10 @@ from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Measured
+from applicative.protocols.operators import VectorSpace
 from applicative.stacked import ProductPairing, check_stacked, element, numeric, stack, weighted_sum
 
-__all__ = ["DenseTree", "DenseTreeOf"]
+__all__ = ["DenseTree", "DenseTreeOf", "as_dense_tree"]
 
 T = TypeVar("T")
 
@@ -107,7 +111,7 @@ class DenseTreeOf(Measured):
 
 
 @dataclass(frozen=True, eq=False)
-class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPairing):
+class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPairing, VectorSpace):
     """A binary tree of at most ``capacity`` leaves with values of type ``A``, its shape as arrays.
 
     ``DenseTree(data, layout, capacity)`` itself is unchecked (JAX rebuilds trees through it); use
@@ -294,6 +298,14 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         if isinstance(self.layout.depth, jax.core.Tracer):
             raise ValueError(f"DenseTree.{op}: needs a concrete tree (read it outside jit, vmap and grad)")
         return np.asarray(self.layout.depth)
+
+
+def as_dense_tree(x: Applicative[DenseTreeOf, B]) -> DenseTree[B]:
+    """The DenseTree behind a generic result whose brand says it is one (checked):
+    ``as_dense_tree(model(t)).to_nested()``."""
+    if not isinstance(x, DenseTree):
+        raise TypeError(f"as_dense_tree: expected a DenseTree, got {type(x).__name__}")
+    return x
 
 
 def _tree(data: T, layout: Layout, capacity: int, origin: Layout | None = None) -> DenseTree[T]:

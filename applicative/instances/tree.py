@@ -17,7 +17,9 @@ the functor laws; pair naturality, associativity and unit (``Leaf(u)`` refines t
 other tree's shape, so fmap(snd, pair(Leaf u, y)) is y, structurally); counit
 additivity, homogeneity and "counit respects pairing", counit(fmap(fst, pair(x, y))) =
 counit(x): pairing only refines x, and refinement does not change an integral. The
-Module laws of ``Pointwise(ARITHMETIC)`` hold too, with add on the common refinement.
+Module laws of ``Pointwise(ARITHMETIC)`` hold too, with add on the common refinement, and
+``f + g``, ``f - g``, ``-f``, ``r * f``, ``f / r`` are that Module (``applicative.protocols.operators``):
+trees of different shapes add on their common refinement, as functions on [0, 1] do.
 
 The reference's counit, the plain sum of the leaves (``plain_sum``), depends on
 refinement: dot(Leaf 1, Leaf 1) = 1 but dot(Leaf 1, Node(Leaf 1, Leaf 1)) = 2,
@@ -50,9 +52,10 @@ from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Measured
+from applicative.protocols.operators import VectorSpace
 from applicative.records import record
 
-__all__ = ["Leaf", "Nested", "Node", "Shape", "Tree", "TreeOf"]
+__all__ = ["Leaf", "Nested", "Node", "Shape", "Tree", "TreeOf", "as_tree"]
 
 T = TypeVar("T")
 
@@ -67,7 +70,7 @@ class TreeOf(Measured):
     """Brand of ``Tree``: ``Tree[A]`` is an ``Applicative[TreeOf, A]``."""
 
 
-class Tree(Applicative[TreeOf, A_co], Counit[TreeOf, A_co]):
+class Tree(Applicative[TreeOf, A_co], Counit[TreeOf, A_co], VectorSpace):
     """A binary tree with values of type ``A`` at its leaves: ``Leaf(value)`` or ``Node(left, right)``."""
 
     # Functor, Applicative, Counit (each node kind implements fmap, pair and the two sums)
@@ -266,3 +269,10 @@ class Node(Tree[A_co]):
 
     def __repr__(self) -> str:
         return f"Node({self.left!r}, {self.right!r})"
+
+
+def as_tree(x: Applicative[TreeOf, B]) -> Tree[B]:
+    """The Tree behind a generic result whose brand says it is one (checked): ``as_tree(model(t)).leaves()``."""
+    if not isinstance(x, Tree):
+        raise TypeError(f"as_tree: expected a Tree, got {type(x).__name__}")
+    return x

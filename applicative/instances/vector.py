@@ -11,7 +11,8 @@ The dimension tag ``N`` is a ``Dim`` subclass, a type to mypy and a value at
 run time: pairing vectors of different tags or sizes raises an error naming
 both. As a ``Dense`` structure a Vec is one axis with the identity Gram
 matrix (the counting measure), so the linear algebra's dense formulas are
-exactly its generic definitions, computed as matmuls.
+exactly its generic definitions, computed as matmuls. ``f + g``, ``f - g``, ``-f``, ``r * f`` and
+``f / r`` are the pointwise Module (``applicative.protocols.operators``): vectors of one tag and size.
 
 Built with ``Vec.from_array(x, *tags)`` (one tag per leading axis),
 ``Vec.of(elements, tag)`` (a list of equal-shaped structures: a Vec of
@@ -47,6 +48,7 @@ from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Dim, K, M, Measured, N, check_tag
+from applicative.protocols.operators import VectorSpace
 from applicative.records import record, static
 from applicative.stacked import check_stacked, element, nested, numeric, stack, stacked_size, weighted_sum
 
@@ -58,7 +60,7 @@ class VecOf(Measured, Generic[N]):
 
 
 @record
-class Vec(Dense[VecOf[N], A_co], Counit[VecOf[N], A_co]):
+class Vec(Dense[VecOf[N], A_co], Counit[VecOf[N], A_co], VectorSpace):
     """``size`` elements of type ``A`` along the dimension ``tag``."""
 
     data: A_co

@@ -1,5 +1,6 @@
 """The protocol layer: brands and dimension tags, Functor, Applicative, Counit, Module and Ring,
-and ``Dense``, the hook through which the linear algebra's fast paths run."""
+``Dense``, the hook through which the linear algebra's fast paths run, and ``VectorSpace``, the
+arithmetic operators of the structures on which the pointwise Module is a vector space."""
 
 from applicative.protocols.algebra import ARITHMETIC as ARITHMETIC
 from applicative.protocols.algebra import Arithmetic as Arithmetic
@@ -19,6 +20,7 @@ from applicative.protocols.integration import Counit as Counit
 from applicative.protocols.integration import counit as counit
 from applicative.protocols.kinds import Dim as Dim
 from applicative.protocols.kinds import Measured as Measured
+from applicative.protocols.operators import VectorSpace as VectorSpace
 
 __all__ = [
     "ARITHMETIC",
@@ -34,6 +36,7 @@ __all__ = [
     "Pointwise",
     "Real",
     "Ring",
+    "VectorSpace",
     "ap",
     "arithmetic",
     "counit",

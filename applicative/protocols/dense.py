@@ -32,6 +32,14 @@ Each instance states how the dense formula relates to its generic definition
 (``counit . fmap (uncurry mul) . pair``): equal for ``Vec``; for ``Cheb``, the
 exact integral of the product, equal to the generic definition when the
 product's degree is below N (``fmap`` truncates products to N coefficients).
+It states it as data too, ``Axis.exact``, and the law suite checks the hook
+(``applicative.laws.check_dense``, run by ``check_laws``):
+
+    dot(x, fmap (const 1) x) = counit x        the Gram matrix against the counit
+    each Gram matrix                           symmetric, positive definite (semidefinite
+                                               where it is data: a tree's padding weighs 0)
+    each dense formula = its generic definition, on elements whose coordinates
+                                               beyond ``Axis.exact`` are zero
 
 >>> import numpy as np
 >>> from applicative import Dim, Vec
@@ -72,6 +80,13 @@ class Axis:
     be data (a traced array), as a tree's measure is."""
     shape: object = field(default=None, repr=False)
     """The identity of a measure that is data (compared with ``==``); None for a constant one."""
+    exact: int | None = field(default=None, compare=False, repr=False)
+    """How many leading coordinates along this axis may be nonzero for the dense formulas to equal the
+    generic definitions. None: every coordinate (a Vec, a tree; a Legendre series, whose counit 2 c_0
+    sees only the constant term of a product, which its quadrature projects exactly). A Cheb declares
+    (N + 1) // 2: its ``fmap`` truncates a product to N coefficients, the dropped ones integrate to
+    nonzero values, so the two agree for products of degree below N. The law suite
+    (``applicative.laws.check_dense``) checks the relation on such elements."""
 
     def __str__(self) -> str:
         tag = "" if self.tag is None else f"[{self.tag.__name__}]"
