@@ -605,6 +605,48 @@ CASES: dict[str, tuple[Callable[[], Any], Expected]] = {
         lambda: encoder(layers=-1),
         Raises(ValueError, r"init_encoder: layers must be a non-negative integer, got -1"),
     ),
+    "nn.SelfAttentionBlock.init: an array template": (
+        lambda: nn.SelfAttentionBlock.init(
+            jax.random.key(0), heads=template(2, Seq), model=bad(np.zeros(4)), head_features=template(2, Hidden)
+        ),
+        Raises(TypeError, r"SelfAttentionBlock.init: argument model is a ndarray"),
+    ),
+    "nn.CrossAttentionBlock.init: an int source template": (
+        lambda: nn.CrossAttentionBlock.init(
+            jax.random.key(0), heads=template(2, Seq), model=template(4, Model), head_features=template(2, Hidden),
+            source=template(3, Seq, int),
+        ),
+        Raises(TypeError, r"CrossAttentionBlock.init: source template's leaves must be floating .* got int64"),
+    ),
+    "nn.FeedForward.init: a matrix template": (
+        lambda: nn.FeedForward.init(jax.random.key(0), model=template(3, Seq), hidden=bad(m23)),
+        Raises(TypeError, r"FeedForward.init: argument hidden is a Vec\[Model\] of size 2 of Vec\[Seq\] of size 3"),
+    ),
+    # nn modules built from parts: the parts must meet (tests/test_nn_blocks.py has every module)
+    "nn.Linear: a bias that disagrees with the weight": (
+        lambda: nn.Linear(m23, template(3, Model)),
+        Raises(ValueError, r"Linear: the bias is a Vec\[Model\] of size 3 but the weight's outputs are a "
+                           r"Vec\[Model\] of size 2"),
+    ),
+    "nn.Linear: a vector for the weight": (
+        lambda: nn.Linear(bad(v3), None),
+        Raises(TypeError, r"Linear: argument weight is a Vec\[Seq\] of size 3 holding scalars; expected a structure "
+                          r"of structures"),
+    ),
+    "nn.Linear: a matrix for the bias": (
+        lambda: nn.Linear(m23, bad(m23)),
+        Raises(TypeError, r"Linear: argument bias is a Vec\[Model\] of size 2 of Vec\[Seq\] of size 3 holding "
+                          r"scalars; expected a structure \(a vector\) of scalars"),
+    ),
+    "nn.MLP: hidden widths that disagree": (
+        lambda: nn.MLP(nn.Linear(m23, None), nn.Linear(V(np.ones((3, 4)), Seq, Model), None)),
+        Raises(ValueError, r"MLP: the hidden layer's outputs are a Vec\[Model\] of size 2 but the output layer's "
+                           r"inputs are a Vec\[Model\] of size 4"),
+    ),
+    "nn.LayerNorm: gamma and beta of two sizes": (
+        lambda: nn.LayerNorm(template(3, Model), template(4, Model)),
+        Raises(ValueError, r"LayerNorm: gamma is a Vec\[Model\] of size 3 but beta is a Vec\[Model\] of size 4"),
+    ),
 }
 
 

@@ -1,7 +1,10 @@
 """Neural networks written once against the protocols: attention, kernel integrals, MLP, the transformer family.
 
 Every model is a frozen pytree record (``applicative.record``) with an
-initialiser taking a PRNG key and templates that give the shapes.
+initialiser taking a PRNG key and templates that give the shapes, and checks
+when it is built that its parts meet (a ValueError naming it and both parts).
+Transformer layers are made of blocks that are built alone as well:
+``SelfAttentionBlock``, ``CrossAttentionBlock``, ``FeedForward``.
 """
 
 from applicative.nn._attention import Additive as Additive
@@ -24,6 +27,9 @@ from applicative.nn._base import init_each as init_each
 from applicative.nn._base import keys_like as keys_like
 from applicative.nn._base import measure as measure
 from applicative.nn._base import normal_like as normal_like
+from applicative.nn._blocks import CrossAttentionBlock as CrossAttentionBlock
+from applicative.nn._blocks import FeedForward as FeedForward
+from applicative.nn._blocks import SelfAttentionBlock as SelfAttentionBlock
 from applicative.nn._kernel import KernelHead as KernelHead
 from applicative.nn._kernel import KernelIntegral as KernelIntegral
 from applicative.nn._linear import Linear as Linear
@@ -36,7 +42,6 @@ from applicative.nn._transformer import Embedding as Embedding
 from applicative.nn._transformer import Encoder as Encoder
 from applicative.nn._transformer import EncoderDecoder as EncoderDecoder
 from applicative.nn._transformer import EncoderLayer as EncoderLayer
-from applicative.nn._transformer import FeedForward as FeedForward
 from applicative.nn._transformer import Layer as Layer
 from applicative.nn._transformer import init_decoder as init_decoder
 from applicative.nn._transformer import init_encoder as init_encoder
@@ -46,6 +51,7 @@ __all__ = [
     "Additive",
     "AttentionHead",
     "CoefficientSoftmax",
+    "CrossAttentionBlock",
     "CrossLayer",
     "Decoder",
     "DecoderLayer",
@@ -69,6 +75,7 @@ __all__ = [
     "Sampled",
     "Score",
     "ScoreInit",
+    "SelfAttentionBlock",
     "Softmax",
     "attention",
     "compiled_init",

@@ -39,7 +39,8 @@ from jax import Array
 
 from applicative.linalg import add, dot, mul_mm, mul_mmt, outer, scale, sum_mul_mmt
 from applicative.nn._base import Matrix, compiled_init, init_each, measure, normal_like
-from applicative.nn._linear import Linear
+from applicative.nn._linear import Linear, inputs_of, outputs_of
+from applicative.nn._parts import CHECKED, Level, Mark, agree, checked, level, mark, nested, stacked
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import counit
@@ -162,9 +163,18 @@ def _rowwise(scores: Matrix[I, F], mask: Matrix[I, F] | None, f: Callable[[Any, 
 @runtime_checkable
 class Sampled(Protocol):
     """A structure whose ``fmap`` applies functions at sample points (a ``Cheb``: its Chebyshev
-    points; a ``DenseTree``: its leaves, not its padding), and can say the largest value there."""
+    points; a ``DenseTree``: its leaves, not its padding), and can say the largest value there.
 
-    def largest(self) -> jax.Array: ...
+    The softmax subtracts the largest score of each row before ``exp`` (any shift gives the same
+    softmax; this one keeps ``exp`` in range). For a structure of values the largest leaf entry
+    serves; for a coefficient structure (Chebyshev, Legendre, Fourier series) the coefficients
+    are not the values, and a function's values can be far larger than its coefficients, so
+    such a structure implements ``largest`` (structurally: no base class to inherit)."""
+
+    def largest(self) -> jax.Array:
+        """The largest value of this structure of scalars at the points where ``fmap`` evaluates it,
+        a 0-d array (its gradient is never taken: the softmax stops it)."""
+        ...
 
 
 def _largest(row: object) -> jax.Array:
@@ -256,13 +266,36 @@ def attention(
 @record
 class AttentionHead(Generic[D, E, Hk, Hv]):
     """One head: project queries (from D) and keys/values (from E) and attend; ``output``
-    (D from Hv) projects its result back to the model features."""
+    (D from Hv) projects its result back to the model features.
+
+    Built, it checks that its maps meet: query and key map into one structure (Hk), key and value
+    from one (E), the output projection from the value's outputs (Hv) into the query's inputs (D);
+    else a ValueError naming ``AttentionHead`` and both parts."""
 
     query: Linear[D, Hk]
     key: Linear[E, Hk]
     value: Linear[E, Hv]
     output: Matrix[D, Hv]
     score: Score[Hk]
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        query, key, value, output = self.query, self.key, self.value, self.output
+
+        module = "AttentionHead"
+
+        def check() -> None:
+            nested(module, ("output", output, 2))
+            query_out, key_out, value_out = outputs_of(query), outputs_of(key), outputs_of(value)
+            query_in, key_in, value_in = inputs_of(query), inputs_of(key), inputs_of(value)
+            agree(module, ("the query's outputs are", query_out), ("the key's outputs are", key_out))
+            agree(module, ("the key's inputs are", key_in), ("the value's inputs are", value_in))
+            agree(module, ("the value's outputs are", value_out), ("the output's inputs are", level(output, 1)))
+            agree(module, ("the query's inputs are", query_in), ("the output's outputs are", level(output)))
+
+        checked(self, (query, key, value, output), check)
 
     def attend(
         self, x: Matrix[I, D], source: Matrix[F, E], mask: Matrix[I, F] | None, normalise: Normalisation
@@ -280,11 +313,28 @@ class AttentionHead(Generic[D, E, Hk, Hv]):
 
 @record
 class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
-    """sum over heads of W_o^h attention_h(x, source), plus a bias (W_o times the concatenated heads)."""
+    """sum over heads of W_o^h attention_h(x, source), plus a bias (W_o times the concatenated heads).
+
+    Built, it checks that the bias is a structure of scalars on the heads' output structure (D);
+    else a TypeError or ValueError naming ``MultiHeadAttention``."""
 
     heads: Applicative[Heads, AttentionHead[D, E, Hk, Hv]]
     bias: Applicative[D, Array]
     normalise: Normalisation = static(default=SOFTMAX)
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        heads, bias = self.heads, self.bias
+
+        def check() -> None:
+            nested("MultiHeadAttention", ("bias", bias, 1))
+            head = _stacked_head(heads)
+            outputs = None if head is None else level(head.output)
+            agree("MultiHeadAttention", ("the bias is", level(bias)), ("the heads' outputs are", outputs))
+
+        checked(self, (heads, bias), check)
 
     def __call__(
         self, x: Matrix[I, D], source: Matrix[F, E] | None = None, mask: Matrix[I, F] | None = None
@@ -334,3 +384,19 @@ class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
 
         zeros: Any = ARITHMETIC.zero(model)
         return MultiHeadAttention(init_each(key, heads, one_head), zeros, normalise)
+
+
+def _stacked_head(heads: object) -> AttentionHead[Any, Any, Any, Any] | None:
+    """The heads of a ``Dense`` structure of heads (a Vec over a head dimension), stacked in one
+    ``AttentionHead``; None where that does not show."""
+    head = stacked(heads)
+    return head if isinstance(head, AttentionHead) else None
+
+
+def features_of(attention: object) -> tuple[Level | None, Level | None]:
+    """The structures a ``MultiHeadAttention`` reads its queries from (the model's, D, its bias's) and
+    its keys and values from (the source's, E); None where one does not show."""
+    if not isinstance(attention, MultiHeadAttention):
+        return None, None
+    head = _stacked_head(attention.heads)
+    return level(attention.bias), None if head is None else inputs_of(head.key)

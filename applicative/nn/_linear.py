@@ -10,6 +10,7 @@ from jax import Array
 
 from applicative.linalg import add, check_nesting, mul_mmt, mul_mv, outer
 from applicative.nn._base import Matrix, floating_template, measure, normal_like
+from applicative.nn._parts import CHECKED, Level, Mark, agree, checked, level, mark, nested
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
@@ -29,10 +30,26 @@ class Linear(Generic[In, Out]):
     ``linear(x)`` maps one element; ``linear.each(xs)`` maps every element of a structure, as
     linear algebra (the reference's ``mulMMT``), never as ``fmap`` of a closure: on a ``Cheb``
     sequence that is one contraction of coefficients, where ``fmap`` would sample and transform.
+
+    Built, it checks its parts (``nn._parts``): the weight is a structure of structures of scalars,
+    the bias a structure of scalars on the weight's outer structure (its outputs), else a TypeError
+    or ValueError naming ``Linear``.
     """
 
     weight: Applicative[Out, Applicative[In, Array]]
     bias: Applicative[Out, Array] | None
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        weight, bias = self.weight, self.bias
+
+        def check() -> None:
+            nested("Linear", ("weight", weight, 2), ("bias", bias, 1))
+            agree("Linear", ("the bias is", level(bias)), ("the weight's outputs are", level(weight)))
+
+        checked(self, (weight, bias), check)
 
     def __call__(self, x: Applicative[In, Array]) -> Applicative[Out, Array]:
         y = mul_mv(self.weight, x)
@@ -55,3 +72,13 @@ class Linear(Generic[In, Out]):
         weight = normal_like(key, outer(outputs, inputs), 1.0 / jnp.sqrt(measure(inputs)))
         zeros: Module[Applicative[Out, Array]] = arithmetic()
         return Linear(weight, zeros.zero(outputs) if bias else None)
+
+
+def outputs_of(linear: object) -> Level | None:
+    """The structure a ``Linear`` maps into (its weight's outer level), None where it does not show."""
+    return level(linear.weight) if isinstance(linear, Linear) else None
+
+
+def inputs_of(linear: object) -> Level | None:
+    """The structure a ``Linear`` maps from (its weight's inner level), None where it does not show."""
+    return level(linear.weight, 1) if isinstance(linear, Linear) else None

@@ -20,7 +20,8 @@ from jax import Array
 
 from applicative.linalg import add
 from applicative.nn._base import measure
-from applicative.nn._linear import Linear
+from applicative.nn._linear import Linear, inputs_of, outputs_of
+from applicative.nn._parts import CHECKED, Mark, agree, checked, level, mark, nested
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative, lift_a2
 from applicative.protocols.integration import counit
@@ -36,11 +37,29 @@ Hidden = TypeVar("Hidden", bound=Measured)
 
 @record
 class MLP(Generic[D, Hidden]):
-    """W2 sigma(W1 x + b1) + b2, with ``sigma`` applied to each element through ``fmap``."""
+    """W2 sigma(W1 x + b1) + b2, with ``sigma`` applied to each element through ``fmap``.
+
+    Built, it checks that the hidden layer maps into what the output layer maps from, and the output
+    layer back into what the hidden layer maps from (a ValueError naming ``MLP`` and both: "the hidden
+    layer's outputs are a Vec[Hidden] of size 10 but the output layer's inputs are a Vec[Hidden] of size 12")."""
 
     hidden: Linear[D, Hidden]
     output: Linear[Hidden, D]
     activation: Callable[[Array], Array] = static(default=jax.nn.relu)
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        hidden, output = self.hidden, self.output
+
+        def check() -> None:
+            into, out_of = outputs_of(hidden), inputs_of(output)
+            agree("MLP", ("the hidden layer's outputs are", into), ("the output layer's inputs are", out_of))
+            into, out_of = outputs_of(output), inputs_of(hidden)
+            agree("MLP", ("the output layer's outputs are", into), ("the hidden layer's inputs are", out_of))
+
+        checked(self, (hidden, output), check)
 
     def __call__(self, x: Applicative[D, Array]) -> Applicative[D, Array]:
         return self.output(self.hidden(x).fmap(self.activation))
@@ -58,11 +77,26 @@ class MLP(Generic[D, Hidden]):
 
 @record
 class LayerNorm(Generic[D]):
-    """gamma * (x - mean) / sqrt(var + eps) + beta, the moments taken through counit."""
+    """gamma * (x - mean) / sqrt(var + eps) + beta, the moments taken through counit.
+
+    Built, it checks that gamma and beta are structures of scalars on one structure (else a
+    TypeError or ValueError naming ``LayerNorm``)."""
 
     gamma: Applicative[D, Array]
     beta: Applicative[D, Array]
     eps: float = static(default=1e-5)
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        gamma, beta = self.gamma, self.beta
+
+        def check() -> None:
+            nested("LayerNorm", ("gamma", gamma, 1), ("beta", beta, 1))
+            agree("LayerNorm", ("gamma is", level(gamma)), ("beta is", level(beta)))
+
+        checked(self, (gamma, beta), check)
 
     def __call__(self, x: Applicative[D, Array]) -> Applicative[D, Array]:
         n = measure(x)

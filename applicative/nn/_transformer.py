@@ -5,14 +5,22 @@
                     x <- x + attention(norm x, memory);    x <- x + fmap mlp (norm x)
 
 (pre-norm; with ``layer_norm=False`` these are the reference's residual
-layers). An ``Encoder`` or ``Decoder`` embeds its input (a linear map per
-position, plus positional encodings), runs its layers, normalises and
+layers). Each line is a block (``nn.SelfAttentionBlock``, ``nn.CrossAttentionBlock``,
+``nn.FeedForward``): a layer runs its blocks (``layer.blocks``), and ``from_blocks``
+builds a layer from blocks. An ``Encoder`` or ``Decoder`` embeds its input (a linear
+map per position, plus positional encodings), runs its layers, normalises and
 unembeds; an ``EncoderDecoder`` feeds the encoder's states to the decoder's
 cross attention. A sequence is any structure ``S (D a)``; masks are
 structures of booleans (``causal_mask`` for Vec sequences). An encoder's
 layers are any ``Layer``s, maps of the sequence to itself (``EncoderLayer``,
-or one that views the sequence another way, as the Funcformer's layers along
-its second axis do); a decoder's are any ``CrossLayer``s (``DecoderLayer``).
+a block, or one that views the sequence another way, as the Funcformer's layers
+along its second axis do); a decoder's are any ``CrossLayer``s (``DecoderLayer``,
+or a user's own), and ``decoder.layer(i)`` is layer i typed as the ``DecoderLayer`` it is
+(``decoder.layer(0).cross``, no ``isinstance`` needed).
+
+Built, every model checks that its parts meet on the model's features (``nn._parts``): a
+mismatch raises a ValueError naming the model and both parts, not a linear algebra operation
+on first use.
 
 A model's type names only the brands its caller checks: ``Encoder[S, V, D, Out]``
 (sequence, input features, model features, outputs), ``Decoder[S, V, D, E, Out]``
@@ -31,10 +39,12 @@ from jax import Array
 from typing_extensions import TypeVar as TypeVar_
 
 from applicative.linalg import add, check_nesting
-from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit
+from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit, features_of
 from applicative.nn._base import Matrix, compiled_init
-from applicative.nn._linear import Linear
+from applicative.nn._blocks import CrossAttentionBlock, FeedForward, SelfAttentionBlock, check_blocks, norm_each
+from applicative.nn._linear import Linear, inputs_of, outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
+from applicative.nn._parts import CHECKED, Level, Mark, agree, checked, level, mark, nested
 from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
@@ -48,7 +58,6 @@ __all__ = [
     "Encoder",
     "EncoderDecoder",
     "EncoderLayer",
-    "FeedForward",
     "Layer",
     "init_decoder",
     "init_encoder",
@@ -93,47 +102,103 @@ class CrossLayer(Protocol[S, D, E]):
     ) -> Matrix[S, D]: ...
 
 
-def _norm(norm: LayerNorm[D] | None, x: Matrix[I, D]) -> Matrix[I, D]:
-    return x if norm is None else x.fmap(norm)
+def _mixed_norms(op: str, *blocks: tuple[str, object]) -> ValueError:
+    """The error for blocks of which some have a norm and some none: a layer's norms are all or nothing."""
+    which = ", ".join(f"the {name} block {'none' if norm is None else 'a LayerNorm'}" for name, norm in blocks)
+    return ValueError(f"{op}: either every block has a norm or none has; {which}")
 
 
 @record
 class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
-    """Self-attention and an MLP, each with a residual connection and an optional pre-norm."""
+    """Self-attention and an MLP, each with a residual connection and an optional pre-norm: a
+    ``SelfAttentionBlock`` then a ``FeedForward`` block (``blocks``).
+
+    Built, it checks that its attention, MLP and norms meet on the model's features (a ValueError
+    naming ``EncoderLayer`` and both parts)."""
 
     attention: MultiHeadAttention[Heads, D, D, Hk, Hk]
     mlp: MLP[D, Hidden]
     norms: tuple[LayerNorm[D], LayerNorm[D]] | None
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        named = tuple((f"norms[{i}]", norm) for i, norm in enumerate(_tuple(self.norms)))
+        check_blocks(self, "EncoderLayer", attention=self.attention, mlp=self.mlp, norms=named)
+
+    @property
+    def blocks(self) -> tuple[SelfAttentionBlock[Heads, D, Hk], FeedForward[D, Hidden]]:
+        """The self-attention block and the feed-forward block this layer runs, in order."""
+        n1, n2 = self.norms if self.norms is not None else (None, None)
+        # Parts of a checked layer: the blocks need no check of their own.
+        return SelfAttentionBlock(self.attention, n1, self._checked), FeedForward(self.mlp, n2, self._checked)
+
+    @staticmethod
+    def from_blocks(
+        attention: SelfAttentionBlock[Heads, D, Hk], feed_forward: FeedForward[D, Hidden]
+    ) -> EncoderLayer[Heads, D, Hk, Hidden]:
+        """The layer that runs these blocks (either both have a norm or neither: a ValueError otherwise)."""
+        n1, n2 = attention.norm, feed_forward.norm
+        if (n1 is None) != (n2 is None):
+            raise _mixed_norms("EncoderLayer.from_blocks", ("self-attention", n1), ("feed-forward", n2))
+        norms = (n1, n2) if n1 is not None and n2 is not None else None
+        return EncoderLayer(attention.attention, feed_forward.mlp, norms)
 
     def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None) -> Matrix[S, D]:
-        n1, n2 = self.norms if self.norms is not None else (None, None)
-        x = add(x, self.attention(_norm(n1, x), mask=mask))
-        return add(x, _norm(n2, x).fmap(self.mlp))
-
-
-@record
-class FeedForward(Generic[D, Hidden]):
-    """x <- x + fmap mlp (norm x): an encoder layer's second block alone, a layer that mixes no
-    positions (between kernel integrals it gives a neural operator its nonlinearity)."""
-
-    mlp: MLP[D, Hidden]
-    norm: LayerNorm[D] | None
-
-    def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]:
-        return add(x, _norm(self.norm, x).fmap(self.mlp))
+        attend, feed_forward = self.blocks
+        return feed_forward(attend(x, mask))
 
 
 @record
 class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
-    """Masked self-attention, cross attention to a memory (if ``cross``), and an MLP.
+    """Masked self-attention, cross attention to a memory (if ``cross``), and an MLP: a
+    ``SelfAttentionBlock``, a ``CrossAttentionBlock`` (or None) and a ``FeedForward`` block (``blocks``).
 
     ``norms`` are the pre-norms of the three blocks; the cross-attention one is None in a layer
-    without cross attention (a decoder-only model has no parameter that gets no gradient)."""
+    without cross attention (a decoder-only model has no parameter that gets no gradient). Built, it
+    checks that its attentions, MLP and norms meet on the model's features (a ValueError naming
+    ``DecoderLayer`` and both parts)."""
 
     attention: MultiHeadAttention[Heads, D, D, Hk, Hk]
     cross: MultiHeadAttention[Heads, D, E, Hk, Hk] | None
     mlp: MLP[D, Hidden]
     norms: tuple[LayerNorm[D], LayerNorm[D] | None, LayerNorm[D]] | None
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        named = tuple((f"norms[{i}]", norm) for i, norm in enumerate(_tuple(self.norms)))
+        check_blocks(self, "DecoderLayer", attention=self.attention, cross=self.cross, mlp=self.mlp, norms=named)
+
+    @property
+    def blocks(
+        self,
+    ) -> tuple[SelfAttentionBlock[Heads, D, Hk], CrossAttentionBlock[Heads, D, E, Hk] | None, FeedForward[D, Hidden]]:
+        """The masked self-attention block, the cross-attention block (None without cross attention)
+        and the feed-forward block this layer runs, in order."""
+        n1, n2, n3 = self.norms if self.norms is not None else (None, None, None)
+        mark = self._checked  # parts of a checked layer: the blocks need no check of their own
+        cross = None if self.cross is None else CrossAttentionBlock(self.cross, n2, mark)
+        return SelfAttentionBlock(self.attention, n1, mark), cross, FeedForward(self.mlp, n3, mark)
+
+    @staticmethod
+    def from_blocks(
+        attention: SelfAttentionBlock[Heads, D, Hk],
+        cross: CrossAttentionBlock[Heads, D, E, Hk] | None,
+        feed_forward: FeedForward[D, Hidden],
+    ) -> DecoderLayer[Heads, D, E, Hk, Hidden]:
+        """The layer that runs these blocks (``cross=None``: no cross attention); either every block
+        has a norm or none has (a ValueError otherwise)."""
+        n1, n3 = attention.norm, feed_forward.norm
+        crossed = [] if cross is None else [("cross-attention", cross.norm)]
+        blocks = [("self-attention", n1), *crossed, ("feed-forward", n3)]
+        if len({norm is None for _, norm in blocks}) > 1:
+            raise _mixed_norms("DecoderLayer.from_blocks", *blocks)
+        n2 = None if cross is None else cross.norm
+        norms = (n1, n2, n3) if n1 is not None and n3 is not None else None
+        return DecoderLayer(attention.attention, None if cross is None else cross.attention, feed_forward.mlp, norms)
 
     def __call__(
         self,
@@ -142,13 +207,13 @@ class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
         memory: Matrix[F, E] | None = None,
         memory_mask: Matrix[S, F] | None = None,
     ) -> Matrix[S, D]:
-        n1, n2, n3 = self.norms if self.norms is not None else (None, None, None)
-        x = add(x, self.attention(_norm(n1, x), mask=mask))
-        if self.cross is not None:
+        attend, cross, feed_forward = self.blocks
+        x = attend(x, mask)
+        if cross is not None:
             if memory is None:
                 raise ValueError("DecoderLayer: this layer attends to an encoder's output; pass memory=")
-            x = add(x, self.cross(_norm(n2, x), memory, memory_mask))
-        return add(x, _norm(n3, x).fmap(self.mlp))
+            x = cross(x, memory, memory_mask)
+        return feed_forward(x)
 
 
 @record
@@ -158,6 +223,19 @@ class Embedding(Generic[S, V, D]):
     linear: Linear[V, D]
     positions: Matrix[S, D] | None
     learned: bool = static(default=False)
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        linear, positions = self.linear, self.positions
+
+        def check() -> None:
+            nested("Embedding", ("positions", positions, 2))
+            outputs, features = outputs_of(linear), level(positions, 1)
+            agree("Embedding", ("the linear map's outputs are", outputs), ("the positions' features are", features))
+
+        checked(self, (linear, positions), check)
 
     def __call__(self, x: Matrix[S, V]) -> Matrix[S, D]:
         embedded = self.linear.each(x)
@@ -169,19 +247,28 @@ class Embedding(Generic[S, V, D]):
 
 @record
 class Encoder(Generic[S, V, D, Out]):
-    """embed, layers, final norm, unembed (``unembed=None`` inside an encoder-decoder)."""
+    """embed, layers, final norm, unembed (``unembed=None`` inside an encoder-decoder).
+
+    Built, it checks that the embedding, the layers it knows (``EncoderLayer``s and blocks), the norm
+    and the unembedding meet on the model's features (a ValueError naming ``Encoder`` and both parts)."""
 
     embed: Embedding[S, V, D]
     layers: tuple[Layer[S, D], ...]
     norm: LayerNorm[D] | None
     unembed: Linear[D, Out] | None
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        _check_stack(self, "Encoder", self.embed, self.layers, self.norm, self.unembed)
 
     def encode(self, x: Matrix[S, V], mask: Matrix[S, S] | None = None) -> Matrix[S, D]:
         """The final states, before unembedding."""
         h = self.embed(x)
         for layer in self.layers:
             h = layer(h, mask)
-        return _norm(self.norm, h)
+        return norm_each(self.norm, h)
 
     def __call__(self, x: Matrix[S, V], mask: Matrix[S, S] | None = None) -> Matrix[S, Out]:
         if self.unembed is None:
@@ -191,13 +278,40 @@ class Encoder(Generic[S, V, D, Out]):
 
 @record
 class Decoder(Generic[S, V, D, E, Out]):
-    """embed, layers (``DecoderLayer``s: masked self-attention, cross attention if built with a
-    source), norm, unembed."""
+    """embed, layers, norm, unembed. ``init_decoder``'s layers are ``DecoderLayer``s (masked
+    self-attention, cross attention if built with a source, an MLP); a decoder built by hand may hold
+    any ``CrossLayer``s, so ``layers`` is typed as those, and ``layer(i)`` is layer i typed as the
+    ``DecoderLayer`` it is: ``decoder.layer(0).cross`` is the first layer's cross attention (None
+    without one), ``decoder.layer(0).blocks`` its blocks.
+
+    Built, it checks that the embedding, the layers, the norm and the unembedding meet on the model's
+    features (a ValueError naming ``Decoder`` and both parts)."""
 
     embed: Embedding[S, V, D]
     layers: tuple[CrossLayer[S, D, E], ...]
     norm: LayerNorm[D] | None
     unembed: Linear[D, Out]
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        _check_stack(self, "Decoder", self.embed, self.layers, self.norm, self.unembed)
+
+    def layer(self, i: int) -> DecoderLayer[Any, D, E, Any, Any]:
+        """Layer ``i`` (negative: from the end) as the ``DecoderLayer`` it is, typed with what it holds
+        (``.attention``, ``.cross``, ``.mlp``, ``.norms``, ``.blocks``); an IndexError for an index out
+        of range, a TypeError for a user's own layer (read it from ``layers``)."""
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise TypeError(f"Decoder.layer: the index must be an integer, got {i!r}")
+        if not -len(self.layers) <= i < len(self.layers):
+            raise IndexError(f"Decoder.layer: index {i} is out of range for {len(self.layers)} layers")
+        layer = self.layers[i]
+        if not isinstance(layer, DecoderLayer):
+            raise TypeError(
+                f"Decoder.layer: layer {i} is a {type(layer).__name__}, not a DecoderLayer; read it from layers"
+            )
+        return layer
 
     def __call__(
         self,
@@ -209,15 +323,35 @@ class Decoder(Generic[S, V, D, E, Out]):
         h = self.embed(x)
         for layer in self.layers:
             h = layer(h, mask, memory, memory_mask)
-        return self.unembed.each(_norm(self.norm, h))
+        return self.unembed.each(norm_each(self.norm, h))
 
 
 @record
 class EncoderDecoder(Generic[S, V, D, Out]):
-    """decoder(target, mask, memory = encoder.encode(source))."""
+    """decoder(target, mask, memory = encoder.encode(source)).
+
+    Built, it checks that the decoder's cross attention reads the encoder's features (a ValueError
+    naming ``EncoderDecoder`` and both)."""
 
     encoder: Encoder[Any, Any, D, Any]
     decoder: Decoder[S, V, D, D, Out]
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        encoder: object = self.encoder
+        decoder: object = self.decoder
+        embed = encoder.embed if isinstance(encoder, Encoder) else None
+        layers = _tuple(decoder.layers) if isinstance(decoder, Decoder) else ()
+        crosses = [layer.cross for layer in layers if isinstance(layer, DecoderLayer) and layer.cross is not None]
+        cross = crosses[0] if crosses else None
+
+        def check() -> None:
+            features = ("the encoder's features are", _features(embed))
+            agree("EncoderDecoder", features, ("the decoder's cross attention reads", features_of(cross)[1]))
+
+        checked(self, (embed, cross), check)
 
     def __call__(
         self,
@@ -228,6 +362,47 @@ class EncoderDecoder(Generic[S, V, D, Out]):
         cross_mask: Matrix[S, F] | None = None,
     ) -> Matrix[S, Out]:
         return self.decoder(target, target_mask, self.encoder.encode(source, source_mask), cross_mask)
+
+
+def _feature_part(part: object) -> object:
+    """The part of an embedding or a layer this module knows whose outer structure is the model's
+    features (an embedding's linear map, an attention's bias, an MLP's output map); None for any other."""
+    if isinstance(part, Embedding):
+        return part.linear
+    if isinstance(part, EncoderLayer | DecoderLayer | SelfAttentionBlock | CrossAttentionBlock):
+        return part.attention.bias if isinstance(part.attention, MultiHeadAttention) else None
+    if isinstance(part, FeedForward):
+        return part.mlp.output if isinstance(part.mlp, MLP) else None
+    return None
+
+
+def _features(part: object) -> Level | None:
+    """The model features of an embedding or a layer this module knows; None for any other, or where
+    they do not show."""
+    features = _feature_part(part)
+    return outputs_of(features) if isinstance(features, Linear) else level(features)
+
+
+def _tuple(x: object) -> tuple[Any, ...]:
+    """``x`` if it is a tuple (a model's layers or norms), else empty (None, or a placeholder JAX rebuilds)."""
+    return x if isinstance(x, tuple) else ()
+
+
+def _check_stack(built: object, module: str, embed: object, layers: object, norm: object, unembed: object) -> None:
+    """Check, unless ``built`` is marked checked (``nn._parts.checked``), that the embedding, the
+    layers this module knows, the final norm and the unembedding meet on the model's features."""
+    parts = (_feature_part(embed), *map(_feature_part, _tuple(layers)), norm, unembed)
+
+    def check() -> None:
+        agree(
+            module,
+            ("the embedding's outputs are", _features(embed)),
+            *((f"layers[{i}]'s features are", _features(layer)) for i, layer in enumerate(_tuple(layers))),
+            ("the final norm is on", level(norm.gamma) if isinstance(norm, LayerNorm) else None),
+            ("the unembedding's inputs are", inputs_of(unembed)),
+        )
+
+    checked(built, parts, check)
 
 
 # Initialisers: templates give every shape (see applicative.nn._base).
@@ -247,30 +422,31 @@ class _Layers:
     normalise: Normalisation
     activation: Callable[[Array], Array]
 
-    def _parts(self, key: Array, source: Applicative[Any, Array] | None) -> tuple[Any, Any, MLP[Any, Any]]:
+    def _blocks(self, key: Array, source: Applicative[Any, Array] | None) -> tuple[Any, Any, Any]:
+        """A layer's blocks; every norm starts as the identity (gain 1, shift 0)."""
         k1, k2, k3 = jax.random.split(key, 3)
-        kw: dict[str, Any] = {"heads": self.heads, "model": self.model, "head_features": self.head_features}
-        attention = MultiHeadAttention.init(k1, **kw, score=self.score, normalise=self.normalise)
-        cross = (
-            None
-            if source is None
-            else MultiHeadAttention.init(k2, **kw, source=source, score=self.cross_score, normalise=self.normalise)
+        kw: dict[str, Any] = {
+            "heads": self.heads,
+            "model": self.model,
+            "head_features": self.head_features,
+            "layer_norm": self.layer_norm,
+            "normalise": self.normalise,
+        }
+        attention = SelfAttentionBlock.init(k1, **kw, score=self.score)
+        cross = None if source is None else CrossAttentionBlock.init(k2, **kw, source=source, score=self.cross_score)
+        feed_forward = FeedForward.init(
+            k3, model=self.model, hidden=self.hidden, layer_norm=self.layer_norm, activation=self.activation
         )
-        return attention, cross, MLP.init(k3, self.model, self.hidden, self.activation)
+        return attention, cross, feed_forward
 
     def encoder_layer(self, key: Array) -> EncoderLayer[Any, Any, Any, Any]:
-        attention, _, mlp = self._parts(key, None)
-        # Every norm starts as the identity (gain 1, shift 0); leaves are values, so training updates each apart.
-        norm = LayerNorm.init(self.model)
-        return EncoderLayer(attention, mlp, (norm, norm) if self.layer_norm else None)
+        attention, _, feed_forward = self._blocks(key, None)
+        return EncoderLayer.from_blocks(attention, feed_forward)
 
     def decoder_layer(
         self, key: Array, source: Applicative[Any, Array] | None
     ) -> DecoderLayer[Any, Any, Any, Any, Any]:
-        attention, cross, mlp = self._parts(key, source)
-        norm = LayerNorm.init(self.model)
-        norms = (norm, None if cross is None else norm, norm)
-        return DecoderLayer(attention, cross, mlp, norms if self.layer_norm else None)
+        return DecoderLayer.from_blocks(*self._blocks(key, source))
 
 
 def _embedding(

@@ -1,0 +1,209 @@
+"""The blocks transformer layers are made of, each a residual connection around one module:
+
+    self-attention block:   x <- x + attention(norm x)              (keys and values: norm x)
+    cross-attention block:  x <- x + attention(norm x, memory)      (keys and values: the memory)
+    feed-forward block:     x <- x + fmap mlp (norm x)
+
+``norm`` is a pre-norm ``LayerNorm``, or None (the reference's residual blocks). An ``EncoderLayer``
+is a self-attention block then a feed-forward block, a ``DecoderLayer`` a (masked) self-attention
+block, a cross-attention block if it has a memory, and a feed-forward block (``layer.blocks``,
+``EncoderLayer.from_blocks``). A block is built alone from templates (``init``), and a self-attention
+or feed-forward block is itself a ``Layer`` (a map of a sequence to itself), so an ``Encoder`` may
+stack blocks.
+
+Built, a block checks that its parts meet on the model's features (the attention's queries, keys and
+values, the MLP's output, the norm), naming the block and both parts (``nn._parts``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import jax
+from jax import Array
+
+from applicative.linalg import add, check_nesting
+from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit, features_of
+from applicative.nn._base import Matrix, compiled_init, floating_template
+from applicative.nn._linear import outputs_of
+from applicative.nn._mlp import MLP, LayerNorm
+from applicative.nn._parts import CHECKED, Level, Mark, agree, checked, level, mark
+from applicative.protocols.algebra import ARITHMETIC
+from applicative.protocols.applicative import Applicative
+from applicative.protocols.kinds import Measured
+from applicative.records import record
+
+__all__ = ["CrossAttentionBlock", "FeedForward", "SelfAttentionBlock"]
+
+# Brands; those summed over (by attention, linear maps, layer norms) are bound to Measured.
+S = TypeVar("S", bound=Measured)  # a sequence attending to itself
+I = TypeVar("I")  # noqa: E741  (the queries' sequence of a cross attention: not summed over)
+F = TypeVar("F", bound=Measured)  # the memory's sequence
+D = TypeVar("D", bound=Measured)  # model features
+E = TypeVar("E", bound=Measured)  # the memory's features
+Heads = TypeVar("Heads", bound=Measured)
+Hk = TypeVar("Hk", bound=Measured)  # a head's query/key (and value) features
+Hidden = TypeVar("Hidden", bound=Measured)
+
+
+def norm_each(norm: LayerNorm[D] | None, x: Matrix[I, D]) -> Matrix[I, D]:
+    """The pre-norm of every element of ``x`` (``x`` itself without a norm)."""
+    return x if norm is None else x.fmap(norm)
+
+
+def check_blocks(
+    built: object,
+    module: str,
+    *,
+    attention: object = None,
+    cross: object = None,
+    mlp: object = None,
+    norms: tuple[tuple[str, object], ...] = (),
+) -> None:
+    """Check the parts of ``built`` (a block or a layer, named ``module`` in the error) where it is not
+    marked checked (``nn._parts.checked``): a ValueError unless a self-attention reads its keys and
+    values where it reads its queries, and the self-attention's, the cross attention's, the MLP's and
+    each named norm's features are one structure. Parts that do not show (None, or not built around
+    arrays: ``nn._parts``) are skipped."""
+
+    def check() -> None:
+        model, source = features_of(attention)
+        agree(module, ("the self-attention's queries come from", model), ("its keys and values from", source))
+        features: list[tuple[str, Level | None]] = [
+            ("the self-attention's features are", model),
+            ("the cross attention's features are", features_of(cross)[0]),
+            ("the MLP's features are", outputs_of(mlp.output) if isinstance(mlp, MLP) else None),
+        ]
+        for name, norm in norms:
+            features.append((f"{name} is on", level(norm.gamma) if isinstance(norm, LayerNorm) else None))
+        agree(module, *features)
+
+    checked(built, (attention, cross, mlp, *(norm for _, norm in norms)), check)
+
+
+def check_templates(op: str, **templates: object) -> None:
+    """A TypeError naming ``op`` and the template unless ``heads`` is a structure and every other
+    template a structure of floating scalars (the dtype of the weights drawn from it)."""
+    given = {name: t for name, t in templates.items() if t is not None}
+    check_nesting(op, None, *((name, t, 1) for name, t in given.items() if name == "heads"))
+    check_nesting(op, ARITHMETIC, *((name, t, 1) for name, t in given.items() if name != "heads"))
+    for name, t in given.items():
+        if name != "heads":
+            floating_template(op, name, t)
+
+
+@record
+class SelfAttentionBlock(Generic[Heads, D, Hk]):
+    """x <- x + attention(norm x), with an optional self-attention mask: the first block of an encoder
+    or decoder layer, and a ``Layer`` on its own."""
+
+    attention: MultiHeadAttention[Heads, D, D, Hk, Hk]
+    norm: LayerNorm[D] | None
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        check_blocks(self, "SelfAttentionBlock", attention=self.attention, norms=(("the norm", self.norm),))
+
+    def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None) -> Matrix[S, D]:
+        return add(x, self.attention(norm_each(self.norm, x), mask=mask))
+
+    @staticmethod
+    @compiled_init
+    def init(
+        key: jax.Array,
+        *,
+        heads: Applicative[Heads, Any],
+        model: Applicative[D, Array],
+        head_features: Applicative[Hk, Array],
+        layer_norm: bool = True,
+        score: ScoreInit = DotProduct,
+        normalise: Normalisation = SOFTMAX,
+    ) -> SelfAttentionBlock[Heads, D, Hk]:
+        """Templates give the shapes (as ``MultiHeadAttention.init``'s, which draws the attention from
+        ``key``); the norm starts as the identity (``layer_norm=False``: no norm). A template that is
+        not a structure (of floating scalars, but ``heads``) raises, naming it."""
+        check_templates("SelfAttentionBlock.init", heads=heads, model=model, head_features=head_features)
+        attention = MultiHeadAttention.init(
+            key, heads=heads, model=model, head_features=head_features, value_features=head_features,
+            source=model, score=score, normalise=normalise,
+        )  # fmt: skip
+        return SelfAttentionBlock(attention, LayerNorm.init(model) if layer_norm else None)
+
+
+@record
+class CrossAttentionBlock(Generic[Heads, D, E, Hk]):
+    """x <- x + attention(norm x, memory): queries from a sequence ``I (D a)``, keys and values from a
+    memory ``F (E a)`` of any structure (an encoder's states), an optional mask ``I (F bool)``."""
+
+    attention: MultiHeadAttention[Heads, D, E, Hk, Hk]
+    norm: LayerNorm[D] | None
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        check_blocks(self, "CrossAttentionBlock", cross=self.attention, norms=(("the norm", self.norm),))
+
+    def __call__(self, x: Matrix[I, D], memory: Matrix[F, E], mask: Matrix[I, F] | None = None) -> Matrix[I, D]:
+        return add(x, self.attention(norm_each(self.norm, x), memory, mask))
+
+    @staticmethod
+    @compiled_init
+    def init(
+        key: jax.Array,
+        *,
+        heads: Applicative[Heads, Any],
+        model: Applicative[D, Array],
+        head_features: Applicative[Hk, Array],
+        source: Applicative[E, Array],
+        layer_norm: bool = True,
+        score: ScoreInit = DotProduct,
+        normalise: Normalisation = SOFTMAX,
+    ) -> CrossAttentionBlock[Heads, D, E, Hk]:
+        """As ``SelfAttentionBlock.init``, with ``source`` the template of the memory's features (keys
+        and values are drawn N(0, 1 / measure(source)))."""
+        check_templates(
+            "CrossAttentionBlock.init", heads=heads, model=model, head_features=head_features, source=source
+        )
+        attention = MultiHeadAttention.init(
+            key, heads=heads, model=model, head_features=head_features, value_features=head_features,
+            source=source, score=score, normalise=normalise,
+        )  # fmt: skip
+        return CrossAttentionBlock(attention, LayerNorm.init(model) if layer_norm else None)
+
+
+@record
+class FeedForward(Generic[D, Hidden]):
+    """x <- x + fmap mlp (norm x): the feed-forward block, the last of an encoder or decoder layer, and
+    a ``Layer`` on its own that mixes no positions (between kernel integrals it gives a neural
+    operator its nonlinearity)."""
+
+    mlp: MLP[D, Hidden]
+    norm: LayerNorm[D] | None
+    _checked: Mark = mark()
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        check_blocks(self, "FeedForward", mlp=self.mlp, norms=(("the norm", self.norm),))
+
+    def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]:
+        return add(x, norm_each(self.norm, x).fmap(self.mlp))
+
+    @staticmethod
+    @compiled_init
+    def init(
+        key: jax.Array,
+        *,
+        model: Applicative[D, Array],
+        hidden: Applicative[Hidden, Array],
+        layer_norm: bool = True,
+        activation: Callable[[Array], Array] = jax.nn.relu,
+    ) -> FeedForward[D, Hidden]:
+        """Templates give the shapes; the MLP as ``MLP.init`` draws it from ``key`` (LeCun normal weights,
+        zero biases), the norm starts as the identity (``layer_norm=False``: no norm)."""
+        check_templates("FeedForward.init", model=model, hidden=hidden)
+        return FeedForward(MLP.init(key, model, hidden, activation), LayerNorm.init(model) if layer_norm else None)

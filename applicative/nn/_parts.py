@@ -1,0 +1,167 @@
+"""Construction checks: a model's parts agree with each other when it is built, not on first use.
+
+A module whose parts meet (a ``Linear``'s weight and bias, an ``MLP``'s two maps, a head's query and
+key) checks when it is built that they meet on one structure: the same kind, dimension tag and size
+(``Vec[Model] of size 64``), as its ``Dense`` levels show them. A mismatch raises a ValueError that
+names the module and both parts; without the check it would fail on first use, naming a linear
+algebra operation (``mul_mmt``), or not at all.
+
+The checks read only static structure (kinds, tags, sizes: pytree metadata), never values, so they
+add nothing to a compiled function. JAX rebuilds models through their dataclass ``__init__``
+(``applicative.records``), and so through ``__post_init__``, where the checks run: inside ``jit``,
+``vmap`` and ``grad``, on every output of a jitted function, in ``tree_map`` and ``eval_shape``,
+around tracers and around leaves that are not arrays (None and ``object()`` placeholders, ``vmap``'s
+axis numbers, optax's masks, ``ShapeDtypeStruct``, ``ShapedArray``). Two rules make that safe and
+cheap:
+
+- A module that passed its check with arrays carries a ``Mark`` (static metadata, which JAX keeps in
+  the pytree structure), and a module rebuilt from it skips the check: its tags and sizes are those of
+  the module it was flattened from. A training step's rebuilt model, optimiser state and gradients
+  cost one attribute read per module.
+- A part is checked only where it is a ``Dense`` structure all of whose leaves are arrays (concrete or
+  traced: a tracer is a ``jax.Array``); anything else is skipped silently, so no rebuild around
+  placeholders can fail. A module built around placeholders stays unmarked, and is checked when it is
+  rebuilt around arrays.
+
+>>> import numpy as np
+>>> from applicative import Dim, Vec
+>>> class Model(Dim): ...
+>>> class Hidden(Dim): ...
+>>> agree("Linear", ("the bias is", level(Vec.from_array(np.zeros(3), Hidden))),
+...       ("the weight's outputs are", level(Vec.from_array(np.zeros((4, 2)), Model, Hidden))))
+Traceback (most recent call last):
+...
+ValueError: Linear: the bias is a Vec[Hidden] of size 3 but the weight's outputs are a Vec[Model] of size 4
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from applicative.linalg import check_nesting
+from applicative.protocols.algebra import ARITHMETIC
+from applicative.protocols.dense import Axis, Dense
+
+__all__ = [
+    "CHECKED",
+    "UNCHECKED",
+    "Level",
+    "Mark",
+    "agree",
+    "checked",
+    "level",
+    "mark",
+    "nested",
+    "stacked",
+    "visible",
+]
+
+Level = tuple[Axis, ...]
+"""The axes of one structure level (a ``Compose`` has two), outermost first."""
+
+
+class Mark:
+    """Pytree metadata of a checking module: whether its parts were checked (``CHECKED``) or not
+    (``UNCHECKED``). Any two marks compare equal, so a checked and an unchecked module (one built
+    around placeholders) have one pytree structure: ``tree_map`` over both, one ``jit`` compilation."""
+
+    __slots__ = ("done",)
+
+    def __init__(self, done: bool) -> None:
+        self.done = done
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mark)
+
+    def __hash__(self) -> int:
+        return hash(Mark)
+
+    def __repr__(self) -> str:
+        return "checked" if self.done else "unchecked"
+
+    def __reduce__(self) -> str:
+        return "CHECKED" if self.done else "UNCHECKED"  # pickled and copied as the module's two marks
+
+
+CHECKED, UNCHECKED = Mark(True), Mark(False)
+
+
+def mark() -> Any:
+    """The field that holds a checking module's ``Mark``, its last: ``_checked: Mark = mark()`` (static,
+    left out of its repr; users never pass it, JAX passes it back when it rebuilds the module)."""
+    return dataclasses.field(default=UNCHECKED, metadata={"static": True}, repr=False)
+
+
+def checked(module: object, parts: tuple[object, ...], check: Callable[[], None]) -> None:
+    """Run ``check`` (which raises, naming the module) on a module built from ``parts``, unless it is
+    marked checked (JAX rebuilt it from a checked one); then mark it checked if every leaf of ``parts``
+    is an array (else it is checked again when it is rebuilt around arrays)."""
+    if getattr(module, "_checked", UNCHECKED) is CHECKED:
+        return
+    check()
+    if all(_array(leaf) for leaf in jax.tree_util.tree_leaves(parts)):
+        object.__setattr__(module, "_checked", CHECKED)
+
+
+def _array(leaf: object) -> bool:
+    return isinstance(leaf, jax.Array | np.ndarray)
+
+
+def visible(x: object) -> bool:
+    """Whether ``x`` is a ``Dense`` structure whose leaves are all arrays (concrete or traced): the
+    only parts checked. JAX's placeholders (None, object(), ShapeDtypeStruct, axis numbers) are not."""
+    return isinstance(x, Dense) and all(_array(leaf) for leaf in jax.tree_util.tree_leaves(x))
+
+
+def stacked(x: object) -> object:
+    """The elements of a ``Dense`` structure of modules (a Vec of heads), stacked in one module; None
+    where that does not show (see ``visible``)."""
+    return x.elements() if visible(x) and isinstance(x, Dense) and x.axes() is not None else None
+
+
+def level(x: object, depth: int = 0) -> Level | None:
+    """The axes of ``x``'s structure ``depth`` levels in (0: the outermost; a weight indexed [out][in]
+    has its outputs at 0, its inputs at 1); None where they do not show (see ``visible``)."""
+    if not visible(x):
+        return None
+    seen: object = x
+    for _ in range(depth):
+        if not isinstance(seen, Dense) or seen.axes() is None:
+            return None
+        seen = seen.elements()
+    if not isinstance(seen, Dense):
+        return None
+    return seen.axes()
+
+
+def _key(axes: Level) -> tuple[tuple[str, type | None, int], ...]:
+    # Kind, tag and size: static. A measure that is data (a tree's shape) is not compared: two trees
+    # of one capacity meet through the generic definitions, which refine them.
+    return tuple((axis.kind, axis.tag, axis.size) for axis in axes)
+
+
+def _describe(axes: Level) -> str:
+    return "a " + " x ".join(map(str, axes))
+
+
+def agree(module: str, *parts: tuple[str, Level | None]) -> None:
+    """Raise a ValueError naming ``module`` unless ``parts`` are one structure: each is a subject with
+    its verb ("the bias is", "the weight's outputs are") and its ``level``; the message names the
+    first that shows and the first that disagrees with it. Parts that do not show are skipped."""
+    shown = [(subject, axes) for subject, axes in parts if axes is not None]
+    for subject, axes in shown[1:]:
+        first, first_axes = shown[0]
+        if _key(axes) != _key(first_axes):
+            raise ValueError(f"{module}: {first} {_describe(first_axes)} but {subject} {_describe(axes)}")
+
+
+def nested(module: str, *parts: tuple[str, object, int]) -> None:
+    """Raise a TypeError naming ``module`` unless each shown part (name, value, levels) is nested as
+    deep as its count of structure levels says, with scalars below (a weight is a structure of
+    structures of scalars, a bias a structure of scalars); parts that do not show are skipped."""
+    check_nesting(module, ARITHMETIC, *((name, x, levels) for name, x, levels in parts if visible(x)))
