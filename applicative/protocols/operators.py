@@ -78,32 +78,41 @@ class VectorSpace:
     __array_ufunc__: ClassVar[None] = None  # numpy defers to __rmul__ instead of broadcasting over f
 
     def __add__(self, other: Self) -> Self:
+        """f + g = fmap (uncurry (+)) (pair f g): a structure of the same kind, tag and size (or a tree's
+        refinement); a scalar or an array raises (it would broadcast)."""
         return self._zip_with("+", operator.add, _structure("+", self, other))
 
     def __sub__(self, other: Self) -> Self:
+        """f - g = fmap (uncurry (-)) (pair f g), as ``+``."""
         return self._zip_with("-", operator.sub, _structure("-", self, other))
 
     def __neg__(self) -> Self:
+        """-f = fmap negate f."""
         return self._map_with("-x", operator.neg)
 
     def __mul__(self, r: Scalar) -> Self:
+        """f * r = fmap (r *) f, r a number or a 0-d array; a structure or a larger array raises."""
         s = _scalar("*", self, r)
         return self._map_with("*", lambda x: s * x)
 
     def __rmul__(self, r: Scalar) -> Self:
+        """r * f = f * r."""
         s = _scalar("*", r, self)
         return self._map_with("*", lambda x: s * x)
 
     def __truediv__(self, r: Scalar) -> Self:
+        """f / r = fmap (/ r) f, r a number or a 0-d array."""
         s = _scalar("/", self, r)
         return self._map_with("/", lambda x: x / s)
 
     # A scalar on the left of + or - would be broadcast: refused (typed Never, so mypy refuses it too).
 
     def __radd__(self, other: Never) -> NoReturn:
+        """Refused: a scalar or array plus a structure would broadcast (``sum(fs)`` starts from 0)."""
         raise _refused("+", other, self)
 
     def __rsub__(self, other: Never) -> NoReturn:
+        """Refused, as ``__radd__``."""
         raise _refused("-", other, self)
 
     # The hooks.
