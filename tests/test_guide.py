@@ -38,15 +38,26 @@ def mistakes(guide: str) -> str:
     return "\n".join(block for block in blocks(guide) if MARK in block)
 
 
-@pytest.fixture(scope="module", params=sorted(MISTAKES))
-def user(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory outside the repository holding a guide's program (guide.py) and the program
-    followed by its mistakes (mistakes.py)."""
-    guide: str = request.param
-    directory = tmp_path_factory.mktemp(guide.removesuffix(".md"))
-    (directory / "guide.py").write_text(program(guide))
-    (directory / "mistakes.py").write_text(program(guide) + "\n" + mistakes(guide))
+@pytest.fixture(scope="module")
+def user(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory outside the repository holding each guide's program (<guide>_program.py) and the
+    program followed by its mistakes (<guide>_mistakes.py)."""
+    directory = tmp_path_factory.mktemp("guides")
+    for guide in MISTAKES:
+        stem = guide.removesuffix(".md")
+        (directory / f"{stem}_program.py").write_text(program(guide))
+        (directory / f"{stem}_mistakes.py").write_text(program(guide) + "\n" + mistakes(guide))
     return directory
+
+
+@pytest.fixture(scope="module")
+def mypy_output(user: Path) -> str:
+    """mypy --strict over every guide's files at once (one start-up, one analysis of the library)."""
+    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--hide-error-context"]
+    result = subprocess.run([*command, "."], cwd=user, capture_output=True, text=True, check=False)
+    assert not result.stderr, result.stderr
+    assert "Cannot find implementation or library stub" not in result.stdout, result.stdout
+    return result.stdout
 
 
 @pytest.mark.parametrize("guide", sorted(MISTAKES))
@@ -58,29 +69,26 @@ def test_the_guide_has_a_program_and_mistakes(guide: str) -> None:
         assert 'jax.config.update("jax_enable_x64", True)' in program(guide)
 
 
-def test_the_guides_program_runs_and_its_checks_hold(user: Path) -> None:
-    command = [sys.executable, "guide.py"]
+@pytest.mark.parametrize("guide", sorted(MISTAKES))
+def test_the_guides_program_runs_and_its_checks_hold(guide: str, user: Path) -> None:
+    command = [sys.executable, f"{guide.removesuffix('.md')}_program.py"]
     result = subprocess.run(command, cwd=user, capture_output=True, text=True, check=False, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_accepts_the_program_and_rejects_each_mistake_as_marked(user: Path) -> None:
-    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--hide-error-context"]
-    result = subprocess.run(
-        [*command, "guide.py", "mistakes.py"], cwd=user, capture_output=True, text=True, check=False
-    )
-    assert not result.stderr, result.stderr
-    assert "Cannot find implementation or library stub" not in result.stdout, result.stdout
+@pytest.mark.parametrize("guide", sorted(MISTAKES))
+def test_mypy_accepts_the_program_and_rejects_each_mistake_as_marked(guide: str, user: Path, mypy_output: str) -> None:
+    stem = guide.removesuffix(".md")
     errors: dict[tuple[str, int], str] = {}
-    for line in result.stdout.splitlines():
-        if match := ERROR.match(line):
+    for line in mypy_output.splitlines():
+        if (match := ERROR.match(line)) and match["file"] in (f"{stem}_program.py", f"{stem}_mistakes.py"):
             key = (match["file"], int(match["line"]))
             errors[key] = errors.get(key, "") + match["message"]
     expected = {
-        ("mistakes.py", number): line.split(MARK, 1)[1].strip()
-        for number, line in enumerate((user / "mistakes.py").read_text().splitlines(), start=1)
+        (f"{stem}_mistakes.py", number): line.split(MARK, 1)[1].strip()
+        for number, line in enumerate((user / f"{stem}_mistakes.py").read_text().splitlines(), start=1)
         if MARK in line
     }
-    assert set(errors) == set(expected), result.stdout
+    assert set(errors) == set(expected), mypy_output
     for key, message in expected.items():
         assert errors[key] == message, f"{key}: expected {message!r}, mypy said {errors[key]!r}"
