@@ -11,10 +11,14 @@ in ``LAWS`` and checked on random structures:
 An instance claims every law of the abstractions it implements (Functor,
 Applicative, Counit) unless its class says otherwise in ``laws_claimed``
 (``Quantum``'s counit is a measurement, not linear); ``check_laws`` checks
-exactly the claimed ones and returns their names.
+exactly the claimed ones and, for a ``Dense`` structure of scalars, its hook
+(``check_dense``: the fast paths against the generic definitions), and returns
+their names. A failure names the law, states it as an equation and shows the
+drawn inputs and both sides.
 
 A strategy yields triples ``(x, y, z)`` of structures that can be paired (same
-brand, same size for a Vec) holding scalar arrays. Equality is structural
+brand, same size for a Vec) holding elements of any type the maps accept (the
+default maps act leaf by leaf: scalars, Vecs, functions). Equality is structural
 (same pytree, same tags and sizes) with leaves close to ``rtol``/``atol``.
 
 Tolerances follow the dtype unless given: ``default_tolerance`` is 1e-10 for
