@@ -40,7 +40,7 @@ from jax import Array
 from applicative.linalg import add, dot, mul_mm, mul_mmt, outer, scale, sum_mul_mmt
 from applicative.nn._base import Matrix, compiled_init, init_each, measure, normal_like
 from applicative.nn._linear import Linear, inputs_of, outputs_of
-from applicative.nn._parts import CHECKED, Level, Mark, agree, checked, level, mark, nested, stacked
+from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested, stacked
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import counit
@@ -264,7 +264,7 @@ def attention(
 
 
 @record
-class AttentionHead(Generic[D, E, Hk, Hv]):
+class AttentionHead(Checked, Generic[D, E, Hk, Hv]):
     """One head: project queries (from D) and keys/values (from E) and attend; ``output``
     (D from Hv) projects its result back to the model features.
 
@@ -279,23 +279,17 @@ class AttentionHead(Generic[D, E, Hk, Hv]):
     score: Score[Hk]
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         query, key, value, output = self.query, self.key, self.value, self.output
-
         module = "AttentionHead"
-
-        def check() -> None:
-            nested(module, ("output", output, 2))
-            query_out, key_out, value_out = outputs_of(query), outputs_of(key), outputs_of(value)
-            query_in, key_in, value_in = inputs_of(query), inputs_of(key), inputs_of(value)
-            agree(module, ("the query's outputs are", query_out), ("the key's outputs are", key_out))
-            agree(module, ("the key's inputs are", key_in), ("the value's inputs are", value_in))
-            agree(module, ("the value's outputs are", value_out), ("the output's inputs are", level(output, 1)))
-            agree(module, ("the query's inputs are", query_in), ("the output's outputs are", level(output)))
-
-        checked(self, (query, key, value, output), check)
+        nested(module, ("output", output, 2))
+        query_out, key_out, value_out = outputs_of(query), outputs_of(key), outputs_of(value)
+        query_in, key_in, value_in = inputs_of(query), inputs_of(key), inputs_of(value)
+        agree(module, ("the query's outputs are", query_out), ("the key's outputs are", key_out))
+        agree(module, ("the key's inputs are", key_in), ("the value's inputs are", value_in))
+        agree(module, ("the value's outputs are", value_out), ("the output's inputs are", level(output, 1)))
+        agree(module, ("the query's inputs are", query_in), ("the output's outputs are", level(output)))
+        return query, key, value, output
 
     def attend(
         self, x: Matrix[I, D], source: Matrix[F, E], mask: Matrix[I, F] | None, normalise: Normalisation
@@ -312,7 +306,7 @@ class AttentionHead(Generic[D, E, Hk, Hv]):
 
 
 @record
-class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
+class MultiHeadAttention(Checked, Generic[Heads, D, E, Hk, Hv]):
     """sum over heads of W_o^h attention_h(x, source), plus a bias (W_o times the concatenated heads).
 
     Built, it checks that the bias is a structure of scalars on the heads' output structure (D);
@@ -323,18 +317,13 @@ class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
     normalise: Normalisation = static(default=SOFTMAX)
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         heads, bias = self.heads, self.bias
-
-        def check() -> None:
-            nested("MultiHeadAttention", ("bias", bias, 1))
-            head = _stacked_head(heads)
-            outputs = None if head is None else level(head.output)
-            agree("MultiHeadAttention", ("the bias is", level(bias)), ("the heads' outputs are", outputs))
-
-        checked(self, (heads, bias), check)
+        nested("MultiHeadAttention", ("bias", bias, 1))
+        head = _stacked_head(heads)
+        outputs = None if head is None else level(head.output)
+        agree("MultiHeadAttention", ("the bias is", level(bias)), ("the heads' outputs are", outputs))
+        return heads, bias
 
     def __call__(
         self, x: Matrix[I, D], source: Matrix[F, E] | None = None, mask: Matrix[I, F] | None = None

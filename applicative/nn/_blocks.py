@@ -28,7 +28,7 @@ from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, N
 from applicative.nn._base import Matrix, compiled_init, floating_template
 from applicative.nn._linear import outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
-from applicative.nn._parts import CHECKED, Level, Mark, agree, checked, level, mark
+from applicative.nn._parts import Checked, Level, Mark, agree, level, mark
 from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
@@ -53,33 +53,29 @@ def norm_each(norm: LayerNorm[D] | None, x: Matrix[I, D]) -> Matrix[I, D]:
 
 
 def check_blocks(
-    built: object,
     module: str,
     *,
     attention: object = None,
     cross: object = None,
     mlp: object = None,
     norms: tuple[tuple[str, object], ...] = (),
-) -> None:
-    """Check the parts of ``built`` (a block or a layer, named ``module`` in the error) where it is not
-    marked checked (``nn._parts.checked``): a ValueError unless a self-attention reads its keys and
-    values where it reads its queries, and the self-attention's, the cross attention's, the MLP's and
-    each named norm's features are one structure. Parts that do not show (None, or not built around
-    arrays: ``nn._parts``) are skipped."""
-
-    def check() -> None:
-        model, source = features_of(attention)
-        agree(module, ("the self-attention's queries come from", model), ("its keys and values from", source))
-        features: list[tuple[str, Level | None]] = [
-            ("the self-attention's features are", model),
-            ("the cross attention's features are", features_of(cross)[0]),
-            ("the MLP's features are", outputs_of(mlp.output) if isinstance(mlp, MLP) else None),
-        ]
-        for name, norm in norms:
-            features.append((f"{name} is on", level(norm.gamma) if isinstance(norm, LayerNorm) else None))
-        agree(module, *features)
-
-    checked(built, (attention, cross, mlp, *(norm for _, norm in norms)), check)
+) -> tuple[object, ...]:
+    """Check the parts of a block or a layer (named ``module`` in the error; ``nn._parts.Checked``): a
+    ValueError unless a self-attention reads its keys and values where it reads its queries, and the
+    self-attention's, the cross attention's, the MLP's and each named norm's features are one
+    structure. Parts that do not show (None, or not built around arrays: ``nn._parts``) are skipped.
+    Returns the parts read."""
+    model, source = features_of(attention)
+    agree(module, ("the self-attention's queries come from", model), ("its keys and values from", source))
+    features: list[tuple[str, Level | None]] = [
+        ("the self-attention's features are", model),
+        ("the cross attention's features are", features_of(cross)[0]),
+        ("the MLP's features are", outputs_of(mlp.output) if isinstance(mlp, MLP) else None),
+    ]
+    for name, norm in norms:
+        features.append((f"{name} is on", level(norm.gamma) if isinstance(norm, LayerNorm) else None))
+    agree(module, *features)
+    return attention, cross, mlp, *(norm for _, norm in norms)
 
 
 def check_templates(op: str, **templates: object) -> None:
@@ -94,7 +90,7 @@ def check_templates(op: str, **templates: object) -> None:
 
 
 @record
-class SelfAttentionBlock(Generic[Heads, D, Hk]):
+class SelfAttentionBlock(Checked, Generic[Heads, D, Hk]):
     """x <- x + attention(norm x), with an optional self-attention mask: the first block of an encoder
     or decoder layer, and a ``Layer`` on its own."""
 
@@ -102,10 +98,8 @@ class SelfAttentionBlock(Generic[Heads, D, Hk]):
     norm: LayerNorm[D] | None
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
-        check_blocks(self, "SelfAttentionBlock", attention=self.attention, norms=(("the norm", self.norm),))
+    def _check(self) -> tuple[object, ...]:
+        return check_blocks("SelfAttentionBlock", attention=self.attention, norms=(("the norm", self.norm),))
 
     def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None) -> Matrix[S, D]:
         return add(x, self.attention(norm_each(self.norm, x), mask=mask))
@@ -134,7 +128,7 @@ class SelfAttentionBlock(Generic[Heads, D, Hk]):
 
 
 @record
-class CrossAttentionBlock(Generic[Heads, D, E, Hk]):
+class CrossAttentionBlock(Checked, Generic[Heads, D, E, Hk]):
     """x <- x + attention(norm x, memory): queries from a sequence ``I (D a)``, keys and values from a
     memory ``F (E a)`` of any structure (an encoder's states), an optional mask ``I (F bool)``."""
 
@@ -142,10 +136,8 @@ class CrossAttentionBlock(Generic[Heads, D, E, Hk]):
     norm: LayerNorm[D] | None
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
-        check_blocks(self, "CrossAttentionBlock", cross=self.attention, norms=(("the norm", self.norm),))
+    def _check(self) -> tuple[object, ...]:
+        return check_blocks("CrossAttentionBlock", cross=self.attention, norms=(("the norm", self.norm),))
 
     def __call__(self, x: Matrix[I, D], memory: Matrix[F, E], mask: Matrix[I, F] | None = None) -> Matrix[I, D]:
         return add(x, self.attention(norm_each(self.norm, x), memory, mask))
@@ -176,7 +168,7 @@ class CrossAttentionBlock(Generic[Heads, D, E, Hk]):
 
 
 @record
-class FeedForward(Generic[D, Hidden]):
+class FeedForward(Checked, Generic[D, Hidden]):
     """x <- x + fmap mlp (norm x): the feed-forward block, the last of an encoder or decoder layer, and
     a ``Layer`` on its own that mixes no positions (between kernel integrals it gives a neural
     operator its nonlinearity)."""
@@ -185,10 +177,8 @@ class FeedForward(Generic[D, Hidden]):
     norm: LayerNorm[D] | None
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
-        check_blocks(self, "FeedForward", mlp=self.mlp, norms=(("the norm", self.norm),))
+    def _check(self) -> tuple[object, ...]:
+        return check_blocks("FeedForward", mlp=self.mlp, norms=(("the norm", self.norm),))
 
     def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]:
         return add(x, norm_each(self.norm, x).fmap(self.mlp))

@@ -21,7 +21,7 @@ from jax import Array
 from applicative.linalg import add, mul_mm, outer, sum_mul_mmt
 from applicative.nn._base import Matrix, compiled_init, init_each, measure, normal_like
 from applicative.nn._linear import Linear, inputs_of, outputs_of
-from applicative.nn._parts import CHECKED, Mark, agree, checked, level, mark, nested, stacked
+from applicative.nn._parts import Checked, Mark, agree, level, mark, nested, stacked
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
@@ -36,7 +36,7 @@ Heads = TypeVar("Heads", bound=Measured)
 
 
 @record
-class KernelHead(Generic[S, D, Hv]):
+class KernelHead(Checked, Generic[S, D, Hv]):
     """One head: a kernel on the sequence, a value map into the head's features, and the output
     projection back to the features.
 
@@ -48,24 +48,18 @@ class KernelHead(Generic[S, D, Hv]):
     output: Matrix[D, Hv]
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         kernel, value, output = self.kernel, self.value, self.output
-
         module = "KernelHead"
-
-        def check() -> None:
-            nested(module, ("kernel", kernel, 2), ("output", output, 2))
-            agree(module, ("the kernel's rows are", level(kernel)), ("its columns are", level(kernel, 1)))
-            agree(module, ("the value's outputs are", outputs_of(value)), ("the output's inputs are", level(output, 1)))
-            agree(module, ("the value's inputs are", inputs_of(value)), ("the output's outputs are", level(output)))
-
-        checked(self, (kernel, value, output), check)
+        nested(module, ("kernel", kernel, 2), ("output", output, 2))
+        agree(module, ("the kernel's rows are", level(kernel)), ("its columns are", level(kernel, 1)))
+        agree(module, ("the value's outputs are", outputs_of(value)), ("the output's inputs are", level(output, 1)))
+        agree(module, ("the value's inputs are", inputs_of(value)), ("the output's outputs are", level(output)))
+        return kernel, value, output
 
 
 @record
-class KernelIntegral(Generic[Heads, S, D, Hv]):
+class KernelIntegral(Checked, Generic[Heads, S, D, Hv]):
     """x + sum_h W_o^h (K_h (W_v^h x)) + b, the heads a structure (as in ``MultiHeadAttention``).
 
     Built, it checks that the bias is a structure of scalars on the heads' output structure."""
@@ -74,18 +68,13 @@ class KernelIntegral(Generic[Heads, S, D, Hv]):
     bias: Applicative[D, Array]
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         heads, bias = self.heads, self.bias
-
-        def check() -> None:
-            nested("KernelIntegral", ("bias", bias, 1))
-            head = stacked(heads)
-            outputs = level(head.output) if isinstance(head, KernelHead) else None
-            agree("KernelIntegral", ("the bias is", level(bias)), ("the heads' outputs are", outputs))
-
-        checked(self, (heads, bias), check)
+        nested("KernelIntegral", ("bias", bias, 1))
+        head = stacked(heads)
+        outputs = level(head.output) if isinstance(head, KernelHead) else None
+        agree("KernelIntegral", ("the bias is", level(bias)), ("the heads' outputs are", outputs))
+        return heads, bias
 
     def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]:
         if mask is not None:

@@ -10,7 +10,7 @@ from jax import Array
 
 from applicative.linalg import add, check_nesting, mul_mmt, mul_mv, outer
 from applicative.nn._base import Matrix, floating_template, measure, normal_like
-from applicative.nn._parts import CHECKED, Level, Mark, agree, checked, level, mark, nested
+from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
@@ -24,7 +24,7 @@ S = TypeVar("S")
 
 
 @record
-class Linear(Generic[In, Out]):
+class Linear(Checked, Generic[In, Out]):
     """(W x + b)_o = sum_i W_oi x_i + b_o, with ``weight`` indexed [out][in].
 
     ``linear(x)`` maps one element; ``linear.each(xs)`` maps every element of a structure, as
@@ -40,16 +40,11 @@ class Linear(Generic[In, Out]):
     bias: Applicative[Out, Array] | None
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         weight, bias = self.weight, self.bias
-
-        def check() -> None:
-            nested("Linear", ("weight", weight, 2), ("bias", bias, 1))
-            agree("Linear", ("the bias is", level(bias)), ("the weight's outputs are", level(weight)))
-
-        checked(self, (weight, bias), check)
+        nested("Linear", ("weight", weight, 2), ("bias", bias, 1))
+        agree("Linear", ("the bias is", level(bias)), ("the weight's outputs are", level(weight)))
+        return weight, bias
 
     def __call__(self, x: Applicative[In, Array]) -> Applicative[Out, Array]:
         y = mul_mv(self.weight, x)

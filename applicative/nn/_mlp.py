@@ -21,7 +21,7 @@ from jax import Array
 from applicative.linalg import add
 from applicative.nn._base import measure
 from applicative.nn._linear import Linear, inputs_of, outputs_of
-from applicative.nn._parts import CHECKED, Mark, agree, checked, level, mark, nested
+from applicative.nn._parts import Checked, Mark, agree, level, mark, nested
 from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative, lift_a2
 from applicative.protocols.integration import counit
@@ -36,7 +36,7 @@ Hidden = TypeVar("Hidden", bound=Measured)
 
 
 @record
-class MLP(Generic[D, Hidden]):
+class MLP(Checked, Generic[D, Hidden]):
     """W2 sigma(W1 x + b1) + b2, with ``sigma`` applied to each element through ``fmap``.
 
     Built, it checks that the hidden layer maps into what the output layer maps from, and the output
@@ -48,18 +48,13 @@ class MLP(Generic[D, Hidden]):
     activation: Callable[[Array], Array] = static(default=jax.nn.relu)
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         hidden, output = self.hidden, self.output
-
-        def check() -> None:
-            into, out_of = outputs_of(hidden), inputs_of(output)
-            agree("MLP", ("the hidden layer's outputs are", into), ("the output layer's inputs are", out_of))
-            into, out_of = outputs_of(output), inputs_of(hidden)
-            agree("MLP", ("the output layer's outputs are", into), ("the hidden layer's inputs are", out_of))
-
-        checked(self, (hidden, output), check)
+        into, out_of = outputs_of(hidden), inputs_of(output)
+        agree("MLP", ("the hidden layer's outputs are", into), ("the output layer's inputs are", out_of))
+        into, out_of = outputs_of(output), inputs_of(hidden)
+        agree("MLP", ("the output layer's outputs are", into), ("the hidden layer's inputs are", out_of))
+        return hidden, output
 
     def __call__(self, x: Applicative[D, Array]) -> Applicative[D, Array]:
         return self.output(self.hidden(x).fmap(self.activation))
@@ -76,7 +71,7 @@ class MLP(Generic[D, Hidden]):
 
 
 @record
-class LayerNorm(Generic[D]):
+class LayerNorm(Checked, Generic[D]):
     """gamma * (x - mean) / sqrt(var + eps) + beta, the moments taken through counit.
 
     Built, it checks that gamma and beta are structures of scalars on one structure (else a
@@ -87,16 +82,11 @@ class LayerNorm(Generic[D]):
     eps: float = static(default=1e-5)
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         gamma, beta = self.gamma, self.beta
-
-        def check() -> None:
-            nested("LayerNorm", ("gamma", gamma, 1), ("beta", beta, 1))
-            agree("LayerNorm", ("gamma is", level(gamma)), ("beta is", level(beta)))
-
-        checked(self, (gamma, beta), check)
+        nested("LayerNorm", ("gamma", gamma, 1), ("beta", beta, 1))
+        agree("LayerNorm", ("gamma is", level(gamma)), ("beta is", level(beta)))
+        return gamma, beta
 
     def __call__(self, x: Applicative[D, Array]) -> Applicative[D, Array]:
         n = measure(x)

@@ -37,7 +37,6 @@ ValueError: Linear: the bias is a Vec[Hidden] of size 3 but the weight's outputs
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -50,10 +49,10 @@ from applicative.protocols.dense import Axis, Dense
 __all__ = [
     "CHECKED",
     "UNCHECKED",
+    "Checked",
     "Level",
     "Mark",
     "agree",
-    "checked",
     "level",
     "mark",
     "nested",
@@ -97,15 +96,23 @@ def mark() -> Any:
     return dataclasses.field(default=UNCHECKED, metadata={"static": True}, repr=False)
 
 
-def checked(module: object, parts: tuple[object, ...], check: Callable[[], None]) -> None:
-    """Run ``check`` (which raises, naming the module) on a module built from ``parts``, unless it is
-    marked checked (JAX rebuilt it from a checked one); then mark it checked if every leaf of ``parts``
-    is an array (else it is checked again when it is rebuilt around arrays)."""
-    if getattr(module, "_checked", UNCHECKED) is CHECKED:
-        return
-    check()
-    if all(_array(leaf) for leaf in jax.tree_util.tree_leaves(parts)):
-        object.__setattr__(module, "_checked", CHECKED)
+class Checked:
+    """A module that checks its parts when built: ``_check`` raises, naming the module, and returns the
+    parts it read. Unless the module is marked checked (JAX rebuilt it from a checked one); and it is
+    marked checked if every leaf of those parts is an array (else it is checked again when it is
+    rebuilt around arrays). Its record's last field is ``_checked: Mark = mark()``."""
+
+    _checked: Mark
+
+    def __post_init__(self) -> None:
+        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
+            return
+        if all(_array(leaf) for leaf in jax.tree_util.tree_leaves(self._check())):
+            object.__setattr__(self, "_checked", CHECKED)
+
+    def _check(self) -> tuple[object, ...]:
+        """Raise unless the parts meet; return the parts read."""
+        raise NotImplementedError
 
 
 def _array(leaf: object) -> bool:

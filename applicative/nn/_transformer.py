@@ -44,7 +44,7 @@ from applicative.nn._base import Matrix, compiled_init
 from applicative.nn._blocks import CrossAttentionBlock, FeedForward, SelfAttentionBlock, check_blocks, norm_each
 from applicative.nn._linear import Linear, inputs_of, outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
-from applicative.nn._parts import CHECKED, Level, Mark, agree, checked, level, mark, nested
+from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested
 from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
@@ -109,7 +109,7 @@ def _mixed_norms(op: str, *blocks: tuple[str, object]) -> ValueError:
 
 
 @record
-class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
+class EncoderLayer(Checked, Generic[Heads, D, Hk, Hidden]):
     """Self-attention and an MLP, each with a residual connection and an optional pre-norm: a
     ``SelfAttentionBlock`` then a ``FeedForward`` block (``blocks``).
 
@@ -121,11 +121,9 @@ class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
     norms: tuple[LayerNorm[D], LayerNorm[D]] | None
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         named = tuple((f"norms[{i}]", norm) for i, norm in enumerate(_tuple(self.norms)))
-        check_blocks(self, "EncoderLayer", attention=self.attention, mlp=self.mlp, norms=named)
+        return check_blocks("EncoderLayer", attention=self.attention, mlp=self.mlp, norms=named)
 
     @property
     def blocks(self) -> tuple[SelfAttentionBlock[Heads, D, Hk], FeedForward[D, Hidden]]:
@@ -151,7 +149,7 @@ class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
 
 
 @record
-class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
+class DecoderLayer(Checked, Generic[Heads, D, E, Hk, Hidden]):
     """Masked self-attention, cross attention to a memory (if ``cross``), and an MLP: a
     ``SelfAttentionBlock``, a ``CrossAttentionBlock`` (or None) and a ``FeedForward`` block (``blocks``).
 
@@ -166,11 +164,9 @@ class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
     norms: tuple[LayerNorm[D], LayerNorm[D] | None, LayerNorm[D]] | None
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         named = tuple((f"norms[{i}]", norm) for i, norm in enumerate(_tuple(self.norms)))
-        check_blocks(self, "DecoderLayer", attention=self.attention, cross=self.cross, mlp=self.mlp, norms=named)
+        return check_blocks("DecoderLayer", attention=self.attention, cross=self.cross, mlp=self.mlp, norms=named)
 
     @property
     def blocks(
@@ -217,7 +213,7 @@ class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
 
 
 @record
-class Embedding(Generic[S, V, D]):
+class Embedding(Checked, Generic[S, V, D]):
     """A linear map per position, plus positional encodings (fixed unless ``learned``)."""
 
     linear: Linear[V, D]
@@ -225,17 +221,12 @@ class Embedding(Generic[S, V, D]):
     learned: bool = static(default=False)
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         linear, positions = self.linear, self.positions
-
-        def check() -> None:
-            nested("Embedding", ("positions", positions, 2))
-            outputs, features = outputs_of(linear), level(positions, 1)
-            agree("Embedding", ("the linear map's outputs are", outputs), ("the positions' features are", features))
-
-        checked(self, (linear, positions), check)
+        nested("Embedding", ("positions", positions, 2))
+        outputs, features = outputs_of(linear), level(positions, 1)
+        agree("Embedding", ("the linear map's outputs are", outputs), ("the positions' features are", features))
+        return linear, positions
 
     def __call__(self, x: Matrix[S, V]) -> Matrix[S, D]:
         embedded = self.linear.each(x)
@@ -246,7 +237,7 @@ class Embedding(Generic[S, V, D]):
 
 
 @record
-class Encoder(Generic[S, V, D, Out]):
+class Encoder(Checked, Generic[S, V, D, Out]):
     """embed, layers, final norm, unembed (``unembed=None`` inside an encoder-decoder).
 
     Built, it checks that the embedding, the layers it knows (``EncoderLayer``s and blocks), the norm
@@ -258,10 +249,8 @@ class Encoder(Generic[S, V, D, Out]):
     unembed: Linear[D, Out] | None
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
-        _check_stack(self, "Encoder", self.embed, self.layers, self.norm, self.unembed)
+    def _check(self) -> tuple[object, ...]:
+        return _check_stack("Encoder", self.embed, self.layers, self.norm, self.unembed)
 
     def encode(self, x: Matrix[S, V], mask: Matrix[S, S] | None = None) -> Matrix[S, D]:
         """The final states, before unembedding."""
@@ -277,7 +266,7 @@ class Encoder(Generic[S, V, D, Out]):
 
 
 @record
-class Decoder(Generic[S, V, D, E, Out]):
+class Decoder(Checked, Generic[S, V, D, E, Out]):
     """embed, layers, norm, unembed. ``init_decoder``'s layers are ``DecoderLayer``s (masked
     self-attention, cross attention if built with a source, an MLP); a decoder built by hand may hold
     any ``CrossLayer``s, so ``layers`` is typed as those, and ``layer(i)`` is layer i typed as the
@@ -293,10 +282,8 @@ class Decoder(Generic[S, V, D, E, Out]):
     unembed: Linear[D, Out]
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
-        _check_stack(self, "Decoder", self.embed, self.layers, self.norm, self.unembed)
+    def _check(self) -> tuple[object, ...]:
+        return _check_stack("Decoder", self.embed, self.layers, self.norm, self.unembed)
 
     def layer(self, i: int) -> DecoderLayer[Any, D, E, Any, Any]:
         """Layer ``i`` (negative: from the end) as the ``DecoderLayer`` it is, typed with what it holds
@@ -327,7 +314,7 @@ class Decoder(Generic[S, V, D, E, Out]):
 
 
 @record
-class EncoderDecoder(Generic[S, V, D, Out]):
+class EncoderDecoder(Checked, Generic[S, V, D, Out]):
     """decoder(target, mask, memory = encoder.encode(source)).
 
     Built, it checks that the decoder's cross attention reads the encoder's features (a ValueError
@@ -337,21 +324,16 @@ class EncoderDecoder(Generic[S, V, D, Out]):
     decoder: Decoder[S, V, D, D, Out]
     _checked: Mark = mark()
 
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
+    def _check(self) -> tuple[object, ...]:
         encoder: object = self.encoder
         decoder: object = self.decoder
         embed = encoder.embed if isinstance(encoder, Encoder) else None
         layers = _tuple(decoder.layers) if isinstance(decoder, Decoder) else ()
         crosses = [layer.cross for layer in layers if isinstance(layer, DecoderLayer) and layer.cross is not None]
         cross = crosses[0] if crosses else None
-
-        def check() -> None:
-            features = ("the encoder's features are", _features(embed))
-            agree("EncoderDecoder", features, ("the decoder's cross attention reads", features_of(cross)[1]))
-
-        checked(self, (embed, cross), check)
+        features = ("the encoder's features are", _features(embed))
+        agree("EncoderDecoder", features, ("the decoder's cross attention reads", features_of(cross)[1]))
+        return embed, cross
 
     def __call__(
         self,
@@ -388,21 +370,17 @@ def _tuple(x: object) -> tuple[Any, ...]:
     return x if isinstance(x, tuple) else ()
 
 
-def _check_stack(built: object, module: str, embed: object, layers: object, norm: object, unembed: object) -> None:
-    """Check, unless ``built`` is marked checked (``nn._parts.checked``), that the embedding, the
-    layers this module knows, the final norm and the unembedding meet on the model's features."""
-    parts = (_feature_part(embed), *map(_feature_part, _tuple(layers)), norm, unembed)
-
-    def check() -> None:
-        agree(
-            module,
-            ("the embedding's outputs are", _features(embed)),
-            *((f"layers[{i}]'s features are", _features(layer)) for i, layer in enumerate(_tuple(layers))),
-            ("the final norm is on", level(norm.gamma) if isinstance(norm, LayerNorm) else None),
-            ("the unembedding's inputs are", inputs_of(unembed)),
-        )
-
-    checked(built, parts, check)
+def _check_stack(module: str, embed: object, layers: object, norm: object, unembed: object) -> tuple[object, ...]:
+    """Check that the embedding, the layers this module knows, the final norm and the unembedding meet
+    on the model's features (``nn._parts.Checked``); return the parts read."""
+    agree(
+        module,
+        ("the embedding's outputs are", _features(embed)),
+        *((f"layers[{i}]'s features are", _features(layer)) for i, layer in enumerate(_tuple(layers))),
+        ("the final norm is on", level(norm.gamma) if isinstance(norm, LayerNorm) else None),
+        ("the unembedding's inputs are", inputs_of(unembed)),
+    )
+    return (_feature_part(embed), *map(_feature_part, _tuple(layers)), norm, unembed)
 
 
 # Initialisers: templates give every shape (see applicative.nn._base).
