@@ -17,10 +17,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from funcformer.learning import Problem, Run, default_cache
+from funcformer.learning import Problem, Run, TrainingDiverged, default_cache, load, read_run, train
+from funcformer.learning._files import METRICS
 from funcformer.learning.metric import relative_l2, summary
 from funcformer.learning.solver import as_solver
-from funcformer.learning.training import METRICS, TrainingDiverged, load, optimiser, read_run, train
 from funcformer.model import Config, parameter_count
 
 
@@ -48,15 +48,15 @@ def errors(s: dict[str, float]) -> str:
     return f"{s['mean']:.2e} | {s['median']:.2e} | {s['p95']:.2e}"
 
 
-def run_facts(directory: Path) -> tuple[int, float, int]:
-    """(parameters, training seconds, steps) of a run: from its metrics.json, else its checkpoint."""
+def run_facts(directory: Path, problem: Problem[Any]) -> tuple[int, float, int]:
+    """(parameters, training seconds, steps) of a ``problem`` run: from its metrics.json, else its checkpoint."""
     metrics = directory / METRICS
     if metrics.exists():
         m = json.loads(metrics.read_text())
         if all(key in m for key in ("parameters", "train_seconds", "steps")):
             return int(m["parameters"]), float(m["train_seconds"]), int(m["steps"])
-    run = read_run(directory)
-    state = load(directory, run, optimiser(run))
+    run = read_run(directory, problem)
+    state = load(directory, run)
     return parameter_count(state.model), state.seconds, state.step
 
 

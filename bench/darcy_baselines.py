@@ -41,9 +41,8 @@ from _report import duration, errors, header, run_facts, seconds_of  # bench/, t
 
 from funcformer.darcy import PROBLEM, load_solver
 from funcformer.darcy.task import TEST_SEED, load_dataset, normalise, solve
-from funcformer.learning import Run, Solver, default_cache
+from funcformer.learning import Run, Solver, default_cache, read_run
 from funcformer.learning.metric import apply_linear, fit_least_squares, relative_l2, summary, truncation_floor
-from funcformer.learning.training import read_run
 
 TEST_SIZE = 1024
 BATCH = 256
@@ -101,7 +100,7 @@ def speed(kappa: np.ndarray, fine: int, solvers: dict[str, Solver], directories:
     print(f"| exact solver, dense LU ({DENSE_SAMPLES} samples) | | | {duration(dense)} | {gmres / dense:.2f} |")
     for name, solver in solvers.items():
         seconds = seconds_of(functools.partial(solver, batch), 10, warmup=2) / BATCH
-        parameters, train_seconds, steps = run_facts(directories[name])
+        parameters, train_seconds, steps = run_facts(directories[name], PROBLEM)
         print(
             f"| Funcformer `{name}` | {parameters:,} | {steps:,} steps, {train_seconds:.0f} s | {duration(seconds)} "
             f"| {gmres / seconds:.0f} |"
@@ -117,8 +116,9 @@ def main() -> None:
 
     run = Run.of(PROBLEM)
     for directory in args.runs:
-        if read_run(Path(directory)).task != run.task:
-            raise SystemExit(f"{directory}: trained on {read_run(Path(directory)).task}, not the default {run.task}")
+        trained_on = read_run(Path(directory), PROBLEM).task
+        if trained_on != run.task:
+            raise SystemExit(f"{directory}: trained on {trained_on}, not the default {run.task}")
     test = load_dataset(default_cache(), run.task, TEST_SEED, TEST_SIZE)
     train = load_dataset(default_cache(), run.task, run.seed, run.train_size, fine=False)
     directories = {directory: Path(directory) for directory in args.runs}

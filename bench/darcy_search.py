@@ -3,7 +3,7 @@
 Each trial trains from the same seed on the 8192 default training samples and reports the test
 relative L2 error (mean, median, p95 over 256 held-out samples) and the wall time (compilation
 included; timings from one run compare only with each other). The choices and the figures we
-measured are in the README ("Darcy flow").
+measured are in docs/darcy.md ("Choosing the architecture").
 
     python bench/darcy_search.py            # every trial, about 13 minutes on 2 cores
     python bench/darcy_search.py --only 0 3 # some of them
@@ -23,6 +23,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the r
 
 from _report import trial  # bench/, the script's directory
 
+from applicative.instances.chebyshev import evaluate_grid, vandermonde
 from funcformer.darcy import PROBLEM
 from funcformer.darcy.task import normalise
 from funcformer.learning import Problem
@@ -38,9 +39,8 @@ def _inverse_permeability(kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     shifted, log2 = normalise(kappa)
     n, points = kappa.shape[-1], 32
     x = np.polynomial.chebyshev.chebpts1(points)
-    t = np.polynomial.chebyshev.chebvander(x, n - 1)
-    values = np.exp(-(t @ shifted @ t.T))
-    fit = np.linalg.pinv(t)  # least squares on the tensor grid, one axis at a time
+    values = np.exp(-evaluate_grid(shifted, x, x))
+    fit = np.linalg.pinv(vandermonde(x, n))  # least squares on the tensor grid, one axis at a time
     return fit @ values @ fit.T, log2
 
 

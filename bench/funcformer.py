@@ -5,8 +5,8 @@ The library's Funcformer is ``applicative.nn``'s encoder on
 hand-written jax.numpy Funcformer on coefficient arrays
 (bench/funcformer_handwritten.py) with the same weights. Both run the default
 training run's model (``funcformer.poisson.PROBLEM.model``, 8 channels)
-and the same model with 16 channels (32 in the MLP, the README's 10-minute
-run), at the default batch (16), in float32, with every weight perturbed so
+and the same model with 16 channels (32 in the MLP, the "attention, 16 channels"
+row of docs/poisson.md's results), at the default batch (16), in float32, with every weight perturbed so
 that biases and norms are exercised.
 
 A train step is the loss (mean relative L2, in the exact L2 norm of the
@@ -42,7 +42,8 @@ import funcformer_handwritten as handwritten  # bench/, the script's directory
 from _timing import race
 
 from funcformer import Config, Funcformer, init, parameter_count
-from funcformer.learning.training import Run, l2_norm, optimiser, series_relative_l2
+from funcformer.learning import Run
+from funcformer.learning.steps import l2_norm, optimiser, series_relative_l2
 from funcformer.poisson import PROBLEM
 from funcformer.poisson.task import Task, solve, sources, truncate
 

@@ -44,9 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 import numpy as np
 from _report import duration, errors, header, run_facts, seconds_of  # bench/, the script's directory
 
-from funcformer.learning import Run, default_cache
+from funcformer.learning import Run, default_cache, read_run
 from funcformer.learning.solver import Solver
-from funcformer.learning.training import read_run
 from funcformer.poisson import PROBLEM, load_solver
 from funcformer.poisson.families import FAMILIES, apply_linear, fit_least_squares
 from funcformer.poisson.task import (
@@ -105,7 +104,7 @@ def in_distribution(
         solver(f)  # compile
         per_source = seconds_of(functools.partial(solver, f), 3) / len(f)
         s = summary(relative_l2(solver(f), test.exact()))
-        parameters, train_seconds, steps = run_facts(directories[name])
+        parameters, train_seconds, steps = run_facts(directories[name], PROBLEM)
         print(
             f"| Funcformer `{name}` | {errors(s)} | {steps:,} steps, {train_seconds:.0f} s | {parameters:,} "
             f"| {duration(per_source)} |"
@@ -171,8 +170,9 @@ def main() -> None:
     run = Run.of(PROBLEM)
     task = run.task
     for directory in args.runs:
-        if read_run(Path(directory)).task != task:
-            raise SystemExit(f"{directory}: trained on {read_run(Path(directory)).task}, not the default {task}")
+        trained_on = read_run(Path(directory), PROBLEM).task
+        if trained_on != task:
+            raise SystemExit(f"{directory}: trained on {trained_on}, not the default {task}")
     test = load_dataset(default_cache(), task, TEST_SEED, TEST_SIZE)
     train = load_dataset(default_cache(), task, run.seed, run.train_size, fine=False)
     if max(LEAST_SQUARES_SAMPLES) > len(train.f):

@@ -3,8 +3,8 @@
 Each trial trains for a fixed number of steps from the same seed and reports the
 test relative L2 error (mean, median, p95 over 256 held-out sources) and the
 wall time (compilation included; timings from one run are comparable only to
-each other). The choices and the figures we measured are in the README
-("Choosing the architecture").
+each other). The choices and the figures we measured are in
+docs/poisson.md ("Choosing the architecture").
 
     python bench/poisson_search.py            # every trial, about 10 minutes on 2 cores
     python bench/poisson_search.py --only 0 3 # some of them

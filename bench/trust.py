@@ -56,10 +56,10 @@ from scipy.stats import spearmanr
 
 from funcformer import darcy, poisson
 from funcformer.darcy import task as darcy_task
-from funcformer.learning import Problem, Run, default_cache, evaluate, train
+from funcformer.learning import Problem, Run, default_cache, evaluate, read_run, train
+from funcformer.learning._files import CHECKPOINT, METRICS
 from funcformer.learning.metric import grid_values, relative_l2, truncate
 from funcformer.learning.solver import load_solver
-from funcformer.learning.training import CHECKPOINT, METRICS, read_run
 from funcformer.learning.trust import QUANTILE, UntrustedPrediction, read_calibration
 from funcformer.poisson import task as poisson_task
 from funcformer.poisson.families import FAMILIES
@@ -107,7 +107,7 @@ def ready(problem: Problem[Any], directory: Path) -> None:
     run = read_run(directory, problem)
     if read_calibration(directory / METRICS, run.task.n) is None:
         print(f"\n(calibrating {directory}: evaluate)")
-        evaluate(directory, problem=problem)
+        evaluate(directory, problem)
 
 
 def poisson_cases(task: poisson_task.Task) -> list[Case]:
@@ -228,6 +228,7 @@ def report(problem: Problem[Any], directory: Path, cases: list[Case], strong: Ca
             warnings.simplefilter("ignore", UntrustedPrediction)
             return checked(batch)
 
+    assert problem.solve is not None, "the tasks have exact solvers"
     times = {
         "prediction (`load_solver(DIR)`)": seconds_of(functools.partial(plain, batch), 5, warmup=2),
         "checked prediction (`load_solver(DIR, check=True)`)": seconds_of(quiet_checked, 5, warmup=2),

@@ -8,6 +8,7 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
+from applicative.instances.chebyshev import derivative_matrix
 from funcformer.darcy import PROBLEM
 from funcformer.darcy import task as darcy
 from funcformer.darcy.task import (
@@ -26,6 +27,7 @@ from funcformer.darcy.task import (
     truncate,
     truncation_floor,
 )
+from funcformer.learning import metric
 from funcformer.poisson import task as poisson
 from tests.test_poisson_task import X, Y, interpolate_2d
 
@@ -99,7 +101,7 @@ def test_solver_converged_and_dense_agrees() -> None:
     kappa = permeabilities(Task(), 2, 8)
     # GMRES itself converges (the dense fallback is not what answers)
     nodes = 32
-    g = darcy._derivative_coefficients(16)
+    g = derivative_matrix(16, exact=False)  # as solve differentiates kappa
     kx, ky = darcy._interior_values(g @ kappa, nodes), darcy._interior_values(kappa @ g.T, nodes)
     rhs = np.exp(-darcy._interior_values(kappa, nodes))
     assert all(darcy._gmres(kx[b], ky[b], rhs[b], nodes)[1] for b in range(8))
@@ -154,13 +156,12 @@ def test_permeabilities() -> None:
         permeabilities(task, 5, -1)
 
 
-# The metric is Poisson's; the floor
+# The metric is the shared layer's, as Poisson's is; the floor
 
 
-def test_metric_is_poisson() -> None:
-    assert darcy.relative_l2 is poisson.relative_l2
-    assert darcy.grid_values is poisson.grid_values
-    assert darcy.truncate is poisson.truncate
+def test_metric_is_the_shared_one() -> None:
+    for name in ("relative_l2", "grid_values", "truncate", "summary", "GRID"):
+        assert getattr(darcy, name) is getattr(metric, name) is getattr(poisson, name)
 
 
 def test_truncation_floor() -> None:

@@ -11,9 +11,8 @@ import pytest
 
 from funcformer.darcy import PROBLEM, load_solver
 from funcformer.darcy.task import Task, mean_value, normalise, permeabilities, solve
-from funcformer.learning import training
+from funcformer.learning import Run, load, read_run, train
 from funcformer.learning.cli import main
-from funcformer.learning.training import Run, read_run, train
 from funcformer.model import Config
 from funcformer.poisson import PROBLEM as POISSON
 from funcformer.poisson import load_solver as load_poisson_solver
@@ -59,29 +58,33 @@ def test_a_tiny_run_trains_evaluates_plots_and_serves_through_the_cli(
     printed = capsys.readouterr().out
     for line in ("model", "truncation floor", "mean of the training set", "least squares"):
         assert line in printed
-    assert read_run(out) == RUN
+    assert read_run(out, PROBLEM) == RUN
     assert main(PROBLEM, ["evaluate", str(out), "--test-size", "8"]) == 0
     assert main(PROBLEM, ["plot", str(out)]) == 0
     assert (out / "prediction.png").stat().st_size > 0
     # load_solver: the model on the normalised input, scaled back by exp(-m) and the stored output scale
-    state = training.load(out, RUN, training.optimiser(RUN))
+    state = load(out, RUN)
     kappa = permeabilities(Task(), 11, 3)
     predicted = load_solver(out)(kappa)
     inputs, log2_factors = normalise(kappa)
     direct = np.asarray(jax.vmap(state.model)(inputs.astype(np.float32)), np.float64)
     expected = direct * (np.exp2(log2_factors) * state.scale)[:, None, None]
     np.testing.assert_allclose(predicted, expected, rtol=1e-12, atol=0)
-    with pytest.raises(ValueError, match=r"expected log-permeability kappa coefficients of shape \(B, 16, 16\)"):
+    with pytest.raises(ValueError, match=r"expected log-permeability kappa coefficients of shape \(B, P, Q\)"):
         load_solver(out)(kappa[0])
     with pytest.raises(TypeError, match="real floating-point"):
         load_solver(out)(kappa.astype(np.complex128))
     with pytest.raises(ValueError, match="NaN or infinite"):
         load_solver(out)(np.full_like(kappa, np.inf))
     # each task refuses the other's runs, naming the right one
-    with pytest.raises(ValueError, match=r"holds a Darcy run, not a Poisson one: .*funcformer.darcy.load_solver"):
+    with pytest.raises(
+        ValueError, match=r"holds a run of the task 'darcy', not a Poisson one: .*funcformer.darcy.load_solver"
+    ):
         load_poisson_solver(out)
     assert main(POISSON, ["evaluate", str(out)]) == 1
-    assert "holds a Darcy run, not a Poisson one: use python -m funcformer.darcy" in capsys.readouterr().err
+    assert (
+        "holds a run of the task 'darcy', not a Poisson one: use python -m funcformer.darcy" in capsys.readouterr().err
+    )
 
 
 def test_a_run_resumes_bitwise(tmp_path: Path) -> None:

@@ -18,17 +18,16 @@ import json, sys
 import jax
 import numpy as np
 from funcformer.model import Config
-from funcformer.learning import training
+from funcformer.learning import steps
 from funcformer.poisson import PROBLEM
 from funcformer.poisson.task import Task, sources
-from funcformer.learning.training import Run, train
+from funcformer.learning import Run, train
 
 out = sys.argv[1]
 tiny = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
 run = Run.of(PROBLEM, model=tiny, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
 state = train(run, out + "/run", progress=False)
-split, _ = training.data_parallel(run.batch)
-batch = training._minibatch(np.arange(4 * 16 * 16, dtype=np.float32).reshape(4, 16, 16), split)
+split, _ = steps.data_parallel(run.batch)
 try:
     train(Run.of(PROBLEM, model=tiny, steps=6, batch=3, train_size=16), out + "/odd", progress=False)
     refused = ""
@@ -40,7 +39,7 @@ json.dump({
     "predictions": np.asarray(jax.vmap(state.model)(sources(Task(), 9, 4).astype(np.float32))).tolist(),
     "replicated": all(leaf.sharding.is_fully_replicated for leaf in jax.tree_util.tree_leaves(state.model)),
     "model_devices": len(jax.tree_util.tree_leaves(state.model)[0].sharding.device_set),
-    "shards": [[shard.index[0].start, shard.index[0].stop] for shard in batch.addressable_shards],
+    "shards": [[rows.start, rows.stop] for rows, *_ in split.addressable_devices_indices_map((4, 16, 16)).values()],
     "refused": refused,
 }, sys.stdout)
 """

@@ -9,10 +9,11 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
-from funcformer.learning import training
+from funcformer.learning import Run, load, loop, train
+from funcformer.learning._files import CHECKPOINT
+from funcformer.learning.checkpoints import NoStoredScale
 from funcformer.learning.cli import main as cli_main
 from funcformer.learning.solver import as_solver, evaluate
-from funcformer.learning.training import CHECKPOINT, NoStoredScale, Run, load, optimiser, train
 from funcformer.model import Config
 from funcformer.poisson import PROBLEM, load_solver
 from funcformer.poisson.task import TEST_SEED, Task, make_dataset, sources
@@ -76,10 +77,10 @@ def test_the_output_scale_is_computed_when_a_run_starts_and_stored(
     def forbidden(problem: object, task: Task) -> float:
         raise AssertionError("recomputed the output scale")
 
-    monkeypatch.setattr(training, "output_scale", forbidden)
+    monkeypatch.setattr(loop, "output_scale", forbidden)
     resumed = train(RUN, tmp_path, resume=True, progress=False)  # reads it from the checkpoint
     assert resumed.scale == cut.scale
-    assert load(tmp_path, RUN, optimiser(RUN)).scale == cut.scale
+    assert load(tmp_path, RUN).scale == cut.scale
 
 
 def test_loading_a_run_generates_no_data(trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,7 +90,7 @@ def test_loading_a_run_generates_no_data(trained: Path, tmp_path: Path, monkeypa
     predicted = load_solver(trained)(sources(Task(), 9, 3))
     assert np.all(np.isfinite(predicted))
     assert not list(empty.iterdir())
-    evaluate(trained, test_size=8)  # evaluate's only data: the test set, and the training set for the baselines
+    evaluate(trained, PROBLEM, test_size=8)  # its only data: the test set, and the training set for the baselines
     names = sorted(path.name for path in empty.iterdir())
     assert len(names) == 2
     assert any(name.endswith(f"_seed{TEST_SEED}.npz") for name in names)
@@ -156,7 +157,7 @@ def test_dtypes_and_zero_sources(trained: Path) -> None:
 
 
 def test_a_prediction_beyond_the_dtype_range_is_a_clear_error(trained: Path) -> None:
-    state = load(trained, RUN, optimiser(RUN))
+    state = load(trained, RUN)
     solver = as_solver(state.model, 1e10, RUN, trained)  # a run whose potentials are 1e10 times its sources
     unit = unit_sources(3)
     assert np.all(np.isfinite(solver(1e290 * unit)))

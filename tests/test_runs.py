@@ -11,14 +11,15 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from funcformer.learning import training
-from funcformer.learning._files import LOCK, RunInUse
+from funcformer.darcy import PROBLEM as DARCY
+from funcformer.learning import Run, TrainingDiverged, load, loop, read_run, steps, train
+from funcformer.learning._files import CHECKPOINT, CONFIG, LOCK, RunInUse
 from funcformer.learning.cli import main as cli_main
-from funcformer.learning.training import CHECKPOINT, CONFIG, Run, TrainingDiverged, load, optimiser, train
 from funcformer.model import Config
 from funcformer.poisson import PROBLEM, load_solver
 
@@ -111,8 +112,8 @@ def test_two_training_processes_never_share_a_run(tmp_path: Path, capsys: pytest
         first.send_signal(signal.SIGKILL)
         first.wait()
     # A killed process holds nothing: its run resumes here, from its last checkpoint.
-    run = training.read_run(out)
-    saved = load(out, run, optimiser(run)).step
+    run = read_run(out, PROBLEM)
+    saved = load(out, run).step
     resumed = train(run, out, resume=True, progress=False, interrupt_after=1)
     assert resumed.step == saved + 1
 
@@ -159,13 +160,13 @@ def test_an_interrupted_first_step_leaves_nothing_but_a_later_one_keeps_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = 0
-    real = training.make_step
+    real = steps.make_step
 
     def interrupted_at(step: int) -> object:
         def make(run: Run) -> object:
             inner = real(run)
 
-            def step_fn(*args: object) -> object:
+            def step_fn(*args: Any) -> object:
                 nonlocal calls
                 calls += 1
                 if calls > step:
@@ -176,15 +177,15 @@ def test_an_interrupted_first_step_leaves_nothing_but_a_later_one_keeps_the_run(
 
         return make
 
-    monkeypatch.setattr(training, "make_step", interrupted_at(0))
+    monkeypatch.setattr(loop, "make_step", interrupted_at(0))
     with pytest.raises(KeyboardInterrupt):
         train(RUN, tmp_path / "first", progress=False)
     assert not (tmp_path / "first" / CONFIG).exists()
     calls = 0
-    monkeypatch.setattr(training, "make_step", interrupted_at(3))  # after the step-2 checkpoint
+    monkeypatch.setattr(loop, "make_step", interrupted_at(3))  # after the step-2 checkpoint
     with pytest.raises(KeyboardInterrupt):
         train(RUN, tmp_path / "later", progress=False)
-    assert load(tmp_path / "later", RUN, optimiser(RUN)).step == 2
+    assert load(tmp_path / "later", RUN).step == 2
 
 
 def test_temporaries_of_killed_writers_are_removed_when_the_run_is_next_held(tmp_path: Path) -> None:
@@ -244,7 +245,7 @@ def test_a_checkpoint_with_bad_arrays_is_refused(tmp_path: Path, damage: str) ->
         "a complex array": "array 0 is complex64, the configuration needs float32",
     }[damage]
     with pytest.raises(ValueError, match=re.escape(f"{path}: {message}" if damage != "an extra array" else message)):
-        load(tmp_path, RUN, optimiser(RUN))
+        load(tmp_path, RUN)
 
 
 # Bounded caches
@@ -282,6 +283,24 @@ def test_a_diverging_later_step_keeps_the_last_checkpoint(tmp_path: Path) -> Non
                  learning_rate=1e30, clip=1e30)  # fmt: skip
     with pytest.raises(TrainingDiverged) as error:
         train(run, tmp_path, progress=False)
-    saved = load(tmp_path, run, optimiser(run)).step
+    saved = load(tmp_path, run).step
     assert saved > 0
     assert f"(step {saved}) is kept" in str(error.value)
+
+
+def test_a_run_saved_before_runs_named_their_task_loads_as_poisson_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs were saved without their task's name before Darcy existed: Poisson reads them, Darcy refuses."""
+    train(RUN, tmp_path, progress=False)
+    f = np.random.default_rng(3).standard_normal((2, 16, 16))
+    before = load_solver(tmp_path)(f)
+    unnamed = {key: value for key, value in json.loads(RUN.to_json()).items() if key != "problem"}
+    (tmp_path / CONFIG).write_text(json.dumps(unnamed))
+    with np.load(tmp_path / CHECKPOINT) as stored:
+        arrays = {key: stored[key] for key in stored.files}
+    np.savez(tmp_path / CHECKPOINT, **{**arrays, "run": np.asarray(json.dumps(unnamed))})
+    np.testing.assert_array_equal(load_solver(tmp_path)(f), before)
+    assert read_run(tmp_path, PROBLEM) == RUN
+    assert cli_main(DARCY, ["evaluate", str(tmp_path)]) == 1
+    assert "names no task (a run saved before runs named their task): not a Darcy run" in capsys.readouterr().err

@@ -18,9 +18,11 @@ import pytest
 from funcformer.darcy import PROBLEM as DARCY
 from funcformer.darcy import load_solver as load_darcy_solver
 from funcformer.darcy import task as darcy
-from funcformer.learning import Solver, training
+from funcformer.learning import Run, Solver, State, load
+from funcformer.learning._files import CONFIG, METRICS, write_atomically
+from funcformer.learning.checkpoints import save
 from funcformer.learning.solver import as_checked_solver, as_solver, evaluate
-from funcformer.learning.training import CONFIG, METRICS, Run, State, optimiser, save
+from funcformer.learning.steps import optimiser
 from funcformer.learning.trust import FLOOR, Calibration, Checked, UncalibratedRun, UntrustedPrediction
 from funcformer.model import Config, init
 from funcformer.poisson import PROBLEM as POISSON
@@ -43,7 +45,7 @@ def saved(directory: Path, run: Run) -> Path:
     """A freshly initialised model saved as ``run``'s step-0 checkpoint, as ``train`` saves one (no data)."""
     directory.mkdir()
     model = init(run.seed, run.model)
-    training.write_atomically(directory / CONFIG, run.to_json())
+    write_atomically(directory / CONFIG, run.to_json())
     save(directory, run, State(model, optimiser(run).init(model), 0, [], SCALE))
     return directory
 
@@ -314,7 +316,7 @@ def test_a_checked_solver_of_an_uncalibrated_run_says_how_to_calibrate(darcy_run
 
 def test_evaluate_calibrates_the_checks_from_the_runs_own_data(tmp_path: Path, solver: Solver) -> None:
     darcy_run = saved(tmp_path / "run", RUN)  # the model of the module's run: ``solver`` predicts for it
-    evaluate(darcy_run, test_size=8)
+    evaluate(darcy_run, DARCY, test_size=8)
     stored = json.loads((darcy_run / METRICS).read_text())["trust"]
     # the training inputs' statistics, recomputed here from the task's definitions
     train_inputs, _ = darcy.normalise(darcy.permeabilities(darcy.Task(), RUN.seed, RUN.train_size))
@@ -350,7 +352,7 @@ def test_evaluate_calibrates_the_checks_from_the_runs_own_data(tmp_path: Path, s
 
 
 def test_the_warnings_name_exactly_the_samples_above_a_threshold(darcy_run: Path) -> None:
-    state = training.load(darcy_run, RUN, optimiser(RUN))
+    state = load(darcy_run, RUN)
     kappa = kappas(4)
     residuals = darcy.residual(kappa, as_solver(state.model, SCALE, RUN, darcy_run)(kappa))
     order = np.argsort(residuals)

@@ -9,22 +9,21 @@ and the CLI (``python -m funcformer.darcy``) are the shared operator-learning la
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from funcformer import learning
 from funcformer.darcy.task import TEST_SEED, Task, load_dataset, normalise, residual, solve
-from funcformer.learning import CheckedSolver, Problem, Run, Solver, evaluate, train
+from funcformer.learning import CheckedSolver, Problem, Run, Solver, train
 from funcformer.model import Config
 
 __all__ = ["MODEL", "PROBLEM", "Run", "Task", "evaluate", "load_solver", "train"]
 
 MODEL = Config(channels=8, hidden_channels=16, layers=4, axes="xxyy", mixers="km", points=16)
-"""The default model: a kernel integral along x, an MLP, a kernel integral along y, an MLP, the MLPs'
-ReLU at 16 Chebyshev points (README, "Darcy flow": as accurate as attention, at half its cost and a
-third of its parameters; kernel layers alone, which are linear, do 5x worse; 32 points cost a third
-more and gained nothing)."""
+"""The default model: a kernel integral along x, an MLP, a kernel integral along y, an MLP (8
+channels, 16 in the MLPs), the MLPs' ReLU at 16 Chebyshev points; docs/darcy.md, "Choosing the
+architecture", has the search that chose it."""
 
 
 def _solve(kappa: np.ndarray, task: Task) -> np.ndarray:
@@ -65,8 +64,15 @@ def load_solver(path: str | Path, *, check: bool) -> Solver | CheckedSolver: ...
 
 
 def load_solver(path: str | Path, *, check: bool = False) -> Solver | CheckedSolver:
-    """The Darcy run in ``path`` as a function from numpy log-permeability coefficients (B, 16, 16) to
-    pressure coefficients (B, 16, 16) (``funcformer.learning.load_solver``, which documents dtypes and sizes).
+    """The Darcy run in ``path`` as a function from numpy log-permeability coefficients (B, P, Q) to
+    pressure coefficients (B, P, Q), any counts, projected onto the model's 16 x 16
+    (``funcformer.learning.load_solver``, which documents the projection, dtypes and sizes).
     With ``check``, each result also carries every prediction's residual and distance, and a batch
     with samples above the run's calibrated thresholds warns (``funcformer.learning.trust``)."""
     return learning.load_solver(path, PROBLEM, check=check)
+
+
+def evaluate(path: str | Path, test_size: int = 1024) -> dict[str, Any]:
+    """Test metrics of the Darcy run in ``path`` (``funcformer.learning.evaluate``, which documents
+    them), written to its metrics.json."""
+    return learning.evaluate(path, PROBLEM, test_size)

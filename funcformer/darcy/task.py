@@ -2,24 +2,22 @@
 
 Functions are 2-D Chebyshev series in the ``numpy.polynomial.chebyshev.chebval2d`` convention, as for
 Poisson: C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y. The metric, the grid and
-the truncation are Poisson's (``funcformer.poisson.task``), re-exported here.
+the truncation are the shared layer's (``funcformer.learning.metric``, Poisson's too), re-exported here; the
+numerics (Lobatto points, collocation derivatives, the DCT-I, the fast diagonalisation, the norm) are the
+functional core's, ``applicative.instances.chebyshev``.
 
     permeabilities  kappa = sum_{i,j < k} b_ij T_i(x) T_j(y), b_ij = g_ij / ((1+i)(1+j)); a = exp(kappa)
     solve           -div(a grad u) = f (default 1), u = 0 on the boundary, by collocation of
                     -a (u_xx + u_yy) - a_x u_x - a_y u_y = f at the (fine + 1)^2 Chebyshev-Gauss-Lobatto
                     points, divided by a: -(u_xx + u_yy) - kappa_x u_x - kappa_y u_y = f / a, solved for
                     the (fine - 1)^2 interior unknowns by scipy's GMRES preconditioned with the exact
-                    inverse Laplacian (Poisson's fast diagonalisation); a dense LU as the fallback
+                    inverse Laplacian (the fast diagonalisation, ``chebyshev.dirichlet_eigen``); a dense
+                    LU as the fallback
     residual        ||e|| / ||u|| for a predicted u: e the residual of the divided equation through that
                     inverse Laplacian, e = -u on the boundary (an estimate of the prediction's error)
 
-Unlike Poisson's, ``fine`` here is the polynomial degree M (M + 1 points per axis), as in docs/darcy.md.
-
-Measured at fine = 32: manufactured solutions to 3e-14 relative (polynomial u; 6e-15 by the dense LU) and
-4e-14 (u with sin and cos); on random permeabilities, relative L2 distance to fine = 48 of 3e-7 median,
-2.3e-6 max (64 samples; fine = 24: up to 8e-5). Truncating u to 16 x 16 costs 5.5e-4 mean, 4.4e-4 median,
-1.4e-3 p95 (256 test samples). GMRES takes about 2 ms a sample on 2 cores (20 to 28 iterations, agreeing
-with the dense LU to 1.4e-14); the dense LU 15 to 25 ms.
+Unlike Poisson's, ``fine`` here is the polynomial degree M (M + 1 points per axis), as in docs/darcy.md,
+where the solver's accuracy and cost are.
 
 >>> task = Task()
 >>> data = make_dataset(task, seed=1, count=2)
@@ -38,14 +36,22 @@ from pathlib import Path
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, gmres
 
-from applicative.instances.chebyshev import integral_weights
+from applicative.instances.chebyshev import (
+    derivative_matrix,
+    dirichlet_derivatives,
+    dirichlet_eigen,
+    evaluate_grid,
+    integral_weights,
+    lobatto_points,
+    lobatto_to_coefficients,
+    norm2d,
+)
 from funcformer._fields import check_fields
 from funcformer.learning import metric
 from funcformer.learning import problem as learning
-from funcformer.learning.metric import GRID, grid_values, relative_l2, series_norm, summary, truncate
+from funcformer.learning.metric import GRID, grid_values, relative_l2, summary, truncate
 from funcformer.learning.problem import cached_dataset
 from funcformer.learning.trust import relative
-from funcformer.poisson.task import _derivative, _values_to_coefficients, lobatto_points
 
 __all__ = [
     "FINE",
@@ -152,33 +158,22 @@ def normalise(kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # The reference solver
 
 
-def _derivative_coefficients(n: int) -> np.ndarray:
-    """The n x n matrix G with G @ c = chebder(c) (padded to n): differentiation in coefficient space."""
-    g = np.zeros((n, n))
-    g[: n - 1] = np.polynomial.chebyshev.chebder(np.eye(n), axis=0)
-    return g
-
-
 @functools.cache
 def _operator(fine: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(d1, d2, V, V^-1, 1 / (l_i + l_j)) on the fine - 1 interior nodes per axis, u = 0 on the boundary:
-    the first and second differentiation matrices and the eigendecomposition d2 = V diag(l) V^-1."""
-    d = _derivative(fine + 1)
-    d1, d2 = d[1:-1, 1:-1], (d @ d)[1:-1, 1:-1]  # boundary values are zero: drop their rows and columns
-    eigenvalues, vectors = np.linalg.eig(d2)
-    # The spectrum is real and negative (Gottlieb & Lustman); drop eig's rounding-level imaginary parts.
-    lam, v = eigenvalues.real, vectors.real
-    arrays = (d1, d2, v, np.linalg.inv(v), 1.0 / np.add.outer(lam, lam))
-    for a in arrays:
-        a.flags.writeable = False
-    return arrays
+    the first and second differentiation matrices and the eigendecomposition d2 = V diag(l) V^-1, in
+    ``numpy.linalg.eig``'s order (``dirichlet_derivatives``, ``dirichlet_eigen``)."""
+    d1, d2 = dirichlet_derivatives(fine + 1)
+    lam, v, vi = dirichlet_eigen(fine + 1)
+    inverse = 1.0 / np.add.outer(lam, lam)
+    inverse.flags.writeable = False
+    return d1, d2, v, vi, inverse
 
 
 def _interior_values(c: np.ndarray, fine: int) -> np.ndarray:
     """(B, m, m) coefficients -> (B, fine - 1, fine - 1) values at the interior Lobatto nodes."""
-    t = np.polynomial.chebyshev.chebvander(lobatto_points(fine + 1)[1:-1], c.shape[1] - 1)
-    values: np.ndarray = t @ c @ t.T
-    return values
+    x = lobatto_points(fine + 1)[1:-1]
+    return evaluate_grid(c, x, x)
 
 
 def _gmres(kx: np.ndarray, ky: np.ndarray, rhs: np.ndarray, fine: int) -> tuple[np.ndarray, bool]:
@@ -237,7 +232,8 @@ def solve(kappa: np.ndarray, fine: int = FINE, f: np.ndarray | None = None, dens
     f = np.asarray(f, dtype=np.float64)
     if f.ndim != 3 or f.shape[1] != f.shape[2] or f.shape[0] != batch:
         raise ValueError(f"solve: f must have shape ({batch}, m, m), got {f.shape}")
-    g = _derivative_coefficients(n)
+    # G @ c = chebder(c) as numpy's chebder rounds it (exact=False): the cached datasets were made with it.
+    g = derivative_matrix(n, exact=False)
     values = np.zeros((batch, fine + 1, fine + 1))
     interior = values[:, 1:-1, 1:-1]  # a view: the boundary values stay zero
     chunk = _DENSE_CHUNK if dense else _CHUNK
@@ -254,7 +250,7 @@ def solve(kappa: np.ndarray, fine: int = FINE, f: np.ndarray | None = None, dens
             if not converged:
                 solution = _dense(kx[b : b + 1], ky[b : b + 1], rhs[b : b + 1], fine)[0]
             interior[start + b] = solution
-    v = _values_to_coefficients(fine + 1)
+    v = lobatto_to_coefficients(fine + 1)
     coefficients: np.ndarray = v @ values @ v.T
     return coefficients
 
@@ -273,13 +269,13 @@ def _fields(name: str, kappa: np.ndarray, u: np.ndarray, fine: int) -> tuple[np.
 
 def _interior(c: np.ndarray, fine: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values, x-derivative values, y-derivative values) of (B, n, n) coefficients at the interior nodes."""
-    g = _derivative_coefficients(c.shape[1])
+    g = derivative_matrix(c.shape[1], exact=False)
     return _interior_values(c, fine), _interior_values(g @ c, fine), _interior_values(c @ g.T, fine)
 
 
 def residual(kappa: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.ndarray:
     """The a-posteriori check of pressures u predicted for log-permeabilities kappa (``Problem.residual``):
-    (B,) relative residuals ||e|| / ||u||, L2 norms on [-1, 1]^2 (``series_norm``), kappa and u
+    (B,) relative residuals ||e|| / ||u||, L2 norms on [-1, 1]^2 (``chebyshev.norm2d``), kappa and u
     (B, n, n) coefficients, n <= fine + 1.
 
     With r = -(u_xx + u_yy) - kappa_x u_x - kappa_y u_y - exp(-kappa), the residual of the equation
@@ -302,10 +298,10 @@ def residual(kappa: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.ndarray:
         rhs = np.exp(-kappa_values) + kx * ux + ky * uy
         values = np.zeros((len(u), fine + 1, fine + 1))
         values[:, 1:-1, 1:-1] = -(v @ ((vi @ rhs @ vi.T) * inverse) @ v.T)  # (-Laplacian)^-1, zero on the boundary
-        to_coefficients = _values_to_coefficients(fine + 1)
+        to_coefficients = lobatto_to_coefficients(fine + 1)
         e = to_coefficients @ values @ to_coefficients.T
         e[:, : u.shape[1], : u.shape[1]] -= u
-        return relative(series_norm(e), series_norm(u))
+        return relative(norm2d(e), norm2d(u))
 
 
 def strong_residual(kappa: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.ndarray:
@@ -313,22 +309,21 @@ def strong_residual(kappa: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.nd
     ``residual``, each norm that of the interpolant of its values at the (fine + 1)^2 Lobatto points
     (boundary included); kappa and u (B, n, n) coefficients. The boundary values of u are not part of it."""
     kappa, u = _fields("strong_residual", kappa, u, fine)
-    t = np.polynomial.chebyshev.chebvander(lobatto_points(fine + 1), u.shape[1] - 1)
-    g = _derivative_coefficients(u.shape[1])
+    x = lobatto_points(fine + 1)
+    g = derivative_matrix(u.shape[1], exact=False)
 
     def at_nodes(c: np.ndarray) -> np.ndarray:
-        values: np.ndarray = t @ c @ t.T
-        return values
+        return evaluate_grid(c, x, x)
 
     laplacian = at_nodes(g @ g @ u) + at_nodes(u @ (g @ g).T)
     gradient = at_nodes(g @ kappa) * at_nodes(g @ u) + at_nodes(kappa @ g.T) * at_nodes(u @ g.T)
-    to_coefficients = _values_to_coefficients(fine + 1)
+    to_coefficients = lobatto_to_coefficients(fine + 1)
     with np.errstate(over="ignore", invalid="ignore"):
         source = np.exp(-at_nodes(kappa))
         r = -laplacian - gradient - source
         return relative(
-            series_norm(to_coefficients @ r @ to_coefficients.T),
-            series_norm(to_coefficients @ source @ to_coefficients.T),
+            norm2d(to_coefficients @ r @ to_coefficients.T),
+            norm2d(to_coefficients @ source @ to_coefficients.T),
         )
 
 

@@ -1,20 +1,46 @@
-"""The operator-learning layer both tasks share: one ``Problem`` value per task, everything else here.
+"""The operator-learning layer every task shares: a task hands it one ``Problem`` value.
 
-``problem``: what a task provides (data, normalisation, exact solver); ``training``: optax training
-with checkpoints and resuming; ``solver``: ``load_solver(DIR)`` (numpy (B, N, N) -> (B, N, N)) and
-``evaluate`` (the test metric beside the floor and the baselines, and the trust calibration);
-``trust``: ``load_solver(DIR, check=True)``'s residuals, distances and thresholds; ``metric``: the metric, the floor
-and the baselines in float64 numpy; ``plots``: PNG figures; ``cli``: ``python -m funcformer.<task>``.
-Datasets are cached under ``default_cache()``: $FUNCFORMER_CACHE, else ~/.cache/funcformer.
+``problem``: what a task provides (data, normalisation, exact solver); ``settings``: ``Run``, a
+run's settings (config.json); ``data``: the training set as the model sees it and the output
+scale; ``steps``: the loss, the optimiser and the jitted step (pure functions); ``checkpoints``:
+``save`` and ``load``; ``loop``: ``train``; ``solver``: ``load_solver(DIR, problem)`` (numpy
+(B, P, Q) -> (B, P, Q), any coefficient count) and ``evaluate`` (the test metric beside the floor and the baselines, and
+the trust calibration); ``trust``: ``load_solver(DIR, problem, check=True)``'s residuals, distances
+and thresholds; ``metric``: the metric, the floor and the baselines in float64 numpy; ``plots``:
+PNG figures; ``cli``: ``python -m funcformer.<task>``. Datasets are cached under
+``default_cache()``: $FUNCFORMER_CACHE, else ~/.cache/funcformer.
 """
 
 from funcformer.learning._files import default_cache as default_cache
+from funcformer.learning.arrays import from_arrays as from_arrays
+from funcformer.learning.arrays import from_values as from_values
+from funcformer.learning.arrays import lobatto_coefficients as lobatto_coefficients
+from funcformer.learning.checkpoints import State as State
+from funcformer.learning.checkpoints import load as load
+from funcformer.learning.loop import TrainingDiverged as TrainingDiverged
+from funcformer.learning.loop import train as train
 from funcformer.learning.problem import Problem as Problem
+from funcformer.learning.settings import Run as Run
+from funcformer.learning.settings import read_run as read_run
 from funcformer.learning.solver import CheckedSolver as CheckedSolver
 from funcformer.learning.solver import Solver as Solver
 from funcformer.learning.solver import evaluate as evaluate
 from funcformer.learning.solver import load_solver as load_solver
-from funcformer.learning.training import Run as Run
-from funcformer.learning.training import train as train
 
-__all__ = ["CheckedSolver", "Problem", "Run", "Solver", "default_cache", "evaluate", "load_solver", "train"]
+__all__ = [
+    "CheckedSolver",
+    "Problem",
+    "Run",
+    "Solver",
+    "State",
+    "TrainingDiverged",
+    "default_cache",
+    "evaluate",
+    "from_arrays",
+    "from_values",
+    "load",
+    "load_solver",
+    "lobatto_coefficients",
+    "read_run",
+    "train",
+]

@@ -1,6 +1,9 @@
-"""Files that appear only once fully written, so a crash or a kill never leaves half of one; the lock
-that gives a run directory to one process at a time; and the dataset cache (shared by the Poisson and
-Darcy tasks)."""
+"""Files that appear only once fully written, so a crash or a kill never leaves half of one; a run
+directory's files and the lock that gives it to one process at a time; and the dataset cache (shared
+by every task).
+
+A run directory holds ``config.json`` (the ``settings.Run``), ``checkpoint.npz`` (``checkpoints``)
+and ``metrics.json`` (``solver.evaluate``)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,9 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 LOCK = ".lock"
+CONFIG = "config.json"
+CHECKPOINT = "checkpoint.npz"
+METRICS = "metrics.json"
 
 
 def default_cache() -> Path:
@@ -52,6 +58,12 @@ def holding(directory: Path, files: Iterable[str]) -> Iterator[None]:
         lock.release()
 
 
+def holding_run(directory: Path) -> contextlib.AbstractContextManager[None]:
+    """Hold a run directory for this process (``holding``): training, evaluating and plotting take it,
+    so two processes never mix their files in one run."""
+    return holding(directory, (CONFIG, CHECKPOINT, METRICS))
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     """Write through a temporary file in ``path``'s directory, moved onto ``path`` (``os.replace``) on success."""
@@ -63,6 +75,12 @@ def atomic_file(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """A text file, written atomically (``atomic_file``)."""
+    with atomic_file(path, "w") as file:
+        file.write(text)
 
 
 def cached_arrays(

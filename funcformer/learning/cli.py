@@ -22,9 +22,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from funcformer.learning._files import RunInUse, default_cache
+from funcformer.learning._files import METRICS, RunInUse, default_cache, holding_run
+from funcformer.learning.checkpoints import load
+from funcformer.learning.loop import TrainingDiverged, train
 from funcformer.learning.problem import Problem
-from funcformer.learning.training import Run, TrainingDiverged, holding_run, load, optimiser, read_run, train
+from funcformer.learning.settings import Run, read_run
 
 __all__ = ["main"]
 
@@ -129,13 +131,14 @@ def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
         args.out.mkdir(parents=True, exist_ok=True)
     with holding_run(args.out):  # through training and its evaluation
         train(run or read_run(args.out, problem), args.out, resume=args.resume, progress=not args.quiet)
-        _print_metrics(evaluate(args.out, args.test_size))
+        _print_metrics(evaluate(args.out, problem, args.test_size))
 
 
 def _print_metrics(metrics: dict[str, Any]) -> None:
     def line(name: str, values: dict[str, float]) -> str:
         return f"{name:<28}mean {values['mean']:.3e}  median {values['median']:.3e}  p95 {values['p95']:.3e}"
 
+    solve = metrics["seconds_per_solve"]  # None: a problem without an exact solver (a user's data)
     print(
         f"test relative L2 error ({metrics['test_size']} held-out samples):\n"
         f"{line('  model', metrics['test'])}\n"
@@ -143,10 +146,12 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
         f"{line('  mean of the training set', metrics['mean_predictor'])}\n"
         f"{line('  least squares (linear)', metrics['least_squares'])}\n"
         f"parameters {metrics['parameters']}, {metrics['steps']} steps in {metrics['train_seconds']:.0f} s; "
-        f"{metrics['seconds_per_prediction'] * 1e6:.0f} us per prediction vs "
-        f"{metrics['seconds_per_solve'] * 1e6:.0f} us per exact solve"
+        f"{metrics['seconds_per_prediction'] * 1e6:.0f} us per prediction"
+        + (" (no exact solver to time)" if solve is None else f" vs {solve * 1e6:.0f} us per exact solve")
     )
-    trust = metrics["trust"]
+    trust = metrics.get("trust")  # absent: a problem without a residual, nothing to calibrate
+    if trust is None:
+        return
     print(
         f"load_solver(DIR, check=True) flags residuals above {trust['residual_threshold']:.3e} and distances "
         f"above {trust['distance_threshold']:.3g} (the test set's {trust['quantile']:.0%} quantiles)"
@@ -156,7 +161,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
 def _evaluate(problem: Problem[Any], args: argparse.Namespace) -> None:
     from funcformer.learning.solver import evaluate
 
-    _print_metrics(evaluate(args.run, args.test_size, problem))
+    _print_metrics(evaluate(args.run, problem, args.test_size))
 
 
 def _plot(problem: Problem[Any], args: argparse.Namespace) -> None:
@@ -167,11 +172,11 @@ def _plot(problem: Problem[Any], args: argparse.Namespace) -> None:
         raise ValueError(f"--sample must be an index of the {args.test_size}-sample test set, got {args.sample}")
     with holding_run(args.run):
         run = read_run(args.run, problem)
-        state = load(args.run, run, optimiser(run))
+        state = load(args.run, run)
         test = problem.dataset(default_cache(), run.task, problem.test_seed, args.test_size, True)
         x = test.inputs[args.sample : args.sample + 1]
         predicted = as_solver(state.model, state.scale, run, args.run)(x)[0]
-        metrics_path = args.run / "metrics.json"
+        metrics_path = args.run / METRICS
         error = json.loads(metrics_path.read_text())["test"]["mean"] if metrics_path.exists() else None
         for path in (
             plot_prediction(x[0], test.exact()[args.sample], predicted, args.run / "prediction.png", problem=problem),

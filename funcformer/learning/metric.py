@@ -6,6 +6,7 @@ C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y.
     metric      ||u_pred - u||_2 / ||u||_2 over the uniform 64 x 64 grid x_k = -1 + 2k/63, boundary
                 included, against the exact (fine) solution u
     floor       the metric of the exact solution truncated to n x n: what a perfect n x n model scores
+    norm        ``series_norm``, the L2 norm on [-1, 1]^2 (``applicative.instances.chebyshev.norm2d``)
     baselines   the mean of the training targets, and the least-squares linear map from inputs to targets
 
 >>> exact = np.zeros((1, 3, 3)); exact[0, 0, 0] = 1.0  # u = 1
@@ -15,11 +16,10 @@ C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from applicative.instances.chebyshev import gram
+from applicative.instances.chebyshev import evaluate_grid
+from applicative.instances.chebyshev import norm2d as series_norm
 
 __all__ = [
     "GRID",
@@ -27,6 +27,7 @@ __all__ = [
     "fit_least_squares",
     "grid_values",
     "relative_l2",
+    "resized",
     "series_norm",
     "summary",
     "truncate",
@@ -39,6 +40,17 @@ _CHUNK = 1024
 """Samples per batch in the metric: bounds the temporaries to a few tens of MB."""
 
 
+def resized(c: np.ndarray, p: int, q: int) -> np.ndarray:
+    """A (B, m1, m2) batch of coefficients at p x q: cut to degree < p in x and < q in y, or padded with
+    zeros (the same series); ``c`` itself where it is already (B, p, q)."""
+    if c.shape[1:] == (p, q):
+        return c
+    out = np.zeros((c.shape[0], p, q), c.dtype)
+    a, b = min(p, c.shape[1]), min(q, c.shape[2])
+    out[:, :a, :b] = c[:, :a, :b]
+    return out
+
+
 def truncate(u: np.ndarray, n: int) -> np.ndarray:
     """The first n x n coefficients of a (B, m, m) batch (m >= n): the series truncated to degree < n per axis."""
     if u.ndim != 3 or min(u.shape[1:]) < n:
@@ -46,22 +58,14 @@ def truncate(u: np.ndarray, n: int) -> np.ndarray:
     return np.ascontiguousarray(u[:, :n, :n])
 
 
-@functools.cache
-def _grid_basis(points: int, m: int) -> np.ndarray:
-    t = np.polynomial.chebyshev.chebvander(np.linspace(-1.0, 1.0, points), m - 1)
-    t.flags.writeable = False
-    return t
-
-
 def grid_values(c: np.ndarray, points: int = GRID) -> np.ndarray:
     """(B, m, m) coefficients -> (B, points, points) values on the uniform grid incl. boundary
-    (chebval2d convention: axis 1 is x, axis 2 is y)."""
+    (chebval2d convention: axis 1 is x, axis 2 is y; ``chebyshev.evaluate_grid``)."""
     c = np.asarray(c, dtype=np.float64)
     if c.ndim != 3 or c.shape[1] != c.shape[2]:
         raise ValueError(f"grid_values: need (B, m, m) coefficients, got {c.shape}")
-    t = _grid_basis(points, c.shape[1])
-    values: np.ndarray = t @ c @ t.T
-    return values
+    x = np.linspace(-1.0, 1.0, points)
+    return evaluate_grid(c, x, x)
 
 
 def relative_l2(predicted: np.ndarray, exact: np.ndarray) -> np.ndarray:
@@ -76,14 +80,6 @@ def relative_l2(predicted: np.ndarray, exact: np.ndarray) -> np.ndarray:
         difference = grid_values(predicted[start : start + _CHUNK]) - u
         errors[start : start + _CHUNK] = np.sqrt((difference**2).sum(axis=(1, 2)) / (u**2).sum(axis=(1, 2)))
     return errors
-
-
-def series_norm(c: np.ndarray) -> np.ndarray:
-    """Per-sample L2 norm on [-1, 1]^2 of (B, n, n) coefficients, exact through the Gram matrix, in float64."""
-    c = np.asarray(c, dtype=np.float64)
-    g = gram(c.shape[-1])
-    norms: np.ndarray = np.sqrt(np.sum((g @ c @ g) * c, axis=(1, 2)))
-    return norms
 
 
 def summary(errors: np.ndarray) -> dict[str, float]:

@@ -2,11 +2,12 @@
 
 A task (``funcformer.poisson``, ``funcformer.darcy``) defines its data and its exact solver; this
 layer trains, checkpoints, resumes, evaluates, plots and serves any of them through one ``Problem``
-value, which the task's package exports as ``PROBLEM``. The model maps n x n Chebyshev coefficients
+value, which the task's package exports as ``PROBLEM`` and hands to every function of this layer
+(the layer never looks a task up by name: it imports no task). The model maps n x n Chebyshev coefficients
 to n x n coefficients; a problem says how its inputs are normalised before the model sees them:
 
     x  ->  (x', log2 c) = normalise(x)    (host, float64; x' the model's input, c >= 0 a factor)
-    u  ~   c * scale * model(x')          (scale: the run's output scale, ``training.output_scale``)
+    u  ~   c * scale * model(x')          (scale: the run's output scale, ``data.output_scale``)
 
 The factor comes as its base-2 logarithm (-inf for c = 0), so that inputs of any finite size give
 a finite prediction wherever the prediction itself is finite.
@@ -16,17 +17,17 @@ Darcy: a constant shift of the log-permeability, x' = kappa - mean(kappa), c = e
 leaves the model only the part of the problem that is not. Training and ``load_solver`` use the
 same ``normalise``: one definition, on the host in float64.
 
-Every prediction can be checked a posteriori: ``residual(x, u, task)`` is the task's PDE residual
+Every prediction of a task can be checked a posteriori: ``residual(x, u, task)`` is the task's PDE residual
 of u mapped through an inverse Laplacian, relative to ||u|| (an estimate of the relative error; each
 task's ``residual`` says how close, and what it costs), and it is invariant under the
 normalisation: residual(x, u) = residual(x', u / c). ``load_solver(DIR, check=True)`` and
-``funcformer.learning.trust`` use it.
+``funcformer.learning.trust`` use it. A problem built from a user's arrays (``funcformer.learning.arrays``)
+has neither an exact solver nor a residual: ``solve`` and ``residual`` are None.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from funcformer.learning._files import cached_arrays
 from funcformer.learning.metric import truncate
 from funcformer.model import Config
 
-__all__ = ["Dataset", "Problem", "TaskParameters", "cached_dataset", "problem_named"]
+__all__ = ["Dataset", "Problem", "TaskParameters", "cached_dataset"]
 
 
 class TaskParameters(Protocol):
@@ -123,7 +124,8 @@ class Problem(Generic[T]):
     """An operator-learning task as the training layer sees it (one value per task: compared by identity)."""
 
     name: str
-    """The task's package, ``funcformer.<name>``, which exports this value as ``PROBLEM``."""
+    """The task's name: saved in each run's config.json (a run of another task is refused by it) and
+    used in messages as its command line, ``python -m funcformer.<name>``."""
     title: str
     """The task's name in messages and figures ("Poisson")."""
     input: str
@@ -140,13 +142,18 @@ class Problem(Generic[T]):
     """The held-out seed of the test set; training refuses it."""
     normalise: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
     """float64 inputs (B, n, n) -> (the model's inputs (B, n, n), log2 of the factors (B,)): see the module."""
-    solve: Callable[[np.ndarray, T], np.ndarray]
-    """The exact solver, (B, n, n) inputs -> (B, m, m) solutions (timed beside the model)."""
-    residual: Callable[[np.ndarray, np.ndarray, T], np.ndarray]
+    solve: Callable[[np.ndarray, T], np.ndarray] | None = None
+    """The exact solver, (B, n, n) inputs -> (B, m, m) solutions (timed beside the model); None for a
+    problem that has none (``funcformer.learning.arrays``: a user's data), whose runs time no solver."""
+    residual: Callable[[np.ndarray, np.ndarray, T], np.ndarray] | None = None
     """The a-posteriori check: ((B, n, n) inputs, (B, n, n) predicted outputs, task) -> (B,) relative
-    residuals, float64, invariant under ``normalise`` (see the module)."""
+    residuals, float64, invariant under ``normalise`` (see the module); None for a problem that has none,
+    whose predictions ``load_solver(DIR, check=True)`` refuses to check and ``evaluate`` does not calibrate."""
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    """The default run's settings where they differ from ``training.Run``'s."""
+    """The default run's settings where they differ from ``settings.Run``'s."""
+    reads_unnamed_runs: bool = False
+    """Whether a config.json that names no task is a run of this one (true of Poisson's alone: runs
+    were saved without their task's name before there was a second task)."""
 
     def check_train_seed(self, seed: int) -> int:
         """``seed``, or a ValueError if it is the held-out ``test_seed``."""
@@ -156,17 +163,3 @@ class Problem(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Problem({self.name!r})"
-
-
-def problem_named(name: str) -> Problem[Any]:
-    """The ``PROBLEM`` of the package ``funcformer.<name>`` (how a saved run finds its task)."""
-    if not name.isidentifier():
-        raise ValueError(f"no operator-learning task named {name!r}")
-    try:
-        module = importlib.import_module(f"funcformer.{name}")
-    except ImportError as error:
-        raise ValueError(f"no operator-learning task named {name!r} ({error})") from error
-    problem = getattr(module, "PROBLEM", None)
-    if not isinstance(problem, Problem):
-        raise ValueError(f"funcformer.{name} defines no PROBLEM: not an operator-learning task")
-    return problem

@@ -14,10 +14,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from funcformer.learning._files import default_cache
-from funcformer.learning.metric import apply_linear, fit_least_squares, relative_l2, summary, truncation_floor
+from funcformer.learning._files import METRICS, default_cache, holding_run, write_atomically
+from funcformer.learning.checkpoints import load
+from funcformer.learning.metric import (
+    apply_linear,
+    fit_least_squares,
+    relative_l2,
+    resized,
+    summary,
+    truncation_floor,
+)
 from funcformer.learning.problem import Problem
-from funcformer.learning.training import METRICS, Run, holding_run, load, optimiser, read_run, write_atomically
+from funcformer.learning.settings import Run, read_run
 from funcformer.learning.trust import (
     Calibration,
     Checked,
@@ -42,24 +50,30 @@ _apply = jax.jit(lambda m, x: jax.vmap(m)(x))
 
 
 @overload
-def load_solver(path: str | Path, problem: Problem[Any] | None = None, *, check: Literal[False] = False) -> Solver: ...
+def load_solver(path: str | Path, problem: Problem[Any], *, check: Literal[False] = False) -> Solver: ...
 
 
 @overload
-def load_solver(path: str | Path, problem: Problem[Any] | None = None, *, check: Literal[True]) -> CheckedSolver: ...
+def load_solver(path: str | Path, problem: Problem[Any], *, check: Literal[True]) -> CheckedSolver: ...
 
 
 @overload
-def load_solver(path: str | Path, problem: Problem[Any] | None = None, *, check: bool) -> Solver | CheckedSolver: ...
+def load_solver(path: str | Path, problem: Problem[Any], *, check: bool) -> Solver | CheckedSolver: ...
 
 
-def load_solver(
-    path: str | Path, problem: Problem[Any] | None = None, *, check: bool = False
-) -> Solver | CheckedSolver:
-    """The run in ``path`` as a function: numpy input coefficients (B, N, N) -> output coefficients
-    (B, N, N), both in the ``chebval2d`` convention; with ``problem``, a run of another task is refused.
+def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False) -> Solver | CheckedSolver:
+    """The ``problem`` run in ``path`` as a function: numpy input coefficients (B, P, Q) -> output
+    coefficients (B, P, Q), both in the ``chebval2d`` convention; a run of another task is refused.
 
-    The inputs are normalised by the run's ``Problem.normalise`` on the host, in float64 (or the
+    The model is an operator on functions at its resolution, n x n coefficients (``Run.task.n``);
+    inputs may come at any count P x Q >= 1 x 1. An input is projected onto the model's resolution
+    exactly: its coefficients of degree n or more in either variable are dropped (the orthogonal
+    projection onto polynomials of degree < n per variable in the Chebyshev-weighted L2 inner
+    product), a smaller one is padded with zeros (the same function). The prediction is returned at
+    the input's count: padded with zeros, or its coefficients of degree P (Q) or more dropped. As a
+    series it can be evaluated anywhere on [-1, 1]^2 (``numpy.polynomial.chebyshev.chebval2d``).
+
+    The (projected) inputs are normalised by the run's ``Problem.normalise`` on the host, in float64 (or the
     input's dtype where wider); the model computes in its own dtype (float32); its output is scaled by
     the normalisation's factor times the run's stored output scale, in float64 (the factor as a power
     of two times a number near 1, so that it neither overflows nor underflows before the product
@@ -84,15 +98,19 @@ def load_solver(
     training inputs; it warns (``trust.UntrustedPrediction``) when a batch has samples above the
     thresholds that ``evaluate`` calibrated on the run's test set and stored in its metrics.json. A
     run without that calibration still loads, with a ``trust.UncalibratedRun`` warning saying how to
-    calibrate it; its distances are NaN and nothing is flagged.
+    calibrate it; its distances are NaN and nothing is flagged. A problem without a residual
+    (``Problem.residual`` None: a user's data, ``funcformer.learning.arrays``) has nothing to check
+    predictions against: ``check`` raises a ValueError for it.
 
     Loading reads ``config.json``, ``checkpoint.npz`` (and with ``check``, ``metrics.json``) only,
     and generates no data. A run saved before runs stored their output scale raises
-    ``training.NoStoredScale``, which says how to add it.
+    ``checkpoints.NoStoredScale``, which says how to add it.
     """
     directory = Path(path)
+    if check:
+        _residual(problem, f"load_solver({directory}, check=True)")
     run = read_run(directory, problem)
-    state = load(directory, run, optimiser(run))
+    state = load(directory, run)
     if not check:
         return as_solver(state.model, state.scale, run, directory)
     calibration = read_calibration(directory / METRICS, run.task.n)
@@ -123,12 +141,13 @@ def as_checked_solver(
 ) -> CheckedSolver:
     """``as_solver``'s solver whose result carries each prediction's checks, flagged against
     ``calibration`` (None: no distances, nothing flagged); see ``load_solver``."""
-    predict = _predictor(model, scale, run, directory)
     name = f"load_solver({directory}, check=True)"
+    residual = _residual(run.problem, name)
+    predict = _predictor(model, scale, run, directory)
 
     def solver(x: np.ndarray) -> Checked:
         result, inputs, unit = predict(x)
-        residuals = run.problem.residual(inputs, unit, run.task)
+        residuals = residual(inputs, unit, run.task)
         if calibration is None:
             return Checked(result, residuals, np.full(len(result), np.nan))
         distances = calibration.distance(inputs)
@@ -152,24 +171,39 @@ def as_checked_solver(
     return solver
 
 
+def _residual(problem: Problem[Any], name: str) -> Callable[[np.ndarray, np.ndarray, Any], np.ndarray]:
+    """The problem's ``residual``, or a ValueError naming ``name`` if it has none."""
+    if problem.residual is None:
+        raise ValueError(
+            f"{name}: the {problem.title} problem has no a-posteriori residual (its Problem.residual is None), "
+            "so its predictions cannot be checked; load it with check=False"
+        )
+    return problem.residual
+
+
 def _predictor(
     model: Funcformer, scale: float, run: Run, directory: Path
 ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The validated prediction of a batch: (the predictions, in the input's dtype; the model's inputs
-    x'; the predictions before the factor c, scale * model(x') in float64 or wider, zero where c = 0)."""
+    """The validated prediction of a batch: (the predictions, in the input's dtype and count; the model's
+    inputs x' (n x n); the predictions before the factor c, scale * model(x') in float64 or wider, zero
+    where c = 0 (n x n))."""
     n = run.task.n
     problem = run.problem
     model_dtype = np.dtype(jax.tree_util.tree_leaves(model)[0].dtype)
     name = f"load_solver({directory})"
 
     def predict(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        a = np.asarray(x)
-        if a.ndim != 3 or a.shape[1:] != (n, n):
-            raise ValueError(f"{name}: expected {problem.input} coefficients of shape (B, {n}, {n}), got {a.shape}")
-        if not np.issubdtype(a.dtype, np.floating):
-            raise TypeError(f"{name}: expected real floating-point {problem.input}, got dtype {a.dtype}")
-        if not np.all(np.isfinite(a)):
+        given = np.asarray(x)
+        if given.ndim != 3 or 0 in given.shape[1:]:
+            raise ValueError(
+                f"{name}: expected {problem.input} coefficients of shape (B, P, Q), any P, Q >= 1 (the model's "
+                f"resolution is {n} x {n}), got {given.shape}"
+            )
+        if not np.issubdtype(given.dtype, np.floating):
+            raise TypeError(f"{name}: expected real floating-point {problem.input}, got dtype {given.dtype}")
+        if not np.all(np.isfinite(given)):
             raise ValueError(f"{name}: the {problem.input} coefficients contain NaN or infinite values")
+        a = resized(given, n, n)  # the projection onto the model's resolution
         work = np.promote_types(a.dtype, np.float64)
         with np.errstate(all="ignore"):  # an overflowing normalisation is reported below, by sample
             inputs, log2_factors = problem.normalise(a.astype(work))
@@ -178,7 +212,8 @@ def _predictor(
         _check_outputs(name, problem, inputs, unit, model_dtype)
         zero = np.isneginf(log2_factors)  # c = 0: a zero prediction
         unit[zero] = 0.0
-        return _scaled(name, a.dtype, unit, np.where(zero, 0.0, log2_factors), model_dtype), inputs, unit
+        result = _scaled(name, a.dtype, unit, np.where(zero, 0.0, log2_factors), model_dtype)
+        return resized(result, *given.shape[1:]), inputs, unit
 
     return predict
 
@@ -274,23 +309,25 @@ def _scaled(
     return scaled
 
 
-def evaluate(path: str | Path, test_size: int = 1024, problem: Problem[Any] | None = None) -> dict[str, Any]:
-    """Test metrics of the run in ``path`` (written to its metrics.json): relative L2 error (mean,
+def evaluate(path: str | Path, problem: Problem[Any], test_size: int = 1024) -> dict[str, Any]:
+    """Test metrics of the ``problem`` run in ``path`` (written to its metrics.json): relative L2 error (mean,
     median, p95) beside the truncation floor and two baselines fitted on the run's training set (the
     mean target, and the least-squares linear map from inputs to targets), seconds per prediction
     (batch ``test_size``) vs per exact solve, and the run's trust calibration (``trust.calibrate``:
     the training set's input statistics and the test set's residual and distance thresholds, under
-    ``"trust"``, which ``load_solver(path, check=True)`` reads); with ``problem``, a run of another
-    task is refused. It holds the run directory (``holding_run``): a run in another process's use is
-    refused."""
+    ``"trust"``, which ``load_solver(path, check=True)`` reads); a run of another task is refused.
+    A problem without an exact solver (``Problem.solve`` None) has ``"seconds_per_solve"`` None; one
+    without a residual (``Problem.residual`` None) has no ``"trust"`` entry: there is no residual to
+    take a threshold of, and ``load_solver(path, check=True)`` refuses it.
+    It holds the run directory (``holding_run``): a run in another process's use is refused."""
     directory = Path(path)
     with holding_run(directory):
-        return _evaluate(directory, test_size, problem)
+        return _evaluate(directory, problem, test_size)
 
 
-def _evaluate(directory: Path, test_size: int, problem: Problem[Any] | None) -> dict[str, Any]:
+def _evaluate(directory: Path, problem: Problem[Any], test_size: int) -> dict[str, Any]:
     run = read_run(directory, problem)
-    state = load(directory, run, optimiser(run))
+    state = load(directory, run)
     solver = as_solver(state.model, state.scale, run, directory)
     test = run.problem.dataset(default_cache(), run.task, run.problem.test_seed, test_size, True)
     train = run.problem.dataset(default_cache(), run.task, run.seed, run.train_size, False)
@@ -298,16 +335,14 @@ def _evaluate(directory: Path, test_size: int, problem: Problem[Any] | None) -> 
     start = time.perf_counter()
     predicted = solver(test.inputs)
     model_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    run.problem.solve(test.inputs, run.task)
-    solve_seconds = time.perf_counter() - start
-    checked = as_checked_solver(state.model, state.scale, run, directory, None)(test.inputs)
-    calibration = calibrate(
-        run.problem.normalise(train.inputs)[0], run.problem.normalise(test.inputs)[0], checked.residual
-    )
+    seconds_per_solve: float | None = None
+    if run.problem.solve is not None:
+        start = time.perf_counter()
+        run.problem.solve(test.inputs, run.task)
+        seconds_per_solve = (time.perf_counter() - start) / test_size
     mean_target = np.broadcast_to(train.u.mean(axis=0), test.u.shape)
     linear = apply_linear(fit_least_squares(train.inputs, train.u), test.inputs)
-    metrics = {
+    metrics: dict[str, Any] = {
         "problem": run.problem.name,
         "test": summary(relative_l2(predicted, test.exact())),
         "truncation_floor": truncation_floor(test.exact(), run.task.n),
@@ -318,8 +353,13 @@ def _evaluate(directory: Path, test_size: int, problem: Problem[Any] | None) -> 
         "steps": state.step,
         "train_seconds": state.seconds,
         "seconds_per_prediction": model_seconds / test_size,
-        "seconds_per_solve": solve_seconds / test_size,
-        "trust": calibration.to_json(),
+        "seconds_per_solve": seconds_per_solve,
     }
+    if run.problem.residual is not None:
+        checked = as_checked_solver(state.model, state.scale, run, directory, None)(test.inputs)
+        calibration = calibrate(
+            run.problem.normalise(train.inputs)[0], run.problem.normalise(test.inputs)[0], checked.residual
+        )
+        metrics["trust"] = calibration.to_json()
     write_atomically(directory / METRICS, json.dumps(metrics, indent=2))
     return metrics

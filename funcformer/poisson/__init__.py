@@ -9,20 +9,20 @@ given this task as ``PROBLEM``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from funcformer import learning
-from funcformer.learning import CheckedSolver, Problem, Run, Solver, evaluate, train
+from funcformer.learning import CheckedSolver, Problem, Run, Solver, train
 from funcformer.model import Config
 from funcformer.poisson.task import TEST_SEED, Task, load_dataset, normalise, residual, solve
 
 __all__ = ["MODEL", "PROBLEM", "Run", "Task", "evaluate", "load_solver", "train"]
 
 MODEL = Config(mixers="k")
-"""The default model: four learned kernel integrals, along x and y in turn (README, "Choosing the
-architecture": on this linear operator, linear mixing beats attention at every step count tried)."""
+"""The default model: four learned kernel integrals along x and y in turn (``mixers="k"``, every other
+field ``Config``'s default); docs/poisson.md, "Choosing the architecture", has the search that chose it."""
 
 
 def _solve(f: np.ndarray, task: Task) -> np.ndarray:
@@ -45,6 +45,7 @@ PROBLEM: Problem[Task] = Problem(
     normalise=normalise,
     solve=_solve,
     residual=_residual,
+    reads_unnamed_runs=True,
 )
 """The Poisson task for the training layer: ``Run.of(PROBLEM, steps=...)`` is a run of it."""
 
@@ -62,8 +63,15 @@ def load_solver(path: str | Path, *, check: bool) -> Solver | CheckedSolver: ...
 
 
 def load_solver(path: str | Path, *, check: bool = False) -> Solver | CheckedSolver:
-    """The Poisson run in ``path`` as a function from numpy source coefficients (B, 16, 16) to potential
-    coefficients (B, 16, 16) (``funcformer.learning.load_solver``, which documents dtypes and sizes).
+    """The Poisson run in ``path`` as a function from numpy source coefficients (B, P, Q) to potential
+    coefficients (B, P, Q), any counts, projected onto the model's 16 x 16 (``funcformer.learning.load_solver``,
+    which documents the projection, dtypes and sizes).
     With ``check``, each result also carries every prediction's residual and distance, and a batch
     with samples above the run's calibrated thresholds warns (``funcformer.learning.trust``)."""
     return learning.load_solver(path, PROBLEM, check=check)
+
+
+def evaluate(path: str | Path, test_size: int = 1024) -> dict[str, Any]:
+    """Test metrics of the Poisson run in ``path`` (``funcformer.learning.evaluate``, which documents
+    them), written to its metrics.json."""
+    return learning.evaluate(path, PROBLEM, test_size)

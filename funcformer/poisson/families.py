@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.polynomial.chebyshev as chebyshev
 
+from applicative.instances.chebyshev import vandermonde
 from funcformer.learning.metric import apply_linear, fit_least_squares
 from funcformer.poisson.task import FINE, K, Task, phi_basis, sources
 
@@ -142,7 +143,7 @@ def gaussian_bumps(n: int, seed: int, count: int) -> np.ndarray:
     _check("gaussian_bumps", n, count, 1)
     bumps = bump_parameters(seed, count)
     t = chebyshev.chebpts1(n)
-    v = chebyshev.chebvander(t, n - 1)
+    v = vandermonde(t, n)
     w = np.full(n, 2.0 / n)
     w[0] = 1.0 / n
     inverse = w[:, None] * v.T  # V^-1

@@ -13,11 +13,8 @@ C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y.
 The solver is linear, so it is precomputed into two matrices per (n, fine): coefficients of u =
 R ((E f E^T) / (l_i + l_j)) R^T with E = V^-1 (T_j at interior points) and R = (values -> coefficients) V.
 
-Measured at fine = 64: max error 7.6e-14 for u = sin(pi x) sin(pi y) and 1.5e-13 for
-(1-x^2)(1-y^2) e^x cos(y) on the metric grid; on the sources, relative L2 distance 3.6e-13 (mean) to
-fine = 128, whose own rounding is larger (eigenvalues grow like fine^4). Truncating u to 16 x 16 costs
-1.7e-6 mean, 1.3e-6 median, 4.5e-6 p95 (256 test samples). 10,000 samples take under a second on
-2 cores; their cache file is 350 MB, nearly all of it u_fine.
+The numerics (Lobatto points, the DCT-I, the fast diagonalisation, the norm) are the functional core's,
+``applicative.instances.chebyshev``; the solver's accuracy and cost are in docs/poisson.md.
 
 >>> task = Task()
 >>> data = make_dataset(task, seed=1, count=2)
@@ -34,12 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.fft
 
+from applicative.instances.chebyshev import (
+    dirichlet_eigen,
+    lobatto_points,
+    lobatto_to_coefficients,
+    norm2d,
+    vandermonde,
+)
 from funcformer._fields import check_fields
 from funcformer.learning import metric
 from funcformer.learning import problem as learning
-from funcformer.learning.metric import GRID, grid_values, relative_l2, series_norm, summary, truncate
+from funcformer.learning.metric import GRID, grid_values, relative_l2, summary, truncate
 from funcformer.learning.problem import cached_dataset
 from funcformer.learning.trust import relative
 
@@ -146,7 +149,7 @@ def normalise(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     f = np.asarray(f)
     _, exponent = np.frexp(np.max(np.abs(f), axis=(1, 2)))
     y = np.ldexp(f, -exponent[:, None, None])
-    norm = series_norm(y)
+    norm = norm2d(y)
     zero = norm == 0
     inputs = y / np.where(zero, 1.0, norm)[:, None, None]
     with np.errstate(divide="ignore"):
@@ -156,50 +159,14 @@ def normalise(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # The reference solver
 
 
-def lobatto_points(m: int) -> np.ndarray:
-    """The m Chebyshev-Gauss-Lobatto points x_k = cos(pi k / (m-1)), decreasing from 1 to -1."""
-    # sin of symmetric angles gives exact zeros and exact symmetry, which cos(pi k / (m-1)) does not.
-    return np.sin(np.pi * (m - 1 - 2 * np.arange(m)) / (2 * (m - 1)))
-
-
-def _derivative(m: int) -> np.ndarray:
-    """The m x m Chebyshev differentiation matrix at the Lobatto points (Trefethen, Spectral Methods in MATLAB)."""
-    x = lobatto_points(m)
-    c = np.ones(m)
-    c[0] = c[-1] = 2.0
-    c *= (-1.0) ** np.arange(m)
-    dx = np.subtract.outer(x, x) + np.eye(m)
-    d: np.ndarray = np.outer(c, 1.0 / c) / dx
-    # Diagonal by the negative row sum: derivatives of constants are then exactly zero.
-    d -= np.diag(d.sum(axis=1))
-    return d
-
-
-def _basis(x: np.ndarray, n: int) -> np.ndarray:
-    """T[p, j] = T_j(x_p), the len(x) x n matrix that evaluates a series at the points x."""
-    return np.polynomial.chebyshev.chebvander(x, n - 1)
-
-
-def _values_to_coefficients(m: int) -> np.ndarray:
-    """The m x m matrix from values at the Lobatto points to the interpolant's Chebyshev coefficients:
-    scipy's DCT-I of the identity, c_j = w_j DCT-I(v)_j / (m - 1), with w = 1/2 at the ends and 1 inside."""
-    w = np.ones(m)
-    w[0] = w[-1] = 0.5
-    c: np.ndarray = scipy.fft.dct(np.eye(m), type=1, axis=0) * (w / (m - 1))[:, None]
-    return c
-
-
 @functools.cache
 def _operator(n: int, fine: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(E, R, 1 / (l_i + l_j)) such that solve(f) = R ((E f E^T) / (l_i + l_j)) R^T for n x n f."""
-    d = _derivative(fine)
-    inner = (d @ d)[1:-1, 1:-1]  # u = 0 at x = +-1 removes the boundary rows and columns
-    eigenvalues, vectors = np.linalg.eig(inner)
-    # The spectrum is real and negative (Gottlieb & Lustman); drop eig's rounding-level imaginary parts.
-    order = np.argsort(eigenvalues.real)
-    lam, v = eigenvalues.real[order], vectors.real[:, order]
-    e = np.linalg.solve(v, _basis(lobatto_points(fine)[1:-1], n))
-    r = _values_to_coefficients(fine)[:, 1:-1] @ v
+    """(E, R, 1 / (l_i + l_j)) such that solve(f) = R ((E f E^T) / (l_i + l_j)) R^T for n x n f: with
+    d2 = V diag(l) V^-1 the Dirichlet second derivative at the interior Lobatto points (``dirichlet_eigen``,
+    eigenpairs in ascending order), E = V^-1 T (T_j at the interior points) and R = (values -> coefficients) V."""
+    lam, v, _ = dirichlet_eigen(fine, ascending=True)
+    e = np.linalg.solve(v, vandermonde(lobatto_points(fine)[1:-1], n))
+    r = lobatto_to_coefficients(fine)[:, 1:-1] @ v
     inverse = 1.0 / np.add.outer(lam, lam)
     for a in (e, r, inverse):
         a.flags.writeable = False
@@ -240,7 +207,7 @@ def _pair(name: str, f: np.ndarray, u: np.ndarray, fine: int | None = None) -> t
 
 def residual(f: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.ndarray:
     """The a-posteriori check of potentials u predicted for sources f (``Problem.residual``): (B,)
-    relative residuals ||e|| / ||u||, L2 norms on [-1, 1]^2 (``series_norm``), f (B, n, n) and
+    relative residuals ||e|| / ||u||, L2 norms on [-1, 1]^2 (``chebyshev.norm2d``), f (B, n, n) and
     u (B, m, m) coefficients, n, m <= fine.
 
     e solves e_xx + e_yy = f - (u_xx + u_yy) inside, e = -u on the boundary (collocated at ``fine``
@@ -254,7 +221,7 @@ def residual(f: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.ndarray:
     e = solve(f, fine)
     m = u.shape[1]
     e[:, :m, :m] -= u
-    return relative(series_norm(e), series_norm(u))
+    return relative(norm2d(e), norm2d(u))
 
 
 def strong_residual(f: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -269,7 +236,7 @@ def strong_residual(f: np.ndarray, u: np.ndarray) -> np.ndarray:
         r[:, : m - 2, :m] += np.polynomial.chebyshev.chebder(u, 2, axis=1)
         r[:, :m, : m - 2] += np.polynomial.chebyshev.chebder(u, 2, axis=2)
     r[:, : f.shape[1], : f.shape[1]] -= f
-    return relative(series_norm(r), series_norm(f))
+    return relative(norm2d(r), norm2d(f))
 
 
 # Datasets

@@ -1,0 +1,46 @@
+"""A run's training data as the model sees it, and its output scale.
+
+The model sees the problem's normalised inputs x' and is trained on the targets u / (c * scale)
+(``Problem.normalise``; c the normalisation's factor, ``scale`` the run's ``output_scale``),
+computed once on the host in float64 and stored as float32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from funcformer.learning._files import default_cache
+from funcformer.learning.metric import series_norm
+from funcformer.learning.problem import Problem
+from funcformer.learning.settings import Run
+
+__all__ = ["SCALE_SEED", "output_scale", "training_arrays"]
+
+SCALE_SEED = 12345
+"""The seed of the 1024 inputs ``output_scale`` averages over (no split uses it)."""
+
+
+def output_scale(problem: Problem[Any], task: Any) -> float:
+    """The typical ||u|| / c, c the normalisation's factor (Poisson: ||u|| / ||f||), as a mean over 1024
+    inputs of ``SCALE_SEED``: the model predicts u in this unit, so its outputs start at the right
+    size. ``loop.train`` computes it once, when a run starts, and stores it in the checkpoint
+    (``checkpoints.State.scale``)."""
+    data = problem.dataset(default_cache(), task, SCALE_SEED, 1024, False)
+    _, log2_factors = problem.normalise(data.inputs)
+    return float(np.mean(series_norm(data.u) / np.exp2(log2_factors)))
+
+
+def training_arrays(run: Run, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """The training set as float32 (model inputs x' (train_size, n, n), targets u / (c * scale)
+    (train_size, n, n)); a ValueError if an input's normalisation factor is not positive and finite."""
+    data = run.problem.dataset(default_cache(), run.task, run.seed, run.train_size, False)
+    inputs, log2_factors = run.problem.normalise(data.inputs)
+    factors = np.exp2(log2_factors)
+    if not np.all(np.isfinite(factors) & (factors > 0)):
+        raise ValueError(
+            f"{run.problem.title} training set: an input's normalisation factor is not positive and finite"
+        )
+    targets = data.u / (factors * scale)[:, None, None]
+    return inputs.astype(np.float32), targets.astype(np.float32)

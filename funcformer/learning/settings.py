@@ -1,0 +1,122 @@
+"""``Run``: everything that defines a training run, saved as its directory's config.json.
+
+A run is a ``Problem`` (the task, named in the file), a model ``Config``, the task's parameters and
+the optimisation settings. ``Run.from_json`` and ``read_run`` read a config back against the
+``Problem`` the caller hands them: a run of another task is refused by name, and a config that
+names no task (saved before runs named their task) is read only by a problem that
+``reads_unnamed_runs``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from funcformer._fields import check_fields
+from funcformer.learning._files import CONFIG
+from funcformer.learning.problem import Problem
+from funcformer.model import Config
+
+__all__ = ["MAX_SEED", "MAX_STEPS", "Run", "read_run"]
+
+MAX_SEED = 2**63 - 1
+MAX_STEPS = 2**31 - 1
+"""The step counter is a 32-bit integer on the device."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """Everything that defines a training run (saved as config.json). ``Run.of(problem, ...)`` fills in
+    the problem's default model, task and settings."""
+
+    problem: Problem[Any]
+    model: Config
+    task: Any
+    """The problem's task parameters (its ``Task``)."""
+    steps: int = 3000
+    batch: int = 32
+    learning_rate: float = 1e-2
+    warmup: int = 100
+    clip: float = 1.0
+    train_size: int = 8192
+    seed: int = 0
+    """Seeds the training set, the initialisation and the minibatch order."""
+    checkpoint_every: int = 200
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # ints are ints, learning_rate and clip finite numbers
+        for name in ("steps", "batch", "train_size", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Run.{name} must be positive, got {getattr(self, name)}")
+        for name in ("learning_rate", "clip"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"Run.{name} must be positive, got {getattr(self, name)}")
+        for name in ("warmup", "seed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"Run.{name} must be >= 0, got {getattr(self, name)}")
+        if self.seed > MAX_SEED:
+            raise ValueError(f"Run.seed must be at most 2**63 - 1 (a 64-bit seed), got {self.seed}")
+        if self.steps > MAX_STEPS:
+            raise ValueError(f"Run.steps must be at most 2**31 - 1 (a 32-bit step counter), got {self.steps}")
+        if self.batch > self.train_size:
+            raise ValueError(f"Run.batch = {self.batch} exceeds Run.train_size = {self.train_size}")
+        if self.model.n != self.task.n:
+            raise ValueError(f"the model's n = {self.model.n} differs from the task's n = {self.task.n}")
+        self.problem.check_train_seed(self.seed)
+
+    @staticmethod
+    def of(problem: Problem[Any], **changes: Any) -> Run:
+        """The problem's default run (its model, task and ``Problem.defaults``), with ``changes``."""
+        return Run(
+            **{"problem": problem, "model": problem.model, "task": problem.task(), **problem.defaults, **changes}
+        )
+
+    def fields(self) -> dict[str, Any]:
+        """The settings as plain data: the problem by name, the model and task as dicts."""
+        shallow = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        model, task = dataclasses.asdict(self.model), dataclasses.asdict(self.task)
+        return {**shallow, "problem": self.problem.name, "model": model, "task": task}
+
+    def to_json(self) -> str:
+        return json.dumps(self.fields(), indent=2, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str, problem: Problem[Any], source: str = "config") -> Run:
+        """The run of ``problem`` that a config.json holds; a ValueError naming ``source`` if it holds
+        no valid run, a run of another task, or names no task and ``problem`` does not read such runs."""
+        try:
+            raw = json.loads(text)
+            name = raw.pop("problem", None)
+        except (ValueError, TypeError, AttributeError) as error:
+            raise ValueError(f"{source}: not a valid run configuration ({error})") from error
+        if name is None and not problem.reads_unnamed_runs:
+            raise ValueError(
+                f"{source} names no task (a run saved before runs named their task): not a {problem.title} run; "
+                "load it with the task that wrote it"
+            )
+        if name is not None and name != problem.name:
+            raise ValueError(
+                f"{source} holds a run of the task {name!r}, not a {problem.title} one: "
+                f"use python -m funcformer.{name} or funcformer.{name}.load_solver"
+            )
+        try:
+            return Run(
+                **{**raw, "problem": problem, "model": Config(**raw["model"]), "task": problem.task(**raw["task"])}
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            raise ValueError(f"{source}: not a valid run configuration ({error})") from error
+
+
+def read_run(directory: Path, problem: Problem[Any]) -> Run:
+    """The ``problem`` run saved in ``directory`` (``Run.from_json`` of its config.json)."""
+    path = directory / CONFIG
+    if not path.exists():
+        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not a run configuration: not UTF-8 text ({error})") from None
+    return Run.from_json(text, problem, str(path))

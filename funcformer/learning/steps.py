@@ -1,0 +1,139 @@
+"""The pure functions of training: the loss, the optimiser, the minibatch order and the jitted step.
+
+The loss is the mean relative L2 error, in the exact L2 norm on [-1, 1]^2 of the Chebyshev series
+(the library's ``dot`` on the 2-D series), of the model's n x n prediction against its target
+(``data.training_arrays``).
+
+The minibatches depend only on (seed, step): each epoch is a permutation of the training set drawn
+from (seed, epoch) (``epoch_order``), and step s takes the (s mod steps-per-epoch)-th slice of its
+epoch's order (``batch_indices``). The step gathers its minibatch itself, from the training set and
+the epoch's order on the device, so the loop sends nothing to the device but a new order once an
+epoch.
+
+Data parallel: each minibatch is split over ``jax.devices()`` (a 1-D mesh, ``data_parallel``; in
+one process these are its local devices), the model, the optimiser state and the training set are
+replicated, so the same code runs on one CPU, several GPUs or a TPU slice. On one device this is the
+same computation as an unsharded step (bitwise equal losses and weights, checked on the CPU).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.typing import ArrayLike
+
+from applicative import Cheb, Compose, dot
+from funcformer.learning.settings import Run
+from funcformer.model import Funcformer, X, Y
+
+__all__ = [
+    "Step",
+    "batch_indices",
+    "data_parallel",
+    "epoch_order",
+    "l2_norm",
+    "loss",
+    "make_step",
+    "optimiser",
+    "place",
+    "series_relative_l2",
+]
+
+Step = Callable[
+    [Funcformer, optax.OptState, jax.Array, jax.Array, jax.Array, ArrayLike],
+    tuple[Funcformer, optax.OptState, jax.Array],
+]
+"""(model, opt_state, inputs, targets, the epoch's order, step) -> (model, opt_state, loss)."""
+
+
+def l2_norm(c: jax.Array) -> jax.Array:
+    """Per-sample L2 norm on [-1, 1]^2 of (B, n, n) coefficient arrays: sqrt(dot(f, f)) for the 2-D
+    series f as one structure (``Compose``), exact through the Gram matrices."""
+
+    def norm(a: jax.Array) -> jax.Array:
+        f = Compose(Cheb.from_array(a, X, Y))
+        return jnp.sqrt(dot(f, f))
+
+    return jax.vmap(norm)(c)
+
+
+def series_relative_l2(predicted: jax.Array, target: jax.Array) -> jax.Array:
+    """Per-sample ||p - u|| / ||u|| in the exact L2 norm on [-1, 1]^2 of the series (the training loss;
+    ``metric.relative_l2``, the metric, takes it on the uniform grid against the fine solution)."""
+    return l2_norm(predicted - target) / l2_norm(target)
+
+
+def loss(model: Funcformer, x: jax.Array, t: jax.Array) -> jax.Array:
+    """The mean of ``series_relative_l2`` of the model's predictions for inputs x against targets t."""
+    return jnp.mean(series_relative_l2(jax.vmap(model)(x), t))
+
+
+def optimiser(run: Run) -> optax.GradientTransformation:
+    """Adam on a linear warm-up and a cosine decay to 1% of the peak, after clipping the global norm."""
+    schedule = optax.warmup_cosine_decay_schedule(
+        0.0, run.learning_rate, min(run.warmup, run.steps // 10), run.steps, run.learning_rate / 100
+    )
+    return optax.chain(optax.clip_by_global_norm(run.clip), optax.adam(schedule))
+
+
+def epoch_order(run: Run, epoch: int) -> np.ndarray:
+    """The permutation of the training set that epoch ``epoch`` visits, drawn from (seed, epoch)."""
+    return np.random.default_rng([run.seed, epoch]).permutation(run.train_size)
+
+
+def batch_indices(run: Run, step: int) -> np.ndarray:
+    """The training samples of ``step``: the i-th ``run.batch`` entries of its epoch's order."""
+    epoch, i = divmod(step, run.train_size // run.batch)
+    return epoch_order(run, epoch)[i * run.batch : (i + 1) * run.batch]
+
+
+def data_parallel(batch: int) -> tuple[NamedSharding, NamedSharding]:
+    """(split, replicated): shardings on a 1-D mesh of ``jax.devices()`` that split a minibatch's
+    axis 0 into equal parts, one a device, and that replicate (the model, the optimiser state). In one
+    process the devices are its local ones; after ``jax.distributed.initialize()``, every process's.
+    A ``batch`` that the device count does not divide is refused."""
+    devices = jax.devices()
+    if batch % len(devices):
+        raise ValueError(
+            f"Run.batch = {batch} does not split over the {len(devices)} {devices[0].platform} devices: "
+            f"use a multiple of {len(devices)}, or fewer devices (e.g. CUDA_VISIBLE_DEVICES)"
+        )
+    mesh = Mesh(np.asarray(devices), ("batch",))
+    split, replicated = PartitionSpec("batch"), PartitionSpec()  # type: ignore[no-untyped-call]
+    return NamedSharding(mesh, split), NamedSharding(mesh, replicated)
+
+
+@functools.lru_cache(maxsize=4)
+def make_step(run: Run) -> Step:
+    """The jitted update of ``run`` (``Step``): it takes the training set (``data.training_arrays``),
+    the epoch's order (``epoch_order``) and the step number, all replicated on the devices, gathers
+    the step's minibatch (``batch_indices``), splits it over the devices (``data_parallel``) and
+    applies one optimiser update. One compilation per run configuration and process (a resumed run
+    reuses it)."""
+    opt = optimiser(run)
+    split, replicated = data_parallel(run.batch)
+    per_epoch = run.train_size // run.batch
+
+    def step(
+        model: Funcformer, opt_state: optax.OptState, x: jax.Array, t: jax.Array, order: jax.Array, i: ArrayLike
+    ) -> tuple[Funcformer, optax.OptState, jax.Array]:
+        rows = jax.lax.dynamic_slice_in_dim(order, (jnp.asarray(i) % per_epoch) * run.batch, run.batch)
+        inputs, targets = (jax.lax.with_sharding_constraint(a[rows], split) for a in (x, t))  # type: ignore[no-untyped-call]
+        value, grads = jax.value_and_grad(loss)(model, inputs, targets)
+        updates, opt_state = opt.update(grads, opt_state, model)
+        return optax.apply_updates(model, updates), opt_state, value
+
+    jitted: Step = jax.jit(step, in_shardings=replicated, out_shardings=replicated)
+    return jitted
+
+
+def place(array: np.ndarray, sharding: NamedSharding) -> jax.Array:
+    """A host array (the same in every process) on the devices, placed by ``sharding``: each process
+    copies only the parts of its own devices."""
+    return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
