@@ -29,7 +29,6 @@ Normalisations: ``"values"``, exp(s) / integral exp(s) over the keys (``nn.Softm
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
@@ -39,25 +38,24 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from applicative import Cheb, ChebOf, Compose, ComposeOf, Dim, Vec, VecOf, as_vec, record, static, to_array
+from applicative import Cheb, ChebOf, Compose, ComposeOf, Dim, Vec, VecOf, record, static, to_array
 from applicative.nn import (
-    MLP,
-    AttentionHead,
     CoefficientSoftmax,
-    DotProduct,
     Embedding,
     Encoder,
     EncoderLayer,
     FeedForward,
-    KernelHead,
     KernelIntegral,
     Layer,
     LayerNorm,
     Linear,
     Matrix,
-    MultiHeadAttention,
     Normalisation,
+    NumpyDraw,
+    SelfAttentionBlock,
     Softmax,
+    Std,
+    fan_in,
 )
 from funcformer._fields import check_fields
 
@@ -142,7 +140,8 @@ class Config:
     """Attention axis of successive layers, cycled: "x" (all along x), "xy" (alternating)."""
     normalise: Normalise = "values"
     layer_norm: bool = False
-    """Pre-norm layer normalisation (on the Poisson task it added 47% to a step and did worse)."""
+    """Pre-norm layer normalisation: a ``LayerNorm`` before each attention and MLP block (a kernel
+    integral has none) and one after the last layer."""
     points: int = 0
     """Chebyshev points sampled for nonlinear maps (0: 2n)."""
     mixers: str = "a"
@@ -222,93 +221,63 @@ def parameter_count(model: Funcformer) -> int:
 
 
 def init(seed: int, config: Config, dtype: type = np.float32) -> Funcformer:
-    """A Funcformer with N(0, 1 / fan-in) weights (fan-in counts coefficients times channels in),
-    the projections into the residual stream scaled by 1 / sqrt(2 layers) (a head's output, summed
+    """A Funcformer with N(0, 1 / fan-in) weights (``nn.fan_in``: fan-in counts coefficients times channels
+    in), the projections into the residual stream scaled by 1 / sqrt(2 layers) (a head's output, summed
     over the heads, also by 1 / sqrt(heads)), a kernel N(0, 1 / N^2), zero biases, layer norms at the
-    identity and positions N(0, 1 / N^2). Drawn with numpy (deterministic in ``seed``; no compile)."""
-    rng = np.random.default_rng(seed)
-    n, c, ck, ch, heads = config.n, config.channels, config.head_channels, config.hidden_channels, config.heads
-    p, residual = config.samples, 1.0 / np.sqrt(2.0 * config.layers)
+    identity and positions N(0, 1 / N^2).
 
-    # Structures around coefficient arrays; an array may carry more leading axes (stacked storage).
-    def function(a: T, axis: type[Q]) -> Cheb[Q, T]:
-        return Cheb(a, axis, n, p)
+    Built by ``applicative.nn``'s initialisers from templates, drawing from one
+    ``np.random.default_rng(seed)`` (``nn.NumpyDraw``: deterministic in ``seed``, no compile), each
+    weight for all heads at once, in this order: the embedding, the positions, then each layer (attention:
+    the heads' queries, keys, values and output projections, then the MLP's hidden and output maps; a
+    kernel integral: the heads' kernels, values and output projections; an MLP: its two maps), and the
+    unembedding."""
+    n, p, c = config.n, config.samples, config.channels
+    draw = NumpyDraw(np.random.default_rng(seed))
+    residual = 1.0 / np.sqrt(2.0 * config.layers)
+    normalise: Normalisation = CoefficientSoftmax() if config.normalise == "coefficients" else Softmax()
+    heads = Vec(jnp.zeros(config.heads, dtype), Head, config.heads)
 
-    def features(a: T, axis: type[Q], channel: type[K], count: int) -> Compose[ChebOf[Q], VecOf[K], T]:
-        return Compose(function(Vec(a, channel, count), axis))
+    # Templates: their shapes, tags and dtype are the weights'.
+    def function(axis: type[Q]) -> Cheb[Q, Array]:
+        return Cheb(jnp.zeros(n, dtype), axis, n, p)
 
-    def weight(*shape: int, scale: float = 1.0) -> Array:
-        return jnp.asarray(rng.standard_normal(shape) * scale / np.sqrt(shape[-1] * shape[-2]), dtype)
-
-    def zeros(*shape: int) -> Array:
-        return jnp.zeros(shape, dtype)
-
-    def linear(w: Array, axis: type[Q], into: type[K], out: type[L]) -> Linear[Channels[Q, K], Channels[Q, L]]:
-        """(..., N, C_out, N, C_in) weights between channel sets of functions of ``axis``, zero biases."""
-        c_in, c_out = w.shape[-1], w.shape[-3]
-        bias = features(zeros(*w.shape[:-2]), axis, out, c_out)
-        return Linear(features(features(w, axis, into, c_in), axis, out, c_out), bias)
-
-    def layer(axis: type[Q]) -> AxisLayer[Q]:
-        """An encoder layer whose features are the channels of functions of ``axis``."""
-
-        q, k, v = (stacked(lambda: weight(n, ck, n, c)) for _ in range(3))
-        output = stacked(lambda: weight(n, c, n, ck, scale=residual / np.sqrt(heads)))
-        each_head = AttentionHead(
-            linear(q, axis, Channel, HeadChannel),
-            linear(k, axis, Channel, HeadChannel),
-            linear(v, axis, Channel, HeadChannel),
-            features(features(output, axis, HeadChannel, ck), axis, Channel, c),
-            DotProduct(),
-        )
-        normalise: Normalisation = CoefficientSoftmax() if config.normalise == "coefficients" else Softmax()
-        attention = MultiHeadAttention(Vec(each_head, Head, heads), features(zeros(n, c), axis, Channel, c), normalise)
-        return EncoderLayer(attention, mlp(axis), (layer_norm(axis), layer_norm(axis)) if config.layer_norm else None)
-
-    def mlp(axis: type[Q]) -> MLP[Features[Q], Channels[Q, HiddenChannel]]:
-        hidden = linear(weight(n, ch, n, c), axis, Channel, HiddenChannel)
-        return MLP(hidden, linear(weight(n, c, n, ch, scale=residual), axis, HiddenChannel, Channel))
+    def channels(axis: type[Q], tag: type[K], count: int) -> Compose[ChebOf[Q], VecOf[K], Array]:
+        return Compose(Cheb(Vec(jnp.zeros((n, count), dtype), tag, count), axis, n, p))
 
     def feed_forward(axis: type[Q]) -> FeedForwardLayer[Q]:
-        return FeedForward(mlp(axis), layer_norm(axis) if config.layer_norm else None)
+        return FeedForward.init(
+            draw, model=channels(axis, Channel, c), hidden=channels(axis, HiddenChannel, config.hidden_channels),
+            layer_norm=config.layer_norm, variance=fan_in, output_gain=residual,
+        )  # fmt: skip
 
-    def kernel_layer(sequence: type[P], axis: type[Q]) -> KernelLayer[P, Q]:
-        """A kernel integral along ``sequence`` whose features are the channels of functions of ``axis``."""
-        kernel = stacked(lambda: weight(n, n))
-        v = stacked(lambda: weight(n, ck, n, c))
-        output = stacked(lambda: weight(n, c, n, ck, scale=residual / np.sqrt(heads)))
-        each_head = KernelHead(
-            Cheb(Cheb(kernel, sequence, n, p), sequence, n, p),
-            linear(v, axis, Channel, HeadChannel),
-            features(features(output, axis, HeadChannel, ck), axis, Channel, c),
-        )
-        return KernelIntegral(Vec(each_head, Head, heads), features(zeros(n, c), axis, Channel, c))
-
-    def stacked(make: Callable[[], Array]) -> Array:
-        return jnp.stack([make() for _ in range(heads)])
-
-    def layer_norm(axis: type[Q]) -> LayerNorm[Features[Q]]:
-        one = zeros(n, c).at[0].set(1.0)  # gamma: the constant function 1
-        return LayerNorm(features(one, axis, Channel, c), features(zeros(n, c), axis, Channel, c))
-
-    # The draws' order is the model's history: keep it (embedding, positions, layers, unembedding).
-    embed_weight = features(function(weight(n, c, n, 1)[..., 0], Y), Y, Channel, c)
-    embed = Embedding(
-        Linear(embed_weight, features(zeros(n, c), Y, Channel, c)),
-        function(features(jnp.asarray(rng.standard_normal((n, n, c)) / n, dtype), Y, Channel, c), X),
-        learned=True,
-    )
+    def layer(mixer: str, sequence: type[P], axis: type[Q]) -> AxisLayer[Q] | KernelLayer[P, Q] | FeedForwardLayer[Q]:
+        """A layer along ``sequence`` whose features are the channels of functions of ``axis``."""
+        model, head = channels(axis, Channel, c), channels(axis, HeadChannel, config.head_channels)
+        if mixer == "k":
+            return KernelIntegral.init(
+                draw, heads=heads, sequence=function(sequence), model=model, value_features=head,
+                variance=fan_in, output_gain=residual,
+            )  # fmt: skip
+        if mixer == "m":
+            return feed_forward(axis)
+        attention = SelfAttentionBlock.init(
+            draw, heads=heads, model=model, head_features=head, layer_norm=config.layer_norm,
+            normalise=normalise, variance=fan_in, output_gain=residual,
+        )  # fmt: skip
+        return EncoderLayer.from_blocks(attention, feed_forward(axis))
 
     def mixing(i: int) -> Layer[ChebOf[X], Features[Y]]:
-        if config.mixer(i) == "k":
-            return kernel_layer(X, Y) if config.axis(i) == "x" else AlongY(kernel_layer(Y, X))
-        if config.mixer(i) == "m":
-            return feed_forward(Y) if config.axis(i) == "x" else AlongY(feed_forward(X))
-        return layer(Y) if config.axis(i) == "x" else AlongY(layer(X))
+        return layer(config.mixer(i), X, Y) if config.axis(i) == "x" else AlongY(layer(config.mixer(i), Y, X))
 
+    model = channels(Y, Channel, c)
+    positions = Cheb(Compose(Cheb(Vec(jnp.zeros((n, n, c), dtype), Channel, c), Y, n, p)), X, n, p)
+    embed = Embedding(
+        Linear.init(draw, function(Y), model, variance=fan_in), draw.normal(positions, Std(n * n)), learned=True
+    )
     layers = tuple(mixing(i) for i in range(config.layers))
-    unembed = Linear(function(features(weight(n, 1, n, c)[:, 0], Y, Channel, c), Y), function(zeros(n), Y))
-    return Funcformer(Encoder(embed, layers, layer_norm(Y) if config.layer_norm else None, unembed), config)
+    norm = LayerNorm.init(model) if config.layer_norm else None
+    return Funcformer(Encoder(embed, layers, norm, Linear.init(draw, model, function(Y), variance=fan_in)), config)
 
 
 def weights(model: Funcformer) -> dict[str, Any]:
@@ -320,55 +289,68 @@ def weights(model: Funcformer) -> dict[str, Any]:
     a beta of shape (N, C): {"embed", "positions", "layers": [{"axis", "attention": {"query", "key",
     "value", "output", "bias"}, "mlp": {"hidden", "output"}, "norms"}], "norm", "unembed"}; a kernel
     layer is {"axis", "kernel": {"kernel" (heads, N_s, N_t), "value", "output", "bias"}}, an MLP layer
-    {"axis", "mlp", "norms": [norm] | None}."""
-
-    def a(x: Any) -> np.ndarray:
-        array: np.ndarray = np.asarray(to_array(x), np.float64)
-        return array
-
-    def linear(lin: Linear[Any, Any]) -> dict[str, np.ndarray]:
-        return {"weight": a(lin.weight), "bias": a(lin.bias)}
-
-    def mlp(m: MLP[Any, Any]) -> dict[str, dict[str, np.ndarray]]:
-        return {"hidden": linear(m.hidden), "output": linear(m.output)}
-
-    def norm(ln: LayerNorm[Any] | None) -> dict[str, np.ndarray] | None:
-        return None if ln is None else {"gamma": a(ln.gamma), "beta": a(ln.beta)}
-
-    def layer(i: int, layer: Any) -> dict[str, Any]:
-        inner: AxisLayer[Any] | KernelLayer[Any, Any] | FeedForwardLayer[Any]
-        inner = layer.layer if isinstance(layer, AlongY) else layer
-        if isinstance(inner, FeedForward):
-            return {"axis": model.config.axis(i), "mlp": mlp(inner.mlp), "norms": inner.norm and [norm(inner.norm)]}
-        if isinstance(inner, KernelIntegral):
-            kernel_heads = as_vec(inner.heads).data
-            return {
-                "axis": model.config.axis(i),
-                "kernel": {
-                    "kernel": a(kernel_heads.kernel),
-                    "value": linear(kernel_heads.value),
-                    "output": a(kernel_heads.output),
-                    "bias": a(inner.bias),
-                },
-            }
-        heads = as_vec(inner.attention.heads).data
-        return {
-            "axis": model.config.axis(i),
-            "attention": {
-                **{name: linear(getattr(heads, name)) for name in ("query", "key", "value")},
-                "output": a(heads.output),
-                "bias": a(inner.attention.bias),
-            },
-            "mlp": mlp(inner.mlp),
-            "norms": None if inner.norms is None else [norm(n) for n in inner.norms],
-        }
-
+    {"axis", "mlp", "norms": [norm] | None}. Read off the model's pytree by path: the fields of the
+    records, with the renames of ``_place``."""
     encoder = model.encoder
-    embed, unembed = linear(encoder.embed.linear), linear(cast(Linear[Any, Any], encoder.unembed))
-    return {
-        "embed": {"weight": embed["weight"][..., None], "bias": embed["bias"]},
-        "positions": a(encoder.embed.positions),
-        "layers": [layer(i, lay) for i, lay in enumerate(encoder.layers)],
-        "norm": norm(encoder.norm),
-        "unembed": {"weight": unembed["weight"][:, None], "bias": unembed["bias"][:, None]},
+    tree: dict[Any, Any] = {
+        "embed": {},
+        "positions": None,
+        "layers": {i: {"axis": model.config.axis(i)} for i in range(len(encoder.layers))},
+        "norm": None,
+        "unembed": {},
     }
+    for path, leaf in jax.tree_util.tree_flatten_with_path(encoder)[0]:
+        *parents, last = _place([name for name in map(_field, path) if name not in _STRUCTURE])
+        node = tree
+        for name in parents:
+            if node.get(name) is None:  # the keys seeded None are there only to keep the layout's order
+                node[name] = {}
+            node = node[name]
+        node[last] = np.asarray(leaf, np.float64)
+    for layer in tree["layers"].values():
+        if "mlp" in layer:
+            layer.setdefault("norms", None)
+    tree["embed"]["weight"] = tree["embed"]["weight"][..., None]
+    tree["unembed"] = {name: a[:, None] for name, a in tree["unembed"].items()}
+    return cast(dict[str, Any], _lists(tree))
+
+
+_STRUCTURE = {"data", "outer", "layer"}
+"""Fields on a parameter's path that are not the model's: a structure's own (``Vec``, ``Cheb``,
+``Compose``) and ``AlongY``'s ``layer``."""
+
+
+def _field(key: object) -> str | int:
+    """A record's field name or a tuple's index, from a key of a pytree path."""
+    match key:
+        case jax.tree_util.GetAttrKey(name=name):
+            return str(name)
+        case jax.tree_util.SequenceKey(idx=idx):
+            return int(idx)
+    raise TypeError(f"weights: unexpected pytree key {key!r}")
+
+
+def _place(fields: list[str | int]) -> list[str | int]:
+    """Where the parameter at ``fields`` (of ``model.encoder``) goes in ``weights``' layout."""
+    match fields:
+        case ["embed", "linear", name]:
+            return ["embed", name]
+        case ["embed", "positions"]:
+            return ["positions"]
+        case ["layers", i, "attention", "heads", *rest]:
+            return ["layers", i, "attention", *rest]
+        case ["layers", i, "heads", *rest]:  # a kernel integral
+            return ["layers", i, "kernel", *rest]
+        case ["layers", i, "bias"]:
+            return ["layers", i, "kernel", "bias"]
+        case ["layers", i, "norm", name]:  # a feed-forward layer's one norm
+            return ["layers", i, "norms", 0, name]
+    return fields
+
+
+def _lists(node: object) -> object:
+    """``node`` with every dict keyed 0, 1, ... turned into a list."""
+    if not isinstance(node, dict):
+        return node
+    items = {key: _lists(value) for key, value in node.items()}
+    return list(items.values()) if items and list(items) == list(range(len(items))) else items

@@ -2,7 +2,9 @@
 here as literals (never read back from the model): each weight group's sample standard deviation
 against its documented scale, on sizes large enough that a wrong factor of sqrt(2) cannot hide
 (8,192 draws a group: the estimate's own spread is under 1%; fewer draws, a wider tolerance), zero
-biases, LayerNorm's defaults, and independent draws for every head."""
+biases, LayerNorm's defaults, and independent draws for every head; the variance rules (``by_measure``,
+``fan_in``) and the draws (a key's, a numpy generator's, in the documented order), and the Funcformer's
+initial weights draw for draw against the numpy draws its docstring lists."""
 
 import math
 from typing import Any, TypeVar
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 
 import funcformer
-from applicative import Dim, Vec, VecOf, nn, to_array
+from applicative import Cheb, Compose, Dim, Vec, VecOf, nn, to_array
 from tests.dims import Hidden, Model, Seq
 
 N = TypeVar("N", bound=Dim)
@@ -137,3 +139,155 @@ def test_funcformer_draws_its_documented_scales() -> None:
     for norm in [*(nm for layer in w["layers"] for nm in layer["norms"]), w["norm"]]:
         np.testing.assert_array_equal(norm["gamma"], constant_one)
         np.testing.assert_array_equal(norm["beta"], 0.0)
+
+
+def channels(n: int, c: int, tag: type[N]) -> Compose[Any, Any, jax.Array]:
+    """A template: c channels of functions with n Chebyshev coefficients (n c coordinates, measure 2 c)."""
+    return Compose(Cheb(Vec(jax.numpy.zeros((n, c)), tag, c), Seq, n, 2 * n))
+
+
+def test_the_variance_rules_count_the_measure_or_the_coordinates() -> None:
+    x = channels(16, 3, Model)
+    np.testing.assert_allclose(float(nn.by_measure(x)), 2 * 3)  # the integral of 1 over [-1, 1], per channel
+    assert nn.fan_in(x) == 16 * 3
+    assert nn.fan_in(zeros(7, Head)) == 7
+
+
+def test_initialisers_draw_by_the_variance_rule_they_are_given() -> None:
+    n, c, h, k = 16, 8, 6, 4
+    model, hidden = channels(n, c, Model), channels(n, h, Hidden)
+    drawn(nn.Linear.init(jax.random.key(0), model, hidden).weight, 1 / math.sqrt(2 * c))
+    drawn(nn.Linear.init(jax.random.key(0), model, hidden, variance=nn.fan_in, gain=0.5).weight, 0.5 / math.sqrt(n * c))
+    mlp = nn.MLP.init(jax.random.key(1), model, hidden, variance=nn.fan_in, output_gain=0.5)
+    drawn(mlp.hidden.weight, 1 / math.sqrt(n * c))
+    drawn(mlp.output.weight, 0.5 / math.sqrt(n * h))
+    mha: Any = nn.MultiHeadAttention.init(
+        jax.random.key(2), heads=zeros(HEADS, Head), model=model, head_features=channels(n, k, Key),
+        variance=nn.fan_in, output_gain=0.5,
+    )  # fmt: skip
+    drawn(mha.heads.data.query.weight, 1 / math.sqrt(n * c))
+    drawn(mha.heads.data.output, 0.5 / math.sqrt(n * k * HEADS))
+    kernel: Any = nn.KernelIntegral.init(
+        jax.random.key(3), heads=zeros(HEADS, Head), sequence=Cheb.from_array(np.zeros(SEQUENCE), Seq),
+        model=model, value_features=channels(n, k, Key), variance=nn.fan_in,
+    )  # fmt: skip
+    drawn(kernel.heads.data.kernel, 1 / SEQUENCE)
+    drawn(kernel.heads.data.value.weight, 1 / math.sqrt(n * c))
+
+
+def test_a_key_draws_as_its_key_draw() -> None:
+    def attention(key: jax.Array | nn.Draw) -> Any:
+        return nn.MultiHeadAttention.init(key, heads=zeros(3, Head), model=zeros(6, Model), head_features=zeros(4, Key))
+
+    def linear(key: jax.Array | nn.Draw) -> Any:
+        return nn.Linear.init(key, zeros(6, Model), zeros(5, Hidden))
+
+    key = jax.random.key(4)
+    for init in (linear, attention):
+        bare, wrapped = init(key), init(nn.KeyDraw(key))
+        for a, b in zip(jax.tree_util.tree_leaves(bare), jax.tree_util.tree_leaves(wrapped), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_a_numpy_draw_draws_each_weight_for_every_head_in_turn() -> None:
+    heads, d, k = 3, 6, 4
+    mha: Any = nn.MultiHeadAttention.init(
+        nn.NumpyDraw(np.random.default_rng(0)), heads=zeros(heads, Head), model=zeros(d, Model),
+        head_features=zeros(k, Key), output_gain=0.5,
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    for name in ("query", "key", "value"):  # every head's queries, then keys, then values
+        want = rng.standard_normal((heads, k, d)) * 1.0 / np.sqrt(d)
+        np.testing.assert_array_equal(to_array(getattr(mha.heads.data, name).weight), want)
+        np.testing.assert_array_equal(to_array(getattr(mha.heads.data, name).bias), np.zeros((heads, k)))
+    want = rng.standard_normal((heads, d, k)) * (0.5 / np.sqrt(heads)) / np.sqrt(k)
+    np.testing.assert_array_equal(to_array(mha.heads.data.output), want)
+    np.testing.assert_array_equal(to_array(mha.bias), np.zeros(d))
+
+
+# The Funcformer's initial weights, draw for draw: one generator, each weight z gain / sqrt(fan) with z
+# standard normal in float64, in the order funcformer.init documents, in funcformer.weights' layout.
+FUNCFORMER_CONFIGS = [
+    funcformer.Config(n=5, channels=3, heads=2, head_channels=2, hidden_channels=4, layers=4, axes="xy",
+                      mixers="akma", layer_norm=True),
+    funcformer.Config(n=4, channels=2, heads=3, head_channels=1, hidden_channels=3, layers=2, axes="x",
+                      normalise="coefficients", points=9),
+    funcformer.Config(n=6, channels=2, heads=1, head_channels=3, hidden_channels=2, layers=3, axes="xxyy",
+                      mixers="mk"),
+]  # fmt: skip
+
+
+def funcformer_draws(seed: int, config: funcformer.Config) -> dict[str, Any]:
+    """funcformer.init's documented weights, drawn here with numpy."""
+    rng = np.random.default_rng(seed)
+    n, c, heads, k, h = config.n, config.channels, config.heads, config.head_channels, config.hidden_channels
+    residual = 1 / np.sqrt(2.0 * config.layers)
+
+    def normal(shape: tuple[int, ...], fan: int, gain: float = 1.0) -> np.ndarray:
+        drawn: np.ndarray = rng.standard_normal(shape) * gain / np.sqrt(fan)
+        return drawn
+
+    def norm() -> dict[str, np.ndarray]:
+        gamma = np.zeros((n, c))
+        gamma[0] = 1.0  # the constant function 1 in every channel
+        return {"gamma": gamma, "beta": np.zeros((n, c))}
+
+    def norms(count: int) -> list[dict[str, np.ndarray]] | None:
+        return [norm() for _ in range(count)] if config.layer_norm else None
+
+    def mlp() -> dict[str, Any]:
+        return {
+            "hidden": {"weight": normal((n, h, n, c), n * c), "bias": np.zeros((n, h))},
+            "output": {"weight": normal((n, c, n, h), n * h, residual), "bias": np.zeros((n, c))},
+        }
+
+    def head_map() -> dict[str, np.ndarray]:
+        return {"weight": normal((heads, n, k, n, c), n * c), "bias": np.zeros((heads, n, k))}
+
+    embed = {"weight": normal((n, c, n), n)[..., None], "bias": np.zeros((n, c))}
+    positions = normal((n, n, c), n * n)
+    layers: list[dict[str, Any]] = []
+    for i in range(config.layers):
+        axis, mixer = config.axes[i % len(config.axes)], config.mixers[i % len(config.mixers)]
+        if mixer == "k":
+            kernel = normal((heads, n, n), n * n)
+            value = head_map()
+            output = normal((heads, n, c, n, k), n * k, residual / np.sqrt(heads))
+            layers.append({"axis": axis, "kernel": {"kernel": kernel, "value": value, "output": output,
+                                                    "bias": np.zeros((n, c))}})  # fmt: skip
+        elif mixer == "m":
+            layers.append({"axis": axis, "mlp": mlp(), "norms": norms(1)})
+        else:
+            maps = {name: head_map() for name in ("query", "key", "value")}
+            output = normal((heads, n, c, n, k), n * k, residual / np.sqrt(heads))
+            attention = {**maps, "output": output, "bias": np.zeros((n, c))}
+            layers.append({"axis": axis, "attention": attention, "mlp": mlp(), "norms": norms(2)})
+    unembed = {"weight": normal((n, n, c), n * c)[:, None], "bias": np.zeros((n, 1))}
+    norm_ = norm() if config.layer_norm else None
+    return {"embed": embed, "positions": positions, "layers": layers, "norm": norm_, "unembed": unembed}
+
+
+def same(got: Any, want: Any, dtype: type, where: str = "weights") -> None:
+    """``got`` is ``want`` with every array rounded to ``dtype``, exactly, key for key."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict), where
+        assert list(got) == list(want), f"{where}: {list(got)} != {list(want)}"
+        for name in want:
+            same(got[name], want[name], dtype, f"{where}[{name!r}]")
+    elif isinstance(want, list):
+        assert isinstance(got, list), where
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            same(g, w, dtype, f"{where}[{i}]")
+    elif isinstance(want, np.ndarray):
+        assert got.shape == want.shape, f"{where}: shape {got.shape} != {want.shape}"
+        np.testing.assert_array_equal(got, want.astype(dtype), err_msg=where)
+    else:
+        assert got == want, f"{where}: {got!r} != {want!r}"
+
+
+@pytest.mark.parametrize("config", FUNCFORMER_CONFIGS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_funcformer_init_is_its_documented_numpy_draws(config: funcformer.Config, dtype: type) -> None:
+    for seed in (0, 7):
+        same(funcformer.weights(funcformer.init(seed, config, dtype)), funcformer_draws(seed, config), dtype)

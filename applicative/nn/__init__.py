@@ -1,7 +1,8 @@
 """Neural networks written once against the protocols: attention, kernel integrals, MLP, the transformer family.
 
 Every model is a frozen pytree record (``applicative.record``) with an
-initialiser taking a PRNG key and templates that give the shapes, and checks
+initialiser taking a PRNG key (or a ``Draw``) and templates that give the shapes, a
+variance rule (``by_measure``, the default, or ``fan_in``), and checks
 when it is built that its parts meet (a ValueError naming it and both parts).
 Transformer layers are made of blocks that are built alone as well:
 ``SelfAttentionBlock``, ``CrossAttentionBlock``, ``FeedForward``.
@@ -21,8 +22,16 @@ from applicative.nn._attention import Score as Score
 from applicative.nn._attention import ScoreInit as ScoreInit
 from applicative.nn._attention import Softmax as Softmax
 from applicative.nn._attention import attention as attention
+from applicative.nn._base import Draw as Draw
+from applicative.nn._base import KeyDraw as KeyDraw
 from applicative.nn._base import Matrix as Matrix
+from applicative.nn._base import NumpyDraw as NumpyDraw
+from applicative.nn._base import Std as Std
+from applicative.nn._base import Variance as Variance
+from applicative.nn._base import as_draw as as_draw
+from applicative.nn._base import by_measure as by_measure
 from applicative.nn._base import compiled_init as compiled_init
+from applicative.nn._base import fan_in as fan_in
 from applicative.nn._base import init_each as init_each
 from applicative.nn._base import keys_like as keys_like
 from applicative.nn._base import measure as measure
@@ -56,6 +65,7 @@ __all__ = [
     "Decoder",
     "DecoderLayer",
     "DotProduct",
+    "Draw",
     "Embedding",
     "Encoder",
     "EncoderDecoder",
@@ -63,6 +73,7 @@ __all__ = [
     "FeedForward",
     "KernelHead",
     "KernelIntegral",
+    "KeyDraw",
     "Layer",
     "LayerNorm",
     "Linear",
@@ -70,6 +81,7 @@ __all__ = [
     "MultiHeadAttention",
     "Multiplicative",
     "Normalisation",
+    "NumpyDraw",
     "ReferenceSoftmax",
     "ReluAttention",
     "Sampled",
@@ -77,8 +89,13 @@ __all__ = [
     "ScoreInit",
     "SelfAttentionBlock",
     "Softmax",
+    "Std",
+    "Variance",
+    "as_draw",
     "attention",
+    "by_measure",
     "compiled_init",
+    "fan_in",
     "init_decoder",
     "init_each",
     "init_encoder",

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from applicative.linalg import add, dot, mul_mm, mul_mmt, outer, scale, sum_mul_mmt
-from applicative.nn._base import Matrix, compiled_init, init_each, measure, normal_like
+from applicative.nn._base import Draw, Matrix, Std, Variance, as_draw, by_measure, compiled_init, measure, normal_like
 from applicative.nn._linear import Linear, inputs_of, outputs_of
 from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested, stacked
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
@@ -338,7 +338,7 @@ class MultiHeadAttention(Checked, Generic[Heads, D, E, Hk, Hv]):
     @staticmethod
     @compiled_init
     def init(
-        key: jax.Array,
+        key: jax.Array | Draw,
         *,
         heads: Applicative[Heads, Any],
         model: Applicative[D, Array],
@@ -347,32 +347,34 @@ class MultiHeadAttention(Checked, Generic[Heads, D, E, Hk, Hv]):
         source: Applicative[E, Array] | None = None,
         score: ScoreInit = DotProduct,
         normalise: Normalisation = SOFTMAX,
+        variance: Variance = by_measure,
+        output_gain: float = 1.0,
     ) -> MultiHeadAttention[Heads, D, E, Hk, Hv]:
         """Templates give the shapes: ``heads`` (e.g. a Vec over a head dimension), the model
         features, a head's query/key features, its value features (default: the same) and
         the source's features for cross attention (default: the model's).
 
-        Every head draws its own weights: queries, keys and values ``Linear.init`` (N(0, 1/d_in),
-        d_in the measure of the model's or the source's features, zero bias); the output projections
-        N(0, 1 / (measure(value features) measure(heads))), since the heads' outputs are summed; a
-        zero output bias."""
+        Every head draws its own weights: queries, keys and values ``Linear.init`` (N(0, 1 / variance(the
+        model's or the source's features)), zero bias); the output projections N(0, output_gain^2 /
+        (variance(value features) variance(heads))), since the heads' outputs are summed; a zero output
+        bias. The default ``by_measure`` counts each as a measure (1 / d_in, d_in a Vec's size: LeCun's)."""
         values: Any = head_features if value_features is None else value_features
         src: Any = model if source is None else source
+        # The heads' outputs are summed: scale their projections by 1/sqrt(variance(heads)).
+        out_std = Std(variance(values), variance(heads), output_gain)
 
-        def one_head(k: jax.Array) -> AttentionHead[D, E, Hk, Hv]:
-            kq, kk, kv, ko, ks = jax.random.split(k, 5)
-            # The heads' outputs are summed: scale their projections by 1/sqrt(measure(heads)).
-            out_scale = 1.0 / jnp.sqrt(measure(values) * measure(heads))
+        def one_head(draw: Draw) -> AttentionHead[D, E, Hk, Hv]:
+            dq, dk, dv, do, ds = draw.split(5)
             return AttentionHead(
-                Linear.init(kq, model, head_features),
-                Linear.init(kk, src, head_features),
-                Linear.init(kv, src, values),
-                normal_like(ko, outer(model, values), out_scale),
-                score.init(ks, head_features),
+                Linear.init(dq, model, head_features, variance=variance),
+                Linear.init(dk, src, head_features, variance=variance),
+                Linear.init(dv, src, values, variance=variance),
+                do.normal(jax.eval_shape(outer, model, values), out_std),
+                ds.keyed(lambda k: score.init(k, head_features)),
             )
 
-        zeros: Any = ARITHMETIC.zero(model)
-        return MultiHeadAttention(init_each(key, heads, one_head), zeros, normalise)
+        draw = as_draw(key)
+        return MultiHeadAttention(draw.each(heads, one_head), draw.zeros(model), normalise)
 
 
 def _stacked_head(heads: object) -> AttentionHead[Any, Any, Any, Any] | None:

@@ -25,7 +25,7 @@ from jax import Array
 
 from applicative.linalg import add, check_nesting
 from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit, features_of
-from applicative.nn._base import Matrix, compiled_init, floating_template
+from applicative.nn._base import Draw, Matrix, Variance, by_measure, compiled_init, floating_template
 from applicative.nn._linear import outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
 from applicative.nn._parts import Checked, Level, Mark, agree, level, mark
@@ -107,7 +107,7 @@ class SelfAttentionBlock(Checked, Generic[Heads, D, Hk]):
     @staticmethod
     @compiled_init
     def init(
-        key: jax.Array,
+        key: jax.Array | Draw,
         *,
         heads: Applicative[Heads, Any],
         model: Applicative[D, Array],
@@ -115,14 +115,18 @@ class SelfAttentionBlock(Checked, Generic[Heads, D, Hk]):
         layer_norm: bool = True,
         score: ScoreInit = DotProduct,
         normalise: Normalisation = SOFTMAX,
+        variance: Variance = by_measure,
+        output_gain: float = 1.0,
     ) -> SelfAttentionBlock[Heads, D, Hk]:
-        """Templates give the shapes (as ``MultiHeadAttention.init``'s, which draws the attention from
-        ``key``); the norm starts as the identity (``layer_norm=False``: no norm). A template that is
-        not a structure (of floating scalars, but ``heads``) raises, naming it."""
+        """Templates give the shapes; the attention as ``MultiHeadAttention.init`` draws it from ``key``
+        (queries, keys and values N(0, 1 / variance(model)), output projections N(0, output_gain^2 /
+        (variance(head_features) variance(heads))), zero biases); the norm starts as the identity
+        (``layer_norm=False``: no norm). A template that is not a structure (of floating scalars, but
+        ``heads``) raises, naming it."""
         check_templates("SelfAttentionBlock.init", heads=heads, model=model, head_features=head_features)
         attention = MultiHeadAttention.init(
             key, heads=heads, model=model, head_features=head_features, value_features=head_features,
-            source=model, score=score, normalise=normalise,
+            source=model, score=score, normalise=normalise, variance=variance, output_gain=output_gain,
         )  # fmt: skip
         return SelfAttentionBlock(attention, LayerNorm.init(model) if layer_norm else None)
 
@@ -145,7 +149,7 @@ class CrossAttentionBlock(Checked, Generic[Heads, D, E, Hk]):
     @staticmethod
     @compiled_init
     def init(
-        key: jax.Array,
+        key: jax.Array | Draw,
         *,
         heads: Applicative[Heads, Any],
         model: Applicative[D, Array],
@@ -154,15 +158,17 @@ class CrossAttentionBlock(Checked, Generic[Heads, D, E, Hk]):
         layer_norm: bool = True,
         score: ScoreInit = DotProduct,
         normalise: Normalisation = SOFTMAX,
+        variance: Variance = by_measure,
+        output_gain: float = 1.0,
     ) -> CrossAttentionBlock[Heads, D, E, Hk]:
         """As ``SelfAttentionBlock.init``, with ``source`` the template of the memory's features (keys
-        and values are drawn N(0, 1 / measure(source)))."""
+        and values are drawn N(0, 1 / variance(source)))."""
         check_templates(
             "CrossAttentionBlock.init", heads=heads, model=model, head_features=head_features, source=source
         )
         attention = MultiHeadAttention.init(
             key, heads=heads, model=model, head_features=head_features, value_features=head_features,
-            source=source, score=score, normalise=normalise,
+            source=source, score=score, normalise=normalise, variance=variance, output_gain=output_gain,
         )  # fmt: skip
         return CrossAttentionBlock(attention, LayerNorm.init(model) if layer_norm else None)
 
@@ -186,14 +192,18 @@ class FeedForward(Checked, Generic[D, Hidden]):
     @staticmethod
     @compiled_init
     def init(
-        key: jax.Array,
+        key: jax.Array | Draw,
         *,
         model: Applicative[D, Array],
         hidden: Applicative[Hidden, Array],
         layer_norm: bool = True,
         activation: Callable[[Array], Array] = jax.nn.relu,
+        variance: Variance = by_measure,
+        output_gain: float = 1.0,
     ) -> FeedForward[D, Hidden]:
-        """Templates give the shapes; the MLP as ``MLP.init`` draws it from ``key`` (LeCun normal weights,
-        zero biases), the norm starts as the identity (``layer_norm=False``: no norm)."""
+        """Templates give the shapes; the MLP as ``MLP.init`` draws it from ``key`` (N(0, 1 /
+        variance(model)) and N(0, output_gain^2 / variance(hidden)) weights, LeCun's by default; zero
+        biases), the norm starts as the identity (``layer_norm=False``: no norm)."""
         check_templates("FeedForward.init", model=model, hidden=hidden)
-        return FeedForward(MLP.init(key, model, hidden, activation), LayerNorm.init(model) if layer_norm else None)
+        mlp = MLP.init(key, model, hidden, activation, variance=variance, output_gain=output_gain)
+        return FeedForward(mlp, LayerNorm.init(model) if layer_norm else None)

@@ -15,14 +15,12 @@ from __future__ import annotations
 from typing import Generic, TypeVar
 
 import jax
-import jax.numpy as jnp
 from jax import Array
 
 from applicative.linalg import add, mul_mm, outer, sum_mul_mmt
-from applicative.nn._base import Matrix, compiled_init, init_each, measure, normal_like
+from applicative.nn._base import Draw, Matrix, Std, Variance, as_draw, by_measure, compiled_init
 from applicative.nn._linear import Linear, inputs_of, outputs_of
 from applicative.nn._parts import Checked, Mark, agree, level, mark, nested, stacked
-from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
 from applicative.records import record
@@ -86,25 +84,29 @@ class KernelIntegral(Checked, Generic[Heads, S, D, Hv]):
     @staticmethod
     @compiled_init
     def init(
-        key: jax.Array,
+        key: jax.Array | Draw,
         *,
         heads: Applicative[Heads, Array],
         sequence: Applicative[S, Array],
         model: Applicative[D, Array],
         value_features: Applicative[Hv, Array],
+        variance: Variance = by_measure,
+        output_gain: float = 1.0,
     ) -> KernelIntegral[Heads, S, D, Hv]:
-        """Templates give the shapes; kernels N(0, 1 / measure(sequence)^2), so that a kernel integral
-        keeps a function's size, and the output projections scaled down by the heads they sum."""
-        n = measure(sequence)
-        out_scale = 1.0 / jnp.sqrt(measure(value_features) * measure(heads))
+        """Templates give the shapes. Kernels N(0, 1 / variance(sequence)^2) (so that, with the default
+        ``by_measure``, a kernel integral keeps a function's size), value maps ``Linear.init``
+        (N(0, 1 / variance(model)), zero bias), output projections N(0, output_gain^2 /
+        (variance(value_features) variance(heads))), since the heads' outputs are summed; a zero bias."""
+        n = variance(sequence)
+        out_std = Std(variance(value_features), variance(heads), output_gain)
 
-        def one_head(k: jax.Array) -> KernelHead[S, D, Hv]:
-            kk, kv, ko = jax.random.split(k, 3)
+        def one_head(draw: Draw) -> KernelHead[S, D, Hv]:
+            dk, dv, do = draw.split(3)
             return KernelHead(
-                normal_like(kk, outer(sequence, sequence), 1.0 / n),
-                Linear.init(kv, model, value_features),
-                normal_like(ko, outer(model, value_features), out_scale),
+                dk.normal(jax.eval_shape(outer, sequence, sequence), Std(n * n)),
+                Linear.init(dv, model, value_features, variance=variance),
+                do.normal(jax.eval_shape(outer, model, value_features), out_std),
             )
 
-        zeros: Module[Applicative[D, Array]] = arithmetic()
-        return KernelIntegral(init_each(key, heads, one_head), zeros.zero(model))
+        draw = as_draw(key)
+        return KernelIntegral(draw.each(heads, one_head), draw.zeros(model))

@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Generic, TypeVar
 
 import jax
-import jax.numpy as jnp
 from jax import Array
 
 from applicative.linalg import add, check_nesting, mul_mmt, mul_mv, outer
-from applicative.nn._base import Matrix, floating_template, measure, normal_like
+from applicative.nn._base import Draw, Matrix, Std, Variance, as_draw, by_measure, floating_template
 from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested
-from applicative.protocols.algebra import Module, arithmetic
+from applicative.protocols.algebra import arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
 from applicative.records import record
@@ -57,16 +56,23 @@ class Linear(Checked, Generic[In, Out]):
 
     @staticmethod
     def init(
-        key: jax.Array, inputs: Applicative[In, Array], outputs: Applicative[Out, Array], *, bias: bool = True
+        key: jax.Array | Draw,
+        inputs: Applicative[In, Array],
+        outputs: Applicative[Out, Array],
+        *,
+        bias: bool = True,
+        variance: Variance = by_measure,
+        gain: float = 1.0,
     ) -> Linear[In, Out]:
-        """Weights N(0, 1 / measure(inputs)) (LeCun), zero bias; ``inputs``/``outputs`` are templates,
-        structures of floating scalars (anything else raises, naming the template)."""
+        """Weights N(0, gain^2 / variance(inputs)) (LeCun's with the default ``by_measure``: 1 /
+        measure(inputs)), zero bias; ``inputs``/``outputs`` are templates, structures of floating
+        scalars (anything else raises, naming the template)."""
         check_nesting("Linear.init", arithmetic(), ("inputs", inputs, 1), ("outputs", outputs, 1))
         floating_template("Linear.init", "inputs", inputs)
         floating_template("Linear.init", "outputs", outputs)
-        weight = normal_like(key, outer(outputs, inputs), 1.0 / jnp.sqrt(measure(inputs)))
-        zeros: Module[Applicative[Out, Array]] = arithmetic()
-        return Linear(weight, zeros.zero(outputs) if bias else None)
+        draw = as_draw(key)
+        weight = draw.normal(jax.eval_shape(outer, outputs, inputs), Std(variance(inputs), gain=gain))
+        return Linear(weight, draw.zeros(outputs) if bias else None)
 
 
 def outputs_of(linear: object) -> Level | None:

@@ -19,10 +19,9 @@ import jax.numpy as jnp
 from jax import Array
 
 from applicative.linalg import add
-from applicative.nn._base import measure
+from applicative.nn._base import Draw, Variance, as_draw, by_measure, measure
 from applicative.nn._linear import Linear, inputs_of, outputs_of
 from applicative.nn._parts import Checked, Mark, agree, level, mark, nested
-from applicative.protocols.algebra import Module, arithmetic
 from applicative.protocols.applicative import Applicative, lift_a2
 from applicative.protocols.integration import counit
 from applicative.protocols.kinds import Measured
@@ -61,13 +60,22 @@ class MLP(Checked, Generic[D, Hidden]):
 
     @staticmethod
     def init(
-        key: jax.Array,
+        key: jax.Array | Draw,
         model: Applicative[D, Array],
         hidden: Applicative[Hidden, Array],
         activation: Callable[[Array], Array] = jax.nn.relu,
+        *,
+        variance: Variance = by_measure,
+        output_gain: float = 1.0,
     ) -> MLP[D, Hidden]:
-        k1, k2 = jax.random.split(key)
-        return MLP(Linear.init(k1, model, hidden), Linear.init(k2, hidden, model), activation)
+        """Templates give the shapes; both maps as ``Linear.init`` draws them: the hidden one N(0, 1 /
+        variance(model)), the output one N(0, output_gain^2 / variance(hidden)), zero biases."""
+        hidden_draw, output_draw = as_draw(key).split(2)
+        return MLP(
+            Linear.init(hidden_draw, model, hidden, variance=variance),
+            Linear.init(output_draw, hidden, model, variance=variance, gain=output_gain),
+            activation,
+        )
 
 
 @record
@@ -97,6 +105,7 @@ class LayerNorm(Checked, Generic[D]):
 
     @staticmethod
     def init(model: Applicative[D, Array], eps: float = 1e-5) -> LayerNorm[D]:
-        zeros: Module[Applicative[D, Array]] = arithmetic()
-        beta = zeros.zero(model)
-        return LayerNorm(beta.fmap(lambda a: a + 1.0), beta, eps)
+        """The identity normalisation: gamma the structure's 1 (``pure``: the constant function 1 of a
+        Cheb, ones in a Vec), beta its 0."""
+        dtype = jnp.result_type(*jax.tree_util.tree_leaves(model))
+        return LayerNorm(model.pure(jnp.ones((), dtype)), model.pure(jnp.zeros((), dtype)), eps)

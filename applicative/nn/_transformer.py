@@ -40,7 +40,7 @@ from typing_extensions import TypeVar as TypeVar_
 
 from applicative.linalg import add, check_nesting
 from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit, features_of
-from applicative.nn._base import Matrix, compiled_init
+from applicative.nn._base import Draw, Matrix, Variance, as_draw, by_measure, compiled_init
 from applicative.nn._blocks import CrossAttentionBlock, FeedForward, SelfAttentionBlock, check_blocks, norm_each
 from applicative.nn._linear import Linear, inputs_of, outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
@@ -399,42 +399,45 @@ class _Layers:
     cross_score: ScoreInit
     normalise: Normalisation
     activation: Callable[[Array], Array]
+    variance: Variance
+    output_gain: float
 
-    def _blocks(self, key: Array, source: Applicative[Any, Array] | None) -> tuple[Any, Any, Any]:
+    def _blocks(self, draw: Draw, source: Applicative[Any, Array] | None) -> tuple[Any, Any, Any]:
         """A layer's blocks; every norm starts as the identity (gain 1, shift 0)."""
-        k1, k2, k3 = jax.random.split(key, 3)
+        d1, d2, d3 = draw.split(3)
         kw: dict[str, Any] = {
             "heads": self.heads,
             "model": self.model,
             "head_features": self.head_features,
             "layer_norm": self.layer_norm,
             "normalise": self.normalise,
+            "variance": self.variance,
+            "output_gain": self.output_gain,
         }
-        attention = SelfAttentionBlock.init(k1, **kw, score=self.score)
-        cross = None if source is None else CrossAttentionBlock.init(k2, **kw, source=source, score=self.cross_score)
+        attention = SelfAttentionBlock.init(d1, **kw, score=self.score)
+        cross = None if source is None else CrossAttentionBlock.init(d2, **kw, source=source, score=self.cross_score)
         feed_forward = FeedForward.init(
-            k3, model=self.model, hidden=self.hidden, layer_norm=self.layer_norm, activation=self.activation
-        )
+            d3, model=self.model, hidden=self.hidden, layer_norm=self.layer_norm, activation=self.activation,
+            variance=self.variance, output_gain=self.output_gain,
+        )  # fmt: skip
         return attention, cross, feed_forward
 
-    def encoder_layer(self, key: Array) -> EncoderLayer[Any, Any, Any, Any]:
-        attention, _, feed_forward = self._blocks(key, None)
+    def encoder_layer(self, draw: Draw) -> EncoderLayer[Any, Any, Any, Any]:
+        attention, _, feed_forward = self._blocks(draw, None)
         return EncoderLayer.from_blocks(attention, feed_forward)
 
     def decoder_layer(
-        self, key: Array, source: Applicative[Any, Array] | None
+        self, draw: Draw, source: Applicative[Any, Array] | None
     ) -> DecoderLayer[Any, Any, Any, Any, Any]:
-        return DecoderLayer.from_blocks(*self._blocks(key, source))
+        return DecoderLayer.from_blocks(*self._blocks(draw, source))
 
+    def embedding(
+        self, draw: Draw, inputs: Applicative[V, Array], positions: Matrix[S, D] | None, learned: bool
+    ) -> Embedding[S, V, D]:
+        return Embedding(Linear.init(draw, inputs, self.model, variance=self.variance), positions, learned)
 
-def _embedding(
-    key: Array,
-    inputs: Applicative[V, Array],
-    model: Applicative[D, Array],
-    positions: Matrix[S, D] | None,
-    learned: bool,
-) -> Embedding[S, V, D]:
-    return Embedding(Linear.init(key, inputs, model), positions, learned)
+    def unembedding(self, draw: Draw, outputs: Applicative[Out, Array]) -> Linear[D, Out]:
+        return Linear.init(draw, self.model, outputs, variance=self.variance)
 
 
 def _templates(op: str, layers: int, *templates: object) -> None:
@@ -451,7 +454,7 @@ def _templates(op: str, layers: int, *templates: object) -> None:
 
 @compiled_init
 def init_encoder(
-    key: Array,
+    key: Array | Draw,
     *,
     inputs: Applicative[V, Array],
     model: Applicative[D, Array],
@@ -466,24 +469,32 @@ def init_encoder(
     score: ScoreInit = DotProduct,
     normalise: Normalisation = SOFTMAX,
     activation: Callable[[Array], Array] = jax.nn.relu,
+    variance: Variance = by_measure,
+    output_gain: float = 1.0,
 ) -> Encoder[AnySequence, V, D, AnyOut]:
     """An encoder; every shape comes from a template (``outputs=None``: no unembedding). ``score``
     and ``normalise`` may be a user's own (``nn.ScoreInit``, ``nn.Normalisation``). A template that
-    is not a structure of scalars (``positions``: of structures of scalars) raises, naming it."""
+    is not a structure of scalars (``positions``: of structures of scalars) raises, naming it.
+
+    Every linear map N(0, 1 / variance(its inputs)) (LeCun's by default), the projections back into
+    the model features (each head's output, the MLP's output) times ``output_gain`` (a head's output
+    also 1 / sqrt(variance(heads))), zero biases, norms the identity."""
     _templates("init_encoder", layers, inputs, model, hidden, heads, head_features, outputs, positions)
-    spec = _Layers(model, hidden, heads, head_features, layer_norm, score, score, normalise, activation)
-    keys = jax.random.split(key, layers + 2)
+    spec = _Layers(
+        model, hidden, heads, head_features, layer_norm, score, score, normalise, activation, variance, output_gain
+    )
+    draws = as_draw(key).split(layers + 2)
     return Encoder(
-        _embedding(keys[layers], inputs, model, positions, learned_positions),
-        tuple(spec.encoder_layer(k) for k in keys[:layers]),
+        spec.embedding(draws[layers], inputs, positions, learned_positions),
+        tuple(spec.encoder_layer(d) for d in draws[:layers]),
         LayerNorm.init(model) if layer_norm else None,
-        None if outputs is None else Linear.init(keys[layers + 1], model, outputs),
+        None if outputs is None else spec.unembedding(draws[layers + 1], outputs),
     )
 
 
 @compiled_init
 def init_decoder(
-    key: Array,
+    key: Array | Draw,
     *,
     inputs: Applicative[V, Array],
     model: Applicative[D, Array],
@@ -500,18 +511,23 @@ def init_decoder(
     cross_score: ScoreInit = DotProduct,
     normalise: Normalisation = SOFTMAX,
     activation: Callable[[Array], Array] = jax.nn.relu,
+    variance: Variance = by_measure,
+    output_gain: float = 1.0,
 ) -> Decoder[AnySequence, V, D, AnyMemory, Out]:
     """A decoder; with ``source`` (the encoder's feature template) each layer also attends to a memory,
     scored by ``cross_score`` (self-attention by ``score``). Without one, a layer has no cross attention
-    and no cross-attention norm. Templates are checked as ``init_encoder``'s."""
+    and no cross-attention norm. Templates are checked, and weights drawn, as ``init_encoder``'s."""
     _templates("init_decoder", layers, inputs, model, hidden, heads, head_features, outputs, positions)
     if source is not None:
         check_nesting("init_decoder", ARITHMETIC, ("source", source, 1))
-    spec = _Layers(model, hidden, heads, head_features, layer_norm, score, cross_score, normalise, activation)
-    keys = jax.random.split(key, layers + 2)
+    spec = _Layers(
+        model, hidden, heads, head_features, layer_norm, score, cross_score, normalise, activation, variance,
+        output_gain,
+    )  # fmt: skip
+    draws = as_draw(key).split(layers + 2)
     return Decoder(
-        _embedding(keys[layers], inputs, model, positions, learned_positions),
-        tuple(spec.decoder_layer(k, source) for k in keys[:layers]),
+        spec.embedding(draws[layers], inputs, positions, learned_positions),
+        tuple(spec.decoder_layer(d, source) for d in draws[:layers]),
         LayerNorm.init(model) if layer_norm else None,
-        Linear.init(keys[layers + 1], model, outputs),
+        spec.unembedding(draws[layers + 1], outputs),
     )
