@@ -74,8 +74,10 @@ def loss(model: Funcformer, x: jax.Array, t: jax.Array) -> jax.Array:
     return jnp.mean(series_relative_l2(jax.vmap(model)(x), t))
 
 
+@functools.lru_cache(maxsize=4)
 def optimiser(run: Run) -> optax.GradientTransformation:
-    """Adam on a linear warm-up and a cosine decay to 1% of the peak, after clipping the global norm."""
+    """Adam on a linear warm-up and a cosine decay to 1% of the peak, after clipping the global norm
+    (built once per run configuration: ``train`` and ``make_step`` share it)."""
     schedule = optax.warmup_cosine_decay_schedule(
         0.0, run.learning_rate, min(run.warmup, run.steps // 10), run.steps, run.learning_rate / 100
     )
@@ -93,11 +95,12 @@ def batch_indices(run: Run, step: int) -> np.ndarray:
     return epoch_order(run, epoch)[i * run.batch : (i + 1) * run.batch]
 
 
+@functools.lru_cache(maxsize=4)
 def data_parallel(batch: int) -> tuple[NamedSharding, NamedSharding]:
     """(split, replicated): shardings on a 1-D mesh of ``jax.devices()`` that split a minibatch's
     axis 0 into equal parts, one a device, and that replicate (the model, the optimiser state). In one
     process the devices are its local ones; after ``jax.distributed.initialize()``, every process's.
-    A ``batch`` that the device count does not divide is refused."""
+    A ``batch`` that the device count does not divide is refused. Built once per batch size and process."""
     devices = jax.devices()
     if batch % len(devices):
         raise ValueError(
