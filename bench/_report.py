@@ -17,11 +17,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from funcformer.learning import Problem, Run, TrainingDiverged, default_cache, load, read_run, train
+from funcformer.learning import Problem, RunConfig, TrainingDiverged, default_cache, load, read_run, train
 from funcformer.learning._files import METRICS
 from funcformer.learning.metric import relative_l2, summary
 from funcformer.learning.solver import as_solver
-from funcformer.model import Config, parameter_count
+from funcformer.model import ModelConfig, parameter_count
 
 
 def seconds_of(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
@@ -72,10 +72,10 @@ def header(runs: list[str]) -> None:
 
 
 def trial(problem: Problem[Any], model: dict[str, Any], options: dict[str, Any], test_size: int = 256) -> str:
-    """Train ``Run.of(problem, model=Config(**model), **options)`` in a temporary directory; its test relative
-    L2 error (mean, median, p95 over ``test_size`` held-out samples, through the run's solver) and wall time
-    (the training set's generation, if not cached, included)."""
-    run = Run.of(problem, model=Config(**model), **options)
+    """Train ``RunConfig.of(problem, model=ModelConfig(**model), **options)`` in a temporary directory; its
+    test relative L2 error (mean, median, p95 over ``test_size`` held-out samples, through the run's solver)
+    and wall time (the training set's generation, if not cached, included)."""
+    run = RunConfig.of(problem, model=ModelConfig(**model), **options)
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         try:

@@ -41,7 +41,7 @@ from _report import duration, errors, header, run_facts, seconds_of  # bench/, t
 
 from funcformer.darcy import PROBLEM, load_solver
 from funcformer.darcy.task import TEST_SEED, load_dataset, normalise, solve
-from funcformer.learning import Run, Solver, default_cache, read_run
+from funcformer.learning import RunConfig, Solver, default_cache, read_run
 from funcformer.learning.metric import apply_linear, fit_least_squares, relative_l2, summary, truncation_floor
 
 TEST_SIZE = 1024
@@ -114,7 +114,7 @@ def main() -> None:
     header(args.runs)
     start = time.perf_counter()
 
-    run = Run.of(PROBLEM)
+    run = RunConfig.of(PROBLEM)
     for directory in args.runs:
         trained_on = read_run(Path(directory), PROBLEM).task
         if trained_on != run.task:

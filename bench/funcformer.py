@@ -11,7 +11,7 @@ that biases and norms are exercised.
 
 A train step is the loss (mean relative L2, in the exact L2 norm of the
 Chebyshev series, of the vmapped predictions against the targets),
-``jax.value_and_grad`` and the optax update of ``optimiser(Run.of(PROBLEM))``, under one
+``jax.value_and_grad`` and the optax update of ``optimiser(RunConfig.of(PROBLEM))``, under one
 ``jax.jit``. Before timing, the two losses and gradients are checked to agree;
 the steps are then timed interleaved (medians).
 
@@ -41,11 +41,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the r
 import funcformer_handwritten as handwritten  # bench/, the script's directory
 from _timing import race
 
-from funcformer import Config, Funcformer, init, parameter_count
-from funcformer.learning import Run
+from funcformer import Funcformer, ModelConfig, init, parameter_count
+from funcformer.learning import RunConfig
 from funcformer.learning.steps import l2_norm, optimiser, series_relative_l2
 from funcformer.poisson import PROBLEM
-from funcformer.poisson.task import Task, solve, sources, truncate
+from funcformer.poisson.task import DataConfig, solve, sources, truncate
 
 SEED = 1
 
@@ -77,7 +77,7 @@ def make_step(forward: Callable[[Any, jax.Array], jax.Array], opt: optax.Gradien
     return step
 
 
-def data(task: Task, batch: int) -> tuple[jax.Array, jax.Array]:
+def data(task: DataConfig, batch: int) -> tuple[jax.Array, jax.Array]:
     """Sources scaled to unit norm, as training feeds them to the model, and their targets."""
     f = sources(task, SEED, batch)
     f = f / np.asarray(l2_norm(jnp.asarray(f)))[:, None, None]
@@ -85,7 +85,7 @@ def data(task: Task, batch: int) -> tuple[jax.Array, jax.Array]:
     return jnp.asarray(f, jnp.float32), jnp.asarray(u, jnp.float32)
 
 
-def describe(config: Config) -> str:
+def describe(config: ModelConfig) -> str:
     return (
         f"n {config.n}, channels {config.channels}, heads {config.heads} x {config.head_channels} channels, "
         f"hidden {config.hidden_channels} channels, {config.layers} layers, axes {config.axes!r}, "
@@ -93,7 +93,7 @@ def describe(config: Config) -> str:
     )
 
 
-def prepare(config: Config, run: Run, f: jax.Array, u: jax.Array) -> dict[str, Callable[[], Any]]:
+def prepare(config: ModelConfig, run: RunConfig, f: jax.Array, u: jax.Array) -> dict[str, Callable[[], Any]]:
     """The two compiled steps of one model size, after checking that they agree."""
     opt = optimiser(run)
     model = perturbed(init(run.seed, config, np.float32), SEED)
@@ -135,7 +135,7 @@ def main() -> None:
     args = parser.parse_args()
     steps, warmup = (5, 1) if args.quick else (args.steps, args.warmup)
 
-    run = Run.of(PROBLEM)
+    run = RunConfig.of(PROBLEM)
     sizes = {"8 channels": run.model, "16 channels": dataclasses.replace(run.model, channels=16, hidden_channels=32)}
     f, u = data(run.task, run.batch)
     print(

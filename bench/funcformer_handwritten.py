@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from applicative.instances.chebyshev import gram, integral_weights, to_coefficients, to_values
-from funcformer import Config, Funcformer, weights
+from funcformer import Funcformer, ModelConfig, weights
 
 Params = dict[str, Any]
 
@@ -100,7 +100,7 @@ def _attention(att: Params, h: Array, how: str, p: int) -> Array:
     return out.at[0].add(att["bias"])
 
 
-def forward(params: Params, config: Config, f: Array) -> Array:
+def forward(params: Params, config: ModelConfig, f: Array) -> Array:
     """One source (N, N) -> one potential (N, N)."""
     p = config.samples
     h = _affine(params["embed"], f[:, :, None]) + params["positions"]

@@ -8,7 +8,7 @@ measured in this one invocation:
   (``task.solve`` at fine = 64: the reference itself, error 0 by definition); the mean
   predictor (the training set's mean u for every source); least squares: the 256 x 256 linear map from f
   to u coefficients fitted by ``numpy.linalg.lstsq`` on the first k sources of the default training set
-  (``Run.of(PROBLEM).seed``, ``Run.of(PROBLEM).train_size``, the set ``train`` fits on); one row per RUN_DIR
+  (``RunConfig.of(PROBLEM).seed``, ``RunConfig.of(PROBLEM).train_size``, the set ``train`` fits on); one row per RUN_DIR
   (``load_solver``). Then the prediction time per source at batch 1 and 256, beside the exact
   solver at the same batch, as ratios.
 - out of distribution: each family of ``funcformer.poisson.families`` (1024 sources of TEST_SEED): its
@@ -44,14 +44,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 import numpy as np
 from _report import duration, errors, header, run_facts, seconds_of  # bench/, the script's directory
 
-from funcformer.learning import Run, default_cache, read_run
+from funcformer.learning import RunConfig, default_cache, read_run
 from funcformer.learning.solver import Solver
 from funcformer.poisson import PROBLEM, load_solver
 from funcformer.poisson.families import FAMILIES, apply_linear, fit_least_squares
 from funcformer.poisson.task import (
     TEST_SEED,
+    DataConfig,
     Dataset,
-    Task,
     load_dataset,
     relative_l2,
     solve,
@@ -142,7 +142,7 @@ def timing(test: Dataset, least_squares: np.ndarray, solvers: dict[str, Solver])
     print("\nmedian of max(5, 512 / batch) calls after 2 warm-ups, one predictor after another.")
 
 
-def out_of_distribution(task: Task, least_squares: np.ndarray, solvers: dict[str, Solver]) -> None:
+def out_of_distribution(task: DataConfig, least_squares: np.ndarray, solvers: dict[str, Solver]) -> None:
     """Table 3: each family's floor, least squares and the runs."""
     print(f"\n## Out of distribution: {TEST_SIZE} sources (TEST_SEED) of each family, relative L2 error\n")
     print("| family | predictor | mean | median | p95 |")
@@ -167,7 +167,7 @@ def main() -> None:
     header(args.runs)
     start = time.perf_counter()
 
-    run = Run.of(PROBLEM)
+    run = RunConfig.of(PROBLEM)
     task = run.task
     for directory in args.runs:
         trained_on = read_run(Path(directory), PROBLEM).task

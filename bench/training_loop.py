@@ -40,13 +40,13 @@ import numpy as np
 import optax
 
 from funcformer import darcy, poisson
-from funcformer.learning import Problem, Run, train
+from funcformer.learning import Problem, RunConfig, train
 from funcformer.learning.data import output_scale, training_arrays
 from funcformer.learning.steps import batch_indices, data_parallel, epoch_order, loss, make_step, optimiser, place
 from funcformer.model import init
 
 
-def step_alone(run: Run, x: np.ndarray, t: np.ndarray) -> Callable[[], float]:
+def step_alone(run: RunConfig, x: np.ndarray, t: np.ndarray) -> Callable[[], float]:
     """The jitted steps of ``run`` back to back, everything already on the device."""
     step = make_step(run)
     _, replicated = data_parallel(run.batch)
@@ -69,7 +69,7 @@ def step_alone(run: Run, x: np.ndarray, t: np.ndarray) -> Callable[[], float]:
     return go
 
 
-def loop(run: Run) -> Callable[[], float]:
+def loop(run: RunConfig) -> Callable[[], float]:
     """``train`` into a fresh directory, progress bar on; its own clock of the loop."""
 
     def go() -> float:
@@ -83,7 +83,7 @@ def loop(run: Run) -> Callable[[], float]:
     return go
 
 
-def host_loop(run: Run, x: np.ndarray, t: np.ndarray) -> Callable[[], float]:
+def host_loop(run: RunConfig, x: np.ndarray, t: np.ndarray) -> Callable[[], float]:
     """The previous loop: the minibatch drawn and copied in by the host, the loss waited for each step."""
     opt = optimiser(run)
     split, replicated = data_parallel(run.batch)
@@ -110,7 +110,7 @@ def host_loop(run: Run, x: np.ndarray, t: np.ndarray) -> Callable[[], float]:
 
 
 def measure(problem: Problem[Any], steps: int, batch: int, repeats: int) -> dict[str, float]:
-    run = Run.of(problem, steps=steps, batch=batch)
+    run = RunConfig.of(problem, steps=steps, batch=batch)
     x, t = training_arrays(run, output_scale(problem, run.task))
     cases = {"step": step_alone(run, x, t), "loop": loop(run), "host loop": host_loop(run, x, t)}
     for go in cases.values():  # compile, warm the caches

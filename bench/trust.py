@@ -56,7 +56,7 @@ from scipy.stats import spearmanr
 
 from funcformer import darcy, poisson
 from funcformer.darcy import task as darcy_task
-from funcformer.learning import Problem, Run, default_cache, evaluate, read_run, train
+from funcformer.learning import Problem, RunConfig, default_cache, evaluate, read_run, train
 from funcformer.learning._files import CHECKPOINT, METRICS
 from funcformer.learning.metric import grid_values, relative_l2, truncate
 from funcformer.learning.solver import load_solver
@@ -103,14 +103,14 @@ def ready(problem: Problem[Any], directory: Path) -> None:
     """Train the default run into ``directory`` if it holds none; calibrate it if it is not."""
     if not (directory / CHECKPOINT).exists():
         print(f"\n(training the default {problem.title} run into {directory})")
-        train(Run.of(problem), directory, progress=False)
+        train(RunConfig.of(problem), directory, progress=False)
     run = read_run(directory, problem)
     if read_calibration(directory / METRICS, run.task.n) is None:
         print(f"\n(calibrating {directory}: evaluate)")
         evaluate(directory, problem)
 
 
-def poisson_cases(task: poisson_task.Task) -> list[Case]:
+def poisson_cases(task: poisson_task.DataConfig) -> list[Case]:
     held_out = poisson_task.sources(task, poisson_task.TEST_SEED, 2 * HELD_OUT)[HELD_OUT:]
     cases = [Case("in distribution (held out)", held_out, poisson_task.solve(held_out, task.fine))]
     for name, family in FAMILIES.items():
@@ -120,7 +120,7 @@ def poisson_cases(task: poisson_task.Task) -> list[Case]:
     return cases
 
 
-def darcy_cases(task: darcy_task.Task) -> list[Case]:
+def darcy_cases(task: darcy_task.DataConfig) -> list[Case]:
     data = darcy_task.load_dataset(default_cache(), task, darcy_task.TEST_SEED, 2 * HELD_OUT)
     kappa, exact = data.kappa[HELD_OUT:], data.exact()[HELD_OUT:]
     doubled = 2.0 * kappa
@@ -252,8 +252,8 @@ def main() -> None:
     start = time.perf_counter()
     for problem, directory in ((poisson.PROBLEM, args.poisson), (darcy.PROBLEM, args.darcy)):
         ready(problem, directory)
-    report(poisson.PROBLEM, args.poisson, poisson_cases(poisson_task.Task()), poisson_task.strong_residual)
-    report(darcy.PROBLEM, args.darcy, darcy_cases(darcy_task.Task()), darcy_task.strong_residual)
+    report(poisson.PROBLEM, args.poisson, poisson_cases(poisson_task.DataConfig()), poisson_task.strong_residual)
+    report(darcy.PROBLEM, args.darcy, darcy_cases(darcy_task.DataConfig()), darcy_task.strong_residual)
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
 
 

@@ -2,15 +2,15 @@
 
 ``Funcformer`` is ``applicative.nn``'s encoder instantiated on
 ``Cheb[X, Compose[ChebOf[Y], VecOf[Channel], _]]``, functions of (x, y) with
-channels: ``Config`` gives its shape, ``init`` its initial weights.
+channels: ``ModelConfig`` gives its shape, ``init`` its initial weights.
 ``funcformer.poisson`` learns the solution operator of Poisson's equation
 with it. Imports ``applicative``, never the reverse.
 """
 
-from funcformer.model import Config as Config
 from funcformer.model import Funcformer as Funcformer
+from funcformer.model import ModelConfig as ModelConfig
 from funcformer.model import init as init
 from funcformer.model import parameter_count as parameter_count
 from funcformer.model import weights as weights
 
-__all__ = ["Config", "Funcformer", "init", "parameter_count", "weights"]
+__all__ = ["Funcformer", "ModelConfig", "init", "parameter_count", "weights"]

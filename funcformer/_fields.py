@@ -1,6 +1,6 @@
 """One check of a settings dataclass's field values against their declared types, for every settings
-record read from a user (``Config``, ``Run``, a task's ``Task``): a config file's ``"channels": 8.0`` or
-``"steps": true`` is refused by name, not found later as an obscure shape error."""
+record read from a user (``ModelConfig``, ``RunConfig``, a task's ``DataConfig``): a config file's
+``"channels": 8.0`` or ``"steps": true`` is refused by name, not found later as an obscure shape error."""
 
 from __future__ import annotations
 

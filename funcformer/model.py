@@ -11,10 +11,10 @@ forward pass of its own: linear maps are integrals against the exact Gram
 matrix (``mul_mmt``, one contraction of coefficients), attention is
 normalise(Q G K^T / sqrt(d_k)) G V, and ReLU and ``exp`` sample the
 functions at P >= 2N Chebyshev points and transform back (``fmap``). A layer
-along y (``Config.axes``) sees the same function the other way round,
+along y (``ModelConfig.axes``) sees the same function the other way round,
 Cheb[Y, Compose[ChebOf[X], VecOf[Channel], _]] (``AlongY``: the coefficient
 array's first two axes swapped). A layer may instead be a learned kernel integral along its axis
-(``nn.KernelIntegral``, ``Config.mixers``), linear mixing of the sequence.
+(``nn.KernelIntegral``, ``ModelConfig.mixers``), linear mixing of the sequence.
 
 The source f(x, y), an (N, N) coefficient array, is a ``Cheb[X, Cheb[Y, _]]``;
 it is embedded by a linear map of its y-functions into the channels, plus
@@ -62,11 +62,11 @@ from funcformer._fields import check_fields
 __all__ = [
     "AlongY",
     "Channel",
-    "Config",
     "Funcformer",
     "Head",
     "HeadChannel",
     "HiddenChannel",
+    "ModelConfig",
     "Normalise",
     "X",
     "Y",
@@ -124,8 +124,9 @@ FeedForwardLayer: TypeAlias = FeedForward[Features[Q], Channels[Q, HiddenChannel
 
 
 @dataclass(frozen=True)
-class Config:
-    """The shape of a Funcformer (hashable: it is static metadata of the model)."""
+class ModelConfig:
+    """The architecture of a Funcformer, the shape of its weights (hashable: it is static metadata of
+    the model)."""
 
     n: int = 16
     """Chebyshev coefficients per axis."""
@@ -153,15 +154,15 @@ class Config:
         check_fields(self)
         for name in ("n", "channels", "heads", "head_channels", "hidden_channels", "layers"):
             if getattr(self, name) < 1:
-                raise ValueError(f"Config.{name} must be positive, got {getattr(self, name)}")
+                raise ValueError(f"ModelConfig.{name} must be positive, got {getattr(self, name)}")
         if not self.axes or set(self.axes) - {"x", "y"}:
-            raise ValueError(f"Config.axes must be a string of 'x' and 'y', got {self.axes!r}")
+            raise ValueError(f"ModelConfig.axes must be a string of 'x' and 'y', got {self.axes!r}")
         if self.normalise not in ("values", "coefficients"):
-            raise ValueError(f"Config.normalise must be 'values' or 'coefficients', got {self.normalise!r}")
+            raise ValueError(f"ModelConfig.normalise must be 'values' or 'coefficients', got {self.normalise!r}")
         if not self.mixers or set(self.mixers) - {"a", "k", "m"}:
-            raise ValueError(f"Config.mixers must be a string of 'a', 'k' and 'm', got {self.mixers!r}")
+            raise ValueError(f"ModelConfig.mixers must be a string of 'a', 'k' and 'm', got {self.mixers!r}")
         if self.points and self.points < self.n:
-            raise ValueError(f"Config.points = {self.points} cannot resolve n = {self.n} coefficients")
+            raise ValueError(f"ModelConfig.points = {self.points} cannot resolve n = {self.n} coefficients")
 
     @property
     def samples(self) -> int:
@@ -205,7 +206,7 @@ class Funcformer:
     ``encoder`` is the generic ``nn.Encoder`` on ``Cheb[X, Compose[ChebOf[Y], VecOf[Channel], _]]``."""
 
     encoder: Encoder[ChebOf[X], ChebOf[Y], Features[Y], ChebOf[Y]]
-    config: Config = static()
+    config: ModelConfig = static()
 
     def __call__(self, f: ArrayLike) -> Array:
         """One source (N, N) -> one potential (N, N); ``jax.vmap`` it for a batch."""
@@ -220,7 +221,7 @@ def parameter_count(model: Funcformer) -> int:
     return sum(int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(model))
 
 
-def init(seed: int, config: Config, dtype: type = np.float32) -> Funcformer:
+def init(seed: int, config: ModelConfig, dtype: type = np.float32) -> Funcformer:
     """A Funcformer with N(0, 1 / fan-in) weights (``nn.fan_in``: fan-in counts coefficients times channels
     in), the projections into the residual stream scaled by 1 / sqrt(2 layers) (a head's output, summed
     over the heads, also by 1 / sqrt(heads)), a kernel N(0, 1 / N^2), zero biases, layer norms at the

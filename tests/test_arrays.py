@@ -16,7 +16,7 @@ import numpy.polynomial.chebyshev as C
 import pytest
 
 from funcformer.learning import (
-    Run,
+    RunConfig,
     evaluate,
     from_arrays,
     from_values,
@@ -26,15 +26,15 @@ from funcformer.learning import (
     read_run,
     train,
 )
-from funcformer.learning.arrays import ArraysTask, unnormalised
+from funcformer.learning.arrays import ArraysDataConfig, unnormalised
 from funcformer.learning.cli import _print_metrics
 from funcformer.learning.data import output_scale, training_arrays
-from funcformer.model import Config
+from funcformer.model import ModelConfig
 
 ROOT = Path(__file__).parent.parent
 PAGE = ROOT / "docs" / "own_operator.md"
 N, M, SAMPLES, TEST = 4, 6, 40, 8
-TINY = Config(n=N, channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1, mixers="k")
+TINY = ModelConfig(n=N, channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1, mixers="k")
 
 
 def data(seed: int = 0, samples: int = SAMPLES, n: int = N, m: int = M) -> tuple[np.ndarray, np.ndarray]:
@@ -79,7 +79,7 @@ def test_the_last_test_size_samples_are_the_test_set_and_every_training_seed_giv
     x, u = data()
     problem = problem_of(x, u)
     task = problem.task()
-    assert task == ArraysTask(N, M, SAMPLES - TEST, TEST, task.fingerprint)
+    assert task == ArraysDataConfig(N, M, SAMPLES - TEST, TEST, task.fingerprint)
     test = problem.dataset(Path("unused"), task, problem.test_seed, TEST, True)
     np.testing.assert_array_equal(test.inputs, x[-TEST:])
     np.testing.assert_array_equal(test.exact(), u[-TEST:])
@@ -92,18 +92,18 @@ def test_the_last_test_size_samples_are_the_test_set_and_every_training_seed_giv
     with pytest.raises(ValueError, match=r"9 test samples asked for \(evaluate's test_size\), the arrays hold 8"):
         problem.dataset(Path("unused"), task, problem.test_seed, 9, True)
     with pytest.raises(ValueError, match=r"training seed \d+ is the toy task's held-out test seed"):
-        Run.of(problem, seed=problem.test_seed)
+        RunConfig.of(problem, seed=problem.test_seed)
 
 
 def test_a_train_size_above_the_training_samples_is_refused_naming_both_numbers() -> None:
     problem = problem_of(*data())
-    run = Run.of(problem, train_size=SAMPLES - TEST + 1, batch=4)
-    with pytest.raises(ValueError, match=r"Run.train_size = 33 exceeds the 32 training samples .* last 8 held out"):
+    run = RunConfig.of(problem, train_size=SAMPLES - TEST + 1, batch=4)
+    with pytest.raises(ValueError, match=r"RunConfig.train_size = 33 exceeds the 32 training samples .* 8 held out"):
         training_arrays(run, 1.0)
-    # by default a run takes the whole training set, in minibatches of at most Run's default 32
-    assert (Run.of(problem).train_size, Run.of(problem).batch) == (32, 32)
+    # by default a run takes the whole training set, in minibatches of at most RunConfig's default 32
+    assert (RunConfig.of(problem).train_size, RunConfig.of(problem).batch) == (32, 32)
     small = from_arrays("toy", *data(samples=12), test_size=2, model=TINY)
-    assert (Run.of(small).train_size, Run.of(small).batch) == (10, 10)
+    assert (RunConfig.of(small).train_size, RunConfig.of(small).batch) == (10, 10)
 
 
 def test_the_output_scale_averages_the_training_outputs_of_at_most_1024_samples() -> None:
@@ -125,7 +125,7 @@ def test_inputs_are_not_normalised_unless_a_normalisation_is_given() -> None:
     def halved(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return values / 2.0, np.ones(len(values))  # x' = x / 2, c = 2
 
-    run = Run.of(problem_of(x, u, normalise=halved), batch=4)
+    run = RunConfig.of(problem_of(x, u, normalise=halved), batch=4)
     model_inputs, targets = training_arrays(run, 3.0)
     np.testing.assert_allclose(model_inputs, x[:32] / 2.0, rtol=1e-7)
     np.testing.assert_allclose(targets, u[:32, :N, :N] / 6.0, rtol=1e-6)
@@ -157,17 +157,17 @@ def test_the_fingerprint_identifies_the_values_and_shapes_of_the_arrays() -> Non
 def test_a_run_is_read_back_only_by_a_problem_built_from_its_arrays() -> None:
     x, u = data()
     problem = problem_of(x, u)
-    run = Run.of(problem, steps=5, batch=4)
-    assert Run.from_json(run.to_json(), problem) == run
-    assert Run.from_json(run.to_json(), problem_of(x.copy(), u.copy())).task == run.task
+    run = RunConfig.of(problem, steps=5, batch=4)
+    assert RunConfig.from_json(run.to_json(), problem) == run
+    assert RunConfig.from_json(run.to_json(), problem_of(x.copy(), u.copy())).task == run.task
     changed = u.copy()
     changed[0, 0, 0] = 7.0
     with pytest.raises(ValueError, match=r"a run of other data .*fields differ: fingerprint\)?"):
-        Run.from_json(run.to_json(), problem_of(x, changed))
+        RunConfig.from_json(run.to_json(), problem_of(x, changed))
     with pytest.raises(ValueError, match=r"fields differ: train_samples, test_samples;"):
-        Run.from_json(run.to_json(), from_arrays("toy", x, u, test_size=TEST + 1, model=TINY))
+        RunConfig.from_json(run.to_json(), from_arrays("toy", x, u, test_size=TEST + 1, model=TINY))
     with pytest.raises(ValueError, match="holds a run of the task 'toy', not a Other one"):
-        Run.from_json(run.to_json(), from_arrays("other", x, u, test_size=TEST, title="Other", model=TINY))
+        RunConfig.from_json(run.to_json(), from_arrays("other", x, u, test_size=TEST, title="Other", model=TINY))
 
 
 # Values on Lobatto grids
@@ -240,16 +240,16 @@ def test_arrays_that_are_not_real_numbers_are_refused() -> None:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Run]:
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, RunConfig]:
     """A tiny run of the toy problem, trained for a few steps: (its directory, its problem, its run)."""
     directory = tmp_path_factory.mktemp("toy") / "run"
     problem = problem_of(*data())
-    run = Run.of(problem, steps=4, batch=4, checkpoint_every=2, warmup=0)
+    run = RunConfig.of(problem, steps=4, batch=4, checkpoint_every=2, warmup=0)
     train(run, directory, progress=False)
     return directory, problem, run
 
 
-def test_a_trained_run_is_served_as_the_model_times_the_stored_scale(trained: tuple[Path, Any, Run]) -> None:
+def test_a_trained_run_is_served_as_the_model_times_the_stored_scale(trained: tuple[Path, Any, RunConfig]) -> None:
     directory, problem, run = trained
     assert read_run(directory, problem) == run
     state = load(directory, run)
@@ -261,7 +261,7 @@ def test_a_trained_run_is_served_as_the_model_times_the_stored_scale(trained: tu
     np.testing.assert_allclose(state.scale, np.mean(quadrature_norms(data()[1][:32, :N, :N])), rtol=1e-12)
 
 
-def test_evaluate_reports_the_floor_and_the_baselines_of_the_data(trained: tuple[Path, Any, Run]) -> None:
+def test_evaluate_reports_the_floor_and_the_baselines_of_the_data(trained: tuple[Path, Any, RunConfig]) -> None:
     directory, problem, _ = trained
     metrics = evaluate(directory, problem, test_size=TEST)
     x, u = data()
@@ -284,7 +284,7 @@ def test_evaluate_reports_the_floor_and_the_baselines_of_the_data(trained: tuple
 
 
 def test_the_command_lines_report_prints_a_run_without_a_solver_or_a_calibration(
-    trained: tuple[Path, Any, Run], capsys: pytest.CaptureFixture[str]
+    trained: tuple[Path, Any, RunConfig], capsys: pytest.CaptureFixture[str]
 ) -> None:
     directory, problem, _ = trained
     _print_metrics(evaluate(directory, problem, test_size=TEST))
@@ -294,21 +294,23 @@ def test_the_command_lines_report_prints_a_run_without_a_solver_or_a_calibration
     assert "check=True" not in printed
 
 
-def test_a_problem_without_a_residual_refuses_checked_predictions(trained: tuple[Path, Any, Run]) -> None:
+def test_a_problem_without_a_residual_refuses_checked_predictions(trained: tuple[Path, Any, RunConfig]) -> None:
     directory, problem, _ = trained
     with pytest.raises(ValueError, match=r"check=True\): the toy problem has no a-posteriori residual"):
         load_solver(directory, problem, check=True)
 
 
-def test_a_run_of_other_data_is_refused_by_load_solver_evaluate_and_resume(trained: tuple[Path, Any, Run]) -> None:
+def test_a_run_of_other_data_is_refused_by_load_solver_evaluate_and_resume(
+    trained: tuple[Path, Any, RunConfig],
+) -> None:
     directory, _, run = trained
     x, u = data()
     other = problem_of(x[1:], u[1:])
     for attempt in (
         lambda: load_solver(directory, other),
         lambda: evaluate(directory, other, test_size=TEST),
-        lambda: train(Run.of(other, steps=6, batch=4), directory, resume=True),
-        lambda: load(directory, Run.of(other, steps=4, batch=4, checkpoint_every=2, warmup=0)),
+        lambda: train(RunConfig.of(other, steps=6, batch=4), directory, resume=True),
+        lambda: load(directory, RunConfig.of(other, steps=4, batch=4, checkpoint_every=2, warmup=0)),
     ):
         with pytest.raises(ValueError, match=r"a run of other data .*fields differ: train_samples, fingerprint"):
             attempt()

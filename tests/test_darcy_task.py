@@ -15,9 +15,9 @@ from funcformer.darcy.task import (
     FINE,
     TEST_SEED,
     TRAIN_SEED,
+    DataConfig,
     K,
     N,
-    Task,
     grid_values,
     load_dataset,
     make_dataset,
@@ -62,7 +62,7 @@ def test_solver_manufactured_polynomial(dense: bool) -> None:
     bubble = np.array([0.5, 0.0, -0.5])  # 1 - t^2 = T_0 / 2 - T_2 / 2
     u = np.array([C.chebmul(bubble, row) for row in p])  # along y
     u = np.array([C.chebmul(bubble, column) for column in u.T]).T  # along x
-    kappa = permeabilities(Task(), 3, 1)[0]
+    kappa = permeabilities(DataConfig(), 3, 1)[0]
     u_solved = solve(kappa[None], 32, source(u, kappa)[None], dense=dense)[0]
     expected = np.zeros((33, 33))
     expected[: u.shape[0], : u.shape[1]] = u
@@ -78,7 +78,7 @@ def test_solver_manufactured_smooth() -> None:
         return values
 
     u = interpolate_2d(u_exact, 40)  # to rounding
-    kappa = permeabilities(Task(), 4, 1)[0]
+    kappa = permeabilities(DataConfig(), 4, 1)[0]
     u_solved = solve(kappa[None], 32, source(u, kappa)[None])
     error = np.abs(grid_values(u_solved)[0] - u_exact(X, Y)).max() / np.abs(u_exact(X, Y)).max()
     assert error < 1e-10  # measured 4e-14: spectral accuracy at M = 32
@@ -98,7 +98,7 @@ def test_kappa_zero_is_poisson() -> None:
 
 
 def test_solver_converged_and_dense_agrees() -> None:
-    kappa = permeabilities(Task(), 2, 8)
+    kappa = permeabilities(DataConfig(), 2, 8)
     # GMRES itself converges (the dense fallback is not what answers)
     nodes = 32
     g = derivative_matrix(16, exact=False)  # as solve differentiates kappa
@@ -116,7 +116,7 @@ def test_solver_converged_and_dense_agrees() -> None:
 
 
 def test_solution_satisfies_pde_and_boundary() -> None:
-    kappa = permeabilities(Task(), 5, 1)[0]
+    kappa = permeabilities(DataConfig(), 5, 1)[0]
     u = solve(kappa[None], 48)[0]
     f = source(u, kappa)
     rng = np.random.default_rng(1)
@@ -142,7 +142,7 @@ def test_solver_validation() -> None:
 
 
 def test_permeabilities() -> None:
-    task = Task()
+    task = DataConfig()
     kappa = permeabilities(task, 5, 4)
     assert kappa.shape == (4, N, N)
     assert np.all(kappa[:, K:, :] == 0.0)
@@ -165,7 +165,7 @@ def test_metric_is_the_shared_one() -> None:
 
 
 def test_truncation_floor() -> None:
-    task = Task()
+    task = DataConfig()
     test = make_dataset(task, TEST_SEED, 256)
     np.testing.assert_array_equal(test.u, truncate(test.exact(), N))
     floor = truncation_floor(test)
@@ -184,7 +184,7 @@ def _only_file(directory: Path) -> Path:
 
 
 def test_make_dataset() -> None:
-    task = Task(n=12, k=6, fine=24)
+    task = DataConfig(n=12, k=6, fine=24)
     data = make_dataset(task, 4, 5)
     np.testing.assert_array_equal(data.kappa, permeabilities(task, 4, 5))
     np.testing.assert_array_equal(data.u_fine, solve(data.kappa, 24))
@@ -192,7 +192,7 @@ def test_make_dataset() -> None:
 
 
 def test_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    task = Task(n=12, k=6, fine=24)
+    task = DataConfig(n=12, k=6, fine=24)
     first = load_dataset(tmp_path, task, 3, 7)
     path = _only_file(tmp_path)
     assert all(s in path.name for s in ("darcy", "n12", "k6", "fine24", "seed3"))
@@ -220,20 +220,25 @@ def test_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         small.exact()
 
 
-# Task
+# DataConfig
 
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"k": 0}, "Task.k"), ({"n": 7}, "Task.n"), ({"fine": 31}, "Task.fine"), ({"n": 16.0}, "Task.n")],
+    [
+        ({"k": 0}, "DataConfig.k"),
+        ({"n": 7}, "DataConfig.n"),
+        ({"fine": 31}, "DataConfig.fine"),
+        ({"n": 16.0}, "DataConfig.n"),
+    ],
 )
 def test_task_validation(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(ValueError, match=field):
-        Task(**kwargs)  # type: ignore[arg-type]
+        DataConfig(**kwargs)  # type: ignore[arg-type]
 
 
 def test_defaults_and_seeds() -> None:
-    assert Task() == Task(n=N, k=K, fine=FINE) == Task(16, 8, 32)
+    assert DataConfig() == DataConfig(n=N, k=K, fine=FINE) == DataConfig(16, 8, 32)
     assert TRAIN_SEED != TEST_SEED
     assert TEST_SEED != poisson.TEST_SEED
     assert PROBLEM.check_train_seed(TRAIN_SEED) == TRAIN_SEED

@@ -10,15 +10,15 @@ import numpy.polynomial.chebyshev as C
 import pytest
 
 from funcformer.darcy import PROBLEM, load_solver
-from funcformer.darcy.task import Task, mean_value, normalise, permeabilities, solve
-from funcformer.learning import Run, load, read_run, train
+from funcformer.darcy.task import DataConfig, mean_value, normalise, permeabilities, solve
+from funcformer.learning import RunConfig, load, read_run, train
 from funcformer.learning.cli import main
-from funcformer.model import Config
+from funcformer.model import ModelConfig
 from funcformer.poisson import PROBLEM as POISSON
 from funcformer.poisson import load_solver as load_poisson_solver
 
-TINY = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=2, axes="xy", mixers="km", points=16)
-RUN = Run.of(PROBLEM, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=2, axes="xy", mixers="km", points=16)
+RUN = RunConfig.of(PROBLEM, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
 
 
 @pytest.fixture(autouse=True)
@@ -27,14 +27,14 @@ def cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPa
 
 
 def test_the_mean_value_is_the_integral_over_the_square_over_its_area() -> None:
-    kappa = permeabilities(Task(), 3, 4)
+    kappa = permeabilities(DataConfig(), 3, 4)
     x, w = np.polynomial.legendre.leggauss(20)  # exact for degree < 40
     values = np.stack([C.chebgrid2d(x, x, k) for k in kappa])
     np.testing.assert_allclose(mean_value(kappa), np.einsum("bij,i,j->b", values, w, w) / 4.0, rtol=1e-14)
 
 
 def test_the_normalisation_is_an_exact_symmetry_of_the_solution_operator() -> None:
-    kappa = permeabilities(Task(), 4, 3)
+    kappa = permeabilities(DataConfig(), 4, 3)
     inputs, log2_factors = normalise(kappa)
     np.testing.assert_allclose(mean_value(inputs), 0.0, atol=1e-15)
     np.testing.assert_array_equal(inputs[:, 1:, :], kappa[:, 1:, :])  # only the constant term moves
@@ -64,7 +64,7 @@ def test_a_tiny_run_trains_evaluates_plots_and_serves_through_the_cli(
     assert (out / "prediction.png").stat().st_size > 0
     # load_solver: the model on the normalised input, scaled back by exp(-m) and the stored output scale
     state = load(out, RUN)
-    kappa = permeabilities(Task(), 11, 3)
+    kappa = permeabilities(DataConfig(), 11, 3)
     predicted = load_solver(out)(kappa)
     inputs, log2_factors = normalise(kappa)
     direct = np.asarray(jax.vmap(state.model)(inputs.astype(np.float32)), np.float64)

@@ -14,7 +14,7 @@ import pytest
 from jax.test_util import check_grads
 
 from applicative import generic_only, record_fast_paths
-from funcformer import Config, Funcformer, init, parameter_count, weights
+from funcformer import Funcformer, ModelConfig, init, parameter_count, weights
 from funcformer.model import Normalise
 from tests.funcformer_reference import Basis, forward
 
@@ -22,15 +22,15 @@ TOL = 1e-12
 
 CONFIGS = {
     # several heads, head/hidden channels > 1; alternating axes, values softmax, layer norms
-    "xy-values-norm": Config(
+    "xy-values-norm": ModelConfig(
         n=6, channels=3, heads=2, head_channels=2, hidden_channels=3, layers=2, axes="xy", normalise="values"
     ),
     # the default model's choices: values softmax, no layer norm
-    "xy-values-plain": Config(
+    "xy-values-plain": ModelConfig(
         n=5, channels=2, heads=2, head_channels=3, hidden_channels=4, layers=2, axes="xy", layer_norm=False
     ),
     # along x only, coefficient softmax, no layer norms, an odd number of sample points
-    "x-coefficients-plain": Config(
+    "x-coefficients-plain": ModelConfig(
         n=5,
         channels=2,
         heads=3,
@@ -43,15 +43,15 @@ CONFIGS = {
         points=9,
     ),
     # three layers x, y, x; coefficient softmax with layer norms
-    "xy-coefficients-norm": Config(
+    "xy-coefficients-norm": ModelConfig(
         n=4, channels=2, heads=2, head_channels=2, hidden_channels=3, layers=3, axes="xy", normalise="coefficients"
     ),
     # kernel integrals along x and y, then attention along x and y
-    "kernels-then-attention": Config(
+    "kernels-then-attention": ModelConfig(
         n=5, channels=3, heads=2, head_channels=2, hidden_channels=3, layers=4, axes="xy", mixers="kkaa"
     ),
     # kernel integral and MLP layers, alternating, along x, x, y, y (a neural operator), with layer norms
-    "kernel-mlp-norm": Config(
+    "kernel-mlp-norm": ModelConfig(
         n=5,
         channels=3,
         heads=2,
@@ -156,7 +156,7 @@ def test_every_product_runs_its_dense_formula() -> None:
 
 @pytest.mark.parametrize("normalise", ["values", "coefficients"])
 def test_gradients_match_finite_differences(normalise: Normalise) -> None:
-    config = Config(
+    config = ModelConfig(
         n=4, channels=2, heads=2, head_channels=2, hidden_channels=2, layers=1, axes="x", normalise=normalise
     )
     m = init(3, config, np.float64)
@@ -168,7 +168,7 @@ def test_gradients_match_finite_differences(normalise: Normalise) -> None:
 
 
 def test_parameters_and_input_are_checked() -> None:
-    config = Config(channels=3, heads=2, head_channels=2, hidden_channels=4, layers=1, layer_norm=True)
+    config = ModelConfig(channels=3, heads=2, head_channels=2, hidden_channels=4, layers=1, layer_norm=True)
     m = init(0, config)
     n, c, k, h = 16, 3, 2, 4
     attention = 2 * 3 * (n * k * n * c + n * k) + 2 * n * c * n * k + n * c
@@ -179,21 +179,21 @@ def test_parameters_and_input_are_checked() -> None:
     with pytest.raises(ValueError, match=r"shape \(16, 16\), got \(12, 12\)"):
         m(np.zeros((12, 12), np.float32))
     for bad, field in [
-        ({"axes": "xz"}, "Config.axes"),
-        ({"normalise": "max"}, "Config.normalise"),
-        ({"heads": 0}, "Config.heads"),
-        ({"points": 8}, "Config.points"),
-        ({"channels": 8.0}, r"Config\.channels must be an int, got 8\.0"),
-        ({"layers": True}, r"Config\.layers must be an int, got True"),
-        ({"layer_norm": 1}, r"Config\.layer_norm must be a bool, got 1"),
-        ({"mixers": None}, r"Config\.mixers must be a string, got None"),
+        ({"axes": "xz"}, "ModelConfig.axes"),
+        ({"normalise": "max"}, "ModelConfig.normalise"),
+        ({"heads": 0}, "ModelConfig.heads"),
+        ({"points": 8}, "ModelConfig.points"),
+        ({"channels": 8.0}, r"ModelConfig\.channels must be an int, got 8\.0"),
+        ({"layers": True}, r"ModelConfig\.layers must be an int, got True"),
+        ({"layer_norm": 1}, r"ModelConfig\.layer_norm must be a bool, got 1"),
+        ({"mixers": None}, r"ModelConfig\.mixers must be a string, got None"),
     ]:
         with pytest.raises(ValueError, match=field):
-            Config(**bad)  # type: ignore[arg-type]
+            ModelConfig(**bad)  # type: ignore[arg-type]
 
 
 def test_initialisation_is_deterministic_and_float32_by_default() -> None:
-    a, b = init(5, Config(n=6, channels=2, layers=2)), init(5, Config(n=6, channels=2, layers=2))
+    a, b = init(5, ModelConfig(n=6, channels=2, layers=2)), init(5, ModelConfig(n=6, channels=2, layers=2))
     for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
         assert x.dtype == jnp.float32
         np.testing.assert_array_equal(x, y)

@@ -110,7 +110,7 @@ def test_funcformer_draws_its_documented_scales() -> None:
     head's output, the MLP's output) times 1 / sqrt(2 layers), a head's output also 1 / sqrt(heads);
     positions N(0, 1 / N^2); zero biases; layer norms the identity. Three attention layers (pooled)."""
     n, c, heads, ck, ch, layers = 16, 8, 4, 4, 16, 3
-    config = funcformer.Config(n=n, channels=c, heads=heads, head_channels=ck, hidden_channels=ch, layers=layers,
+    config = funcformer.ModelConfig(n=n, channels=c, heads=heads, head_channels=ck, hidden_channels=ch, layers=layers,
                                layer_norm=True)  # fmt: skip
     w = funcformer.weights(funcformer.init(0, config, np.float64))
     residual = 1 / math.sqrt(2 * layers)
@@ -208,16 +208,16 @@ def test_a_numpy_draw_draws_each_weight_for_every_head_in_turn() -> None:
 # The Funcformer's initial weights, draw for draw: one generator, each weight z gain / sqrt(fan) with z
 # standard normal in float64, in the order funcformer.init documents, in funcformer.weights' layout.
 FUNCFORMER_CONFIGS = [
-    funcformer.Config(n=5, channels=3, heads=2, head_channels=2, hidden_channels=4, layers=4, axes="xy",
+    funcformer.ModelConfig(n=5, channels=3, heads=2, head_channels=2, hidden_channels=4, layers=4, axes="xy",
                       mixers="akma", layer_norm=True),
-    funcformer.Config(n=4, channels=2, heads=3, head_channels=1, hidden_channels=3, layers=2, axes="x",
+    funcformer.ModelConfig(n=4, channels=2, heads=3, head_channels=1, hidden_channels=3, layers=2, axes="x",
                       normalise="coefficients", points=9),
-    funcformer.Config(n=6, channels=2, heads=1, head_channels=3, hidden_channels=2, layers=3, axes="xxyy",
+    funcformer.ModelConfig(n=6, channels=2, heads=1, head_channels=3, hidden_channels=2, layers=3, axes="xxyy",
                       mixers="mk"),
 ]  # fmt: skip
 
 
-def funcformer_draws(seed: int, config: funcformer.Config) -> dict[str, Any]:
+def funcformer_draws(seed: int, config: funcformer.ModelConfig) -> dict[str, Any]:
     """funcformer.init's documented weights, drawn here with numpy."""
     rng = np.random.default_rng(seed)
     n, c, heads, k, h = config.n, config.channels, config.heads, config.head_channels, config.hidden_channels
@@ -288,6 +288,6 @@ def same(got: Any, want: Any, dtype: type, where: str = "weights") -> None:
 
 @pytest.mark.parametrize("config", FUNCFORMER_CONFIGS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_funcformer_init_is_its_documented_numpy_draws(config: funcformer.Config, dtype: type) -> None:
+def test_funcformer_init_is_its_documented_numpy_draws(config: funcformer.ModelConfig, dtype: type) -> None:
     for seed in (0, 7):
         same(funcformer.weights(funcformer.init(seed, config, dtype)), funcformer_draws(seed, config), dtype)

@@ -17,26 +17,26 @@ SCRIPT = """
 import json, sys
 import jax
 import numpy as np
-from funcformer.model import Config
+from funcformer.model import ModelConfig
 from funcformer.learning import steps
 from funcformer.poisson import PROBLEM
-from funcformer.poisson.task import Task, sources
-from funcformer.learning import Run, train
+from funcformer.poisson.task import DataConfig, sources
+from funcformer.learning import RunConfig, train
 
 out = sys.argv[1]
-tiny = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
-run = Run.of(PROBLEM, model=tiny, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+tiny = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
+run = RunConfig.of(PROBLEM, model=tiny, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
 state = train(run, out + "/run", progress=False)
 split, _ = steps.data_parallel(run.batch)
 try:
-    train(Run.of(PROBLEM, model=tiny, steps=6, batch=3, train_size=16), out + "/odd", progress=False)
+    train(RunConfig.of(PROBLEM, model=tiny, steps=6, batch=3, train_size=16), out + "/odd", progress=False)
     refused = ""
 except ValueError as error:
     refused = str(error)
 json.dump({
     "devices": jax.device_count(),
     "losses": state.losses,
-    "predictions": np.asarray(jax.vmap(state.model)(sources(Task(), 9, 4).astype(np.float32))).tolist(),
+    "predictions": np.asarray(jax.vmap(state.model)(sources(DataConfig(), 9, 4).astype(np.float32))).tolist(),
     "replicated": all(leaf.sharding.is_fully_replicated for leaf in jax.tree_util.tree_leaves(state.model)),
     "model_devices": len(jax.tree_util.tree_leaves(state.model)[0].sharding.device_set),
     "shards": [[rows.start, rows.stop] for rows, *_ in split.addressable_devices_indices_map((4, 16, 16)).values()],
@@ -92,7 +92,7 @@ def test_training_on_two_devices_matches_one_device(tmp_path: Path) -> None:
     np.testing.assert_allclose(b, a, rtol=0, atol=1e-6 * np.abs(a).max())
     assert one["refused"] == ""  # any batch splits over one device
     assert two["refused"] == (
-        "Run.batch = 3 does not split over the 2 cpu devices: use a multiple of 2, "
+        "RunConfig.batch = 3 does not split over the 2 cpu devices: use a multiple of 2, "
         "or fewer devices (e.g. CUDA_VISIBLE_DEVICES)"
     )
     assert not (tmp_path / "two" / "odd").exists()  # refused before anything is written

@@ -20,7 +20,7 @@ from funcformer.poisson.families import (
     in_distribution,
     slow_decay,
 )
-from funcformer.poisson.task import TRAIN_SEED, K, Task, make_dataset, relative_l2, sources, truncation_floor
+from funcformer.poisson.task import TRAIN_SEED, DataConfig, K, make_dataset, relative_l2, sources, truncation_floor
 
 
 def basis(n: int, k: int) -> np.ndarray:
@@ -74,8 +74,8 @@ def test_families_reject_bad_sizes() -> None:
 
 
 def test_in_distribution_is_the_task() -> None:
-    np.testing.assert_array_equal(in_distribution(16, 5, 7), sources(Task(), 5, 7))
-    np.testing.assert_array_equal(in_distribution(20, 5, 7), sources(Task(n=20), 5, 7))
+    np.testing.assert_array_equal(in_distribution(16, 5, 7), sources(DataConfig(), 5, 7))
+    np.testing.assert_array_equal(in_distribution(20, 5, 7), sources(DataConfig(n=20), 5, 7))
 
 
 @pytest.mark.parametrize(("name", "k", "exponent"), [("in_distribution", K, 2.0), ("slow_decay", K, 1.0)])
@@ -105,7 +105,7 @@ def test_high_degree() -> None:
     assert np.abs(np.var(a * np.multiply.outer(scale, scale), axis=0) - 1.0).max() < 0.12
     assert decay_exponent(a) == pytest.approx(-2.0, abs=0.05)
     # beyond the in-distribution degree, so a 16 x 16 truncation of u loses far more than in distribution
-    floor = truncation_floor(make_dataset(Task(k=HIGH_K), 11, 64))["mean"]
+    floor = truncation_floor(make_dataset(DataConfig(k=HIGH_K), 11, 64))["mean"]
     assert 1e-4 < floor < 3e-3
 
 
@@ -162,7 +162,7 @@ def test_bumps_interpolate() -> None:
 def test_least_squares_baseline() -> None:
     """Fitted on >= 100 in-distribution sources (the sources' span has dimension 100), the linear map reaches
     the truncation floor; on 90 it cannot; out of the span (high_degree) it predicts nothing of the rest."""
-    task = Task()
+    task = DataConfig()
     train = make_dataset(task, TRAIN_SEED, 128, fine=False)
     test = make_dataset(task, 7, 64)
     floor = truncation_floor(test)["mean"]
@@ -176,7 +176,7 @@ def test_least_squares_baseline() -> None:
     short = apply_linear(fit_least_squares(train.f[:90], train.u[:90]), test.f)
     assert float(np.mean(relative_l2(short, test.exact()))) > 1e-4
 
-    outside = make_dataset(Task(k=HIGH_K), 7, 64)
+    outside = make_dataset(DataConfig(k=HIGH_K), 7, 64)
     assert float(np.mean(relative_l2(apply_linear(m, outside.f), outside.exact()))) > 1e-3
     with pytest.raises(ValueError, match="shape"):
         fit_least_squares(train.f, train.u[:, :8, :8])

@@ -9,17 +9,17 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
-from funcformer.learning import Run, load, loop, train
+from funcformer.learning import RunConfig, load, loop, train
 from funcformer.learning._files import CHECKPOINT
 from funcformer.learning.checkpoints import NoStoredScale
 from funcformer.learning.cli import main as cli_main
 from funcformer.learning.solver import as_solver, evaluate
-from funcformer.model import Config
+from funcformer.model import ModelConfig
 from funcformer.poisson import PROBLEM, load_solver
-from funcformer.poisson.task import TEST_SEED, Task, make_dataset, sources
+from funcformer.poisson.task import TEST_SEED, DataConfig, make_dataset, sources
 
-TINY = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
-RUN = Run.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
+RUN = RunConfig.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
 
 
 def main(argv: list[str]) -> int:
@@ -54,7 +54,7 @@ def quadrature_norms(c: np.ndarray) -> np.ndarray:
 
 
 def unit_sources(count: int) -> np.ndarray:
-    f = sources(Task(), 9, count)
+    f = sources(DataConfig(), 9, count)
     unit: np.ndarray = f / quadrature_norms(f)[:, None, None]
     return unit
 
@@ -67,14 +67,14 @@ def test_the_output_scale_is_computed_when_a_run_starts_and_stored(
 ) -> None:
     cut = train(RUN, tmp_path, progress=False, interrupt_after=3)
     # the mean ||u|| / ||f|| over the 1024 sources of seed 12345, by quadrature
-    data = make_dataset(Task(), 12345, 1024, fine=False)
+    data = make_dataset(DataConfig(), 12345, 1024, fine=False)
     expected = np.mean(quadrature_norms(data.u) / quadrature_norms(data.f))
     with np.load(tmp_path / CHECKPOINT) as stored:
         assert stored["output_scale"].dtype == np.float64
         np.testing.assert_allclose(stored["output_scale"], expected, rtol=1e-12)
         assert float(stored["output_scale"]) == cut.scale
 
-    def forbidden(problem: object, task: Task) -> float:
+    def forbidden(problem: object, task: DataConfig) -> float:
         raise AssertionError("recomputed the output scale")
 
     monkeypatch.setattr(loop, "output_scale", forbidden)
@@ -87,7 +87,7 @@ def test_loading_a_run_generates_no_data(trained: Path, tmp_path: Path, monkeypa
     empty = tmp_path / "cache"
     empty.mkdir()
     monkeypatch.setenv("FUNCFORMER_CACHE", str(empty))
-    predicted = load_solver(trained)(sources(Task(), 9, 3))
+    predicted = load_solver(trained)(sources(DataConfig(), 9, 3))
     assert np.all(np.isfinite(predicted))
     assert not list(empty.iterdir())
     evaluate(trained, PROBLEM, test_size=8)  # its only data: the test set, and the training set for the baselines
@@ -101,7 +101,7 @@ def test_a_run_saved_before_scales_were_stored_says_how_to_fix_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     train(RUN, tmp_path, progress=False)
-    f = sources(Task(), 9, 3)
+    f = sources(DataConfig(), 9, 3)
     before = load_solver(tmp_path)(f)
     path = tmp_path / CHECKPOINT
     with np.load(path) as stored:  # the checkpoint as the previous version wrote it

@@ -16,9 +16,9 @@ from funcformer.poisson import task as poisson
 from funcformer.poisson.task import (
     FINE,
     TEST_SEED,
+    DataConfig,
     K,
     N,
-    Task,
     grid_values,
     load_dataset,
     make_dataset,
@@ -100,7 +100,7 @@ def test_solver_polynomial_exact() -> None:
 
 
 def test_solver_batched_and_padded() -> None:
-    f = sources(Task(), 3, 5)
+    f = sources(DataConfig(), 3, 5)
     u = solve(f, 64)
     for b in range(5):  # the batch is solved sample by sample
         np.testing.assert_array_equal(u[b], solve(f[b : b + 1], 64)[0])
@@ -117,7 +117,7 @@ def test_solver_batched_and_padded() -> None:
 
 
 def test_sources_vanish_on_boundary_and_degree() -> None:
-    task = Task()
+    task = DataConfig()
     f = sources(task, 11, 32)
     assert f.shape == (32, N, N)
     assert np.all(f[:, K:, :] == 0.0)
@@ -133,7 +133,7 @@ def test_sources_vanish_on_boundary_and_degree() -> None:
 
 
 def test_sources_deterministic() -> None:
-    task = Task()
+    task = DataConfig()
     np.testing.assert_array_equal(sources(task, 7, 8), sources(task, 7, 8))
     assert not np.allclose(sources(task, 7, 8), sources(task, 8, 8))
     np.testing.assert_array_equal(sources(task, 7, 3), sources(task, 7, 8)[:3])  # one draw, sample-major
@@ -141,7 +141,7 @@ def test_sources_deterministic() -> None:
 
 @pytest.mark.parametrize(("n", "k"), [(16, 12), (12, 5)])
 def test_sources_amplitudes(n: int, k: int) -> None:
-    f = sources(Task(n=n, k=k, fine=2 * n + 16), 5, 4)
+    f = sources(DataConfig(n=n, k=k, fine=2 * n + 16), 5, 4)
     p = np.zeros((n, k - 2))
     for i in range(k - 2):  # phi_i = T_{i+2} - T_i
         p[i + 2, i], p[i, i] = 1.0, -1.0
@@ -157,7 +157,7 @@ def test_sources_amplitudes(n: int, k: int) -> None:
 
 
 def test_solution_satisfies_pde() -> None:
-    task = Task()
+    task = DataConfig()
     f = sources(task, 21, 8)
     u = solve(f, task.fine)
     rng = np.random.default_rng(0)
@@ -176,7 +176,7 @@ def test_solution_satisfies_pde() -> None:
 
 
 def test_solution_converged() -> None:
-    f = sources(Task(), 2, 64)
+    f = sources(DataConfig(), 2, 64)
     # measured 3.6e-13 (mean) between fine 64 and 128: the reference is exact to rounding
     assert relative_l2(solve(f, 64), solve(f, 128)).max() < 1e-11
     assert relative_l2(solve(f, 32), solve(f, 128)).max() > 1e-12  # and the comparison can see a coarser solve
@@ -197,7 +197,7 @@ def test_grid_values_brute_force() -> None:
 
 
 def test_relative_l2() -> None:
-    data = make_dataset(Task(), 9, 6)
+    data = make_dataset(DataConfig(), 9, 6)
     np.testing.assert_array_equal(relative_l2(data.exact(), data.exact()), np.zeros(6))
     np.testing.assert_array_equal(relative_l2(np.zeros((6, N, N)), data.exact()), np.ones(6))
     predicted = data.u + 1e-3 * np.random.default_rng(4).standard_normal(data.u.shape)
@@ -219,7 +219,7 @@ def test_summary() -> None:
 
 
 def test_truncation_floor() -> None:
-    task = Task()
+    task = DataConfig()
     test = make_dataset(task, TEST_SEED, 256)
     np.testing.assert_array_equal(test.u, truncate(test.exact(), N))
     floor = truncation_floor(test)
@@ -227,14 +227,14 @@ def test_truncation_floor() -> None:
     # measured mean 1.75e-6, median 1.31e-6, p95 4.48e-6
     assert 1e-7 < floor["median"] <= floor["p95"] < 1e-4
     assert 1e-7 < floor["mean"] < 1e-4
-    assert truncation_floor(make_dataset(Task(n=24, fine=64), TEST_SEED, 64))["mean"] < floor["mean"] / 10
+    assert truncation_floor(make_dataset(DataConfig(n=24, fine=64), TEST_SEED, 64))["mean"] < floor["mean"] / 10
 
 
 # Datasets and the cache
 
 
 def test_make_dataset() -> None:
-    task = Task(n=12, k=8, fine=32)
+    task = DataConfig(n=12, k=8, fine=32)
     data = make_dataset(task, 4, 5)
     assert data.task == task
     assert data.seed == 4
@@ -249,7 +249,7 @@ def _only_file(directory: Path) -> Path:
 
 
 def test_cache_reads_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    task = Task(n=12, k=8, fine=32)
+    task = DataConfig(n=12, k=8, fine=32)
     first = load_dataset(tmp_path, task, 3, 7)
     path = _only_file(tmp_path)  # no temporary file left behind
     assert path.suffix == ".npz"
@@ -272,7 +272,7 @@ def test_cache_reads_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
 def test_cache_corrupt_file_regenerated(tmp_path: Path, damage: str) -> None:
-    task = Task(n=12, k=8, fine=32)
+    task = DataConfig(n=12, k=8, fine=32)
     load_dataset(tmp_path, task, 3, 7)
     path = _only_file(tmp_path)
     content = path.read_bytes()
@@ -284,7 +284,7 @@ def test_cache_corrupt_file_regenerated(tmp_path: Path, damage: str) -> None:
 
 
 def test_cache_mismatched_parameters_regenerated(tmp_path: Path) -> None:
-    task = Task(n=12, k=8, fine=32)
+    task = DataConfig(n=12, k=8, fine=32)
     load_dataset(tmp_path / "other", task, 4, 7)
     wrong = _only_file(tmp_path / "other")
     load_dataset(tmp_path / "cache", task, 3, 7)
@@ -303,7 +303,7 @@ def test_the_cache_holds_one_file_per_dataset_whatever_the_count(
 ) -> None:
     # The first samples of a seed do not depend on the count, so a smaller count is read from the
     # file of a larger one and a larger count replaces it: one file, as large as the largest asked for.
-    task = Task(n=12, k=8, fine=32)
+    task = DataConfig(n=12, k=8, fine=32)
     small, large = make_dataset(task, 3, 4), make_dataset(task, 3, 9)
     np.testing.assert_array_equal(large.f[:4], small.f)
     np.testing.assert_array_equal(large.exact()[:4], small.exact())
@@ -325,7 +325,7 @@ def test_the_cache_holds_one_file_per_dataset_whatever_the_count(
 
 
 def test_a_training_set_is_cached_without_its_fine_solutions(tmp_path: Path) -> None:
-    task = Task(n=12, k=8, fine=32)
+    task = DataConfig(n=12, k=8, fine=32)
     full = load_dataset(tmp_path, task, 3, 7)
     small = load_dataset(tmp_path, task, 3, 7, fine=False)
     assert small.u_fine is None
@@ -340,28 +340,28 @@ def test_a_training_set_is_cached_without_its_fine_solutions(tmp_path: Path) -> 
     np.testing.assert_array_equal(load_dataset(tmp_path, task, 3, 7, fine=False).u, full.u)  # read back
 
 
-# Task
+# DataConfig
 
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"k": 2}, "Task.k"),
-        ({"n": 11}, "Task.n"),
-        ({"fine": 31}, "Task.fine"),
-        ({"n": 12, "k": 12, "fine": 15}, "Task.fine"),
-        ({"n": 16.0}, "Task.n"),
-        ({"k": True}, "Task.k"),
+        ({"k": 2}, "DataConfig.k"),
+        ({"n": 11}, "DataConfig.n"),
+        ({"fine": 31}, "DataConfig.fine"),
+        ({"n": 12, "k": 12, "fine": 15}, "DataConfig.fine"),
+        ({"n": 16.0}, "DataConfig.n"),
+        ({"k": True}, "DataConfig.k"),
     ],
 )
 def test_task_validation(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(ValueError, match=field):
-        Task(**kwargs)  # type: ignore[arg-type]
+        DataConfig(**kwargs)  # type: ignore[arg-type]
 
 
 def test_defaults_and_seeds() -> None:
-    assert Task() == Task(n=N, k=K, fine=FINE) == Task(16, 12, 64)
-    assert Task(n=3, k=3, fine=16).n == 3
+    assert DataConfig() == DataConfig(n=N, k=K, fine=FINE) == DataConfig(16, 12, 64)
+    assert DataConfig(n=3, k=3, fine=16).n == 3
     assert PROBLEM.check_train_seed(0) == 0
     with pytest.raises(ValueError, match="held-out test seed"):
         PROBLEM.check_train_seed(TEST_SEED)

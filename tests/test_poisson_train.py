@@ -10,16 +10,16 @@ import numpy as np
 import optax
 import pytest
 
-from funcformer.learning import Run, checkpoints, data, default_cache, load, steps, train
+from funcformer.learning import RunConfig, checkpoints, data, default_cache, load, steps, train
 from funcformer.learning._files import CHECKPOINT
 from funcformer.learning.cli import main as cli_main
 from funcformer.learning.steps import optimiser
-from funcformer.model import Config, Funcformer, init
+from funcformer.model import Funcformer, ModelConfig, init
 from funcformer.poisson import PROBLEM, load_solver
-from funcformer.poisson.task import Task, load_dataset, solve, truncate
+from funcformer.poisson.task import DataConfig, load_dataset, solve, truncate
 
-TINY = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
-RUN = Run.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
+RUN = RunConfig.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
 
 
 def main(argv: list[str]) -> int:
@@ -59,7 +59,7 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path) -> None:
 def test_each_epoch_is_its_own_permutation_drawn_from_seed_and_epoch() -> None:
     # The documented order, written out: epoch e visits np.random.default_rng([seed, e]).permutation
     # in batches, the last incomplete batch dropped; epochs differ, so does another seed.
-    run = Run.of(PROBLEM, model=TINY, steps=12, batch=4, train_size=18, seed=5)
+    run = RunConfig.of(PROBLEM, model=TINY, steps=12, batch=4, train_size=18, seed=5)
     epochs = []
     for epoch in range(3):
         taken = np.concatenate([steps.batch_indices(run, 4 * epoch + i) for i in range(4)])
@@ -67,7 +67,7 @@ def test_each_epoch_is_its_own_permutation_drawn_from_seed_and_epoch() -> None:
         epochs.append(taken)
     assert not np.array_equal(epochs[0], epochs[1])
     assert not np.array_equal(epochs[1], epochs[2])
-    other = Run.of(PROBLEM, model=TINY, steps=12, batch=4, train_size=18, seed=6)
+    other = RunConfig.of(PROBLEM, model=TINY, steps=12, batch=4, train_size=18, seed=6)
     assert not np.array_equal(steps.batch_indices(other, 0), steps.batch_indices(run, 0))
 
 
@@ -75,7 +75,7 @@ def test_the_loop_takes_the_documented_minibatches_on_the_device(tmp_path: Path)
     """``train`` (minibatches gathered inside the jitted step, losses read back lazily) against a plain
     loop that gathers each step's ``batch_indices`` on the host and waits for every loss: the same
     losses and weights, bitwise, over three epochs of a training set the batch does not divide."""
-    run = Run.of(PROBLEM, model=TINY, steps=13, batch=4, train_size=18, checkpoint_every=5, warmup=0)
+    run = RunConfig.of(PROBLEM, model=TINY, steps=13, batch=4, train_size=18, checkpoint_every=5, warmup=0)
     trained = train(run, tmp_path, progress=False)
     model = init(run.seed, run.model)
     opt = optimiser(run)
@@ -103,7 +103,7 @@ def test_the_learning_rate_warms_up_linearly_then_decays_as_a_cosine(steps: int,
     """Adam's update for a constant gradient 1 is -lr(t) (up to its eps): the schedule, step by step,
     against lr(t) = peak t / w, then 0.01 peak + 0.99 peak (1 + cos(pi (t - w) / (steps - w))) / 2, with
     w = min(warm-up, steps / 10): 200 steps asked to warm up for 100 warm up for 20."""
-    run = Run.of(PROBLEM, model=TINY, steps=steps, warmup=100, learning_rate=1e-2, clip=1.0)
+    run = RunConfig.of(PROBLEM, model=TINY, steps=steps, warmup=100, learning_rate=1e-2, clip=1.0)
     opt = optimiser(run)
 
     def step(state: optax.OptState, _: None) -> tuple[optax.OptState, jax.Array]:
@@ -118,7 +118,7 @@ def test_the_learning_rate_warms_up_linearly_then_decays_as_a_cosine(steps: int,
 
 
 def test_the_loss_is_the_relative_l2_error_of_the_truncated_solution() -> None:
-    data = load_dataset(default_cache(), Task(), seed=5, count=3)
+    data = load_dataset(default_cache(), DataConfig(), seed=5, count=3)
     exact = truncate(solve(data.f), 16)
     # predicting u + 0.1 u scores 0.1
     errors = steps.series_relative_l2(jax.numpy.asarray(1.1 * exact), jax.numpy.asarray(exact))
@@ -136,7 +136,7 @@ def test_checkpoint_errors_are_clear(tmp_path: Path) -> None:
     train(RUN, tmp_path / "run", progress=False)
     with pytest.raises(FileExistsError, match="already holds a run"):
         train(RUN, tmp_path / "run", progress=False)
-    other = Run.of(PROBLEM, model=TINY, steps=7, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+    other = RunConfig.of(PROBLEM, model=TINY, steps=7, batch=4, train_size=16, checkpoint_every=2, warmup=0)
     with pytest.raises(ValueError, match="fields differ: steps"):
         load(tmp_path / "run", other)
     (tmp_path / "run" / CHECKPOINT).write_bytes(b"not a checkpoint")
@@ -150,13 +150,13 @@ def test_checkpoint_errors_are_clear(tmp_path: Path) -> None:
 def test_load_solver_predicts_and_validates(tmp_path: Path) -> None:
     state = train(RUN, tmp_path, progress=False)
     solver = load_solver(tmp_path)
-    f = load_dataset(default_cache(), Task(), seed=9, count=3).f
+    f = load_dataset(default_cache(), DataConfig(), seed=9, count=3).f
     predicted = solver(f)
     assert predicted.shape == (3, 16, 16)
     assert predicted.dtype == np.float64
     # the model on each source scaled to unit norm, scaled back (the operator is linear)
     norms = np.asarray(steps.l2_norm(jax.numpy.asarray(f)))
-    scale = data.output_scale(PROBLEM, Task())
+    scale = data.output_scale(PROBLEM, DataConfig())
     assert state.scale == scale  # stored when the run started
     direct = np.stack(
         [np.asarray(state.model(jax.numpy.asarray(x / n, np.float32))) for x, n in zip(f, norms, strict=True)]
@@ -200,11 +200,11 @@ def test_the_cli_validates_its_arguments(tmp_path: Path, capsys: pytest.CaptureF
         main(["train"])
     assert "--out" in capsys.readouterr().err
     assert main(["train", "--out", str(tmp_path / "a"), "--axes", "xz"]) == 1
-    assert "Config.axes" in capsys.readouterr().err
+    assert "ModelConfig.axes" in capsys.readouterr().err
     assert main(["train", "--out", str(tmp_path / "b"), "--batch", "64", "--train-size", "32"]) == 1
-    assert "exceeds Run.train_size" in capsys.readouterr().err
+    assert "exceeds RunConfig.train_size" in capsys.readouterr().err
     assert main(["train", "--out", str(tmp_path / "c"), "--seed", "-1"]) == 1
-    assert "Run.seed must be >= 0, got -1" in capsys.readouterr().err
+    assert "RunConfig.seed must be >= 0, got -1" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "missing")]) == 1
     assert "no trained run" in capsys.readouterr().err
 
@@ -227,10 +227,10 @@ def test_the_cli_changes_only_the_flags_given_from_the_default_run() -> None:
     from funcformer.learning.cli import _parser, _run_from
 
     default = _run_from(PROBLEM, _parser(PROBLEM).parse_args(["train", "--out", "x"]))
-    assert default == Run.of(PROBLEM)
+    assert default == RunConfig.of(PROBLEM)
     assert default.model.mixers == "k"  # the default model is kernel layers (docs/poisson.md)
     attention = _run_from(
         PROBLEM, _parser(PROBLEM).parse_args(["train", "--out", "x", "--mixers", "a", "--channels", "4"])
     )
-    assert attention.model == Config(mixers="a", channels=4)
-    assert attention.steps == Run.of(PROBLEM).steps
+    assert attention.model == ModelConfig(mixers="a", channels=4)
+    assert attention.steps == RunConfig.of(PROBLEM).steps

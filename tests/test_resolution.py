@@ -32,7 +32,7 @@ def padded(c: np.ndarray, m: int) -> np.ndarray:
 
 @pytest.mark.parametrize("m", [24, 32])
 def test_darcy_inputs_at_any_count_are_projected_and_answered_at_that_count(darcy_solver: Solver, m: int) -> None:
-    kappa = darcy.permeabilities(darcy.Task(n=m, k=12, fine=2 * m), 7, 3)  # degree < 12: the 16 hold it all
+    kappa = darcy.permeabilities(darcy.DataConfig(n=m, k=12, fine=2 * m), 7, 3)  # degree < 12: the 16 hold it all
     rough = kappa + padded(0.01 * np.random.default_rng(m).standard_normal((3, m, m)), m)  # degrees >= 16 too
     at_16 = darcy_solver(kappa[:, :16, :16])
     np.testing.assert_array_equal(darcy_solver(kappa), padded(at_16, m))
@@ -46,7 +46,7 @@ def test_darcy_inputs_at_any_count_are_projected_and_answered_at_that_count(darc
 
 
 def test_fewer_coefficients_are_the_same_function_padded(darcy_solver: Solver) -> None:
-    kappa = darcy.permeabilities(darcy.Task(), 3, 2)  # degree < 8
+    kappa = darcy.permeabilities(darcy.DataConfig(), 3, 2)  # degree < 8
     assert darcy_solver(kappa[:, :8, :8]).shape == (2, 8, 8)
     np.testing.assert_array_equal(darcy_solver(kappa[:, :8, :8]), darcy_solver(kappa)[:, :8, :8])
     np.testing.assert_array_equal(darcy_solver(kappa[:, :8, :12]), darcy_solver(kappa)[:, :8, :12])
@@ -54,7 +54,7 @@ def test_fewer_coefficients_are_the_same_function_padded(darcy_solver: Solver) -
 
 def test_poisson_answers_at_32_coefficients_against_the_exact_solver(tmp_path: Path) -> None:
     solver = load_poisson_solver(saved(tmp_path / "poisson", POISSON_RUN))
-    f = poisson.sources(poisson.Task(n=32, k=12, fine=64), 4, 2)
+    f = poisson.sources(poisson.DataConfig(n=32, k=12, fine=64), 4, 2)
     exact = poisson.solve(f, 64)
     at_32, at_16 = solver(f), solver(f[:, :16, :16])
     assert at_32.shape == (2, 32, 32)

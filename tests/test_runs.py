@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 
 from funcformer.darcy import PROBLEM as DARCY
-from funcformer.learning import Run, TrainingDiverged, load, loop, read_run, steps, train
+from funcformer.learning import RunConfig, TrainingDiverged, load, loop, read_run, steps, train
 from funcformer.learning._files import CHECKPOINT, CONFIG, LOCK, RunInUse
 from funcformer.learning.cli import main as cli_main
-from funcformer.model import Config
+from funcformer.model import ModelConfig
 from funcformer.poisson import PROBLEM, load_solver
 
-TINY = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
-RUN = Run.of(PROBLEM, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
+RUN = RunConfig.of(PROBLEM, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
 TINY_FLAGS = ["--channels", "2", "--heads", "1", "--head-channels", "1", "--hidden-channels", "2", "--layers", "1"]
 SMALL_FLAGS = ["--batch", "4", "--train-size", "16", "--warmup", "0", "--quiet", "--test-size", "8"]
 
@@ -137,10 +137,10 @@ def test_a_run_that_diverges_at_its_first_step_leaves_nothing(
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
-        ("--learning-rate", "inf", "Run.learning_rate must be a finite number, got inf"),
+        ("--learning-rate", "inf", "RunConfig.learning_rate must be a finite number, got inf"),
         ("--learning-rate", "nan", "must be positive, got nan"),
-        ("--clip", "inf", "Run.clip must be a finite number, got inf"),
-        ("--seed", "99999999999999999999", "Run.seed must be at most 2**63 - 1"),
+        ("--clip", "inf", "RunConfig.clip must be a finite number, got inf"),
+        ("--seed", "99999999999999999999", "RunConfig.seed must be at most 2**63 - 1"),
     ],
 )
 def test_a_bad_flag_is_refused_before_anything_is_written(
@@ -163,7 +163,7 @@ def test_an_interrupted_first_step_leaves_nothing_but_a_later_one_keeps_the_run(
     real = steps.make_step
 
     def interrupted_at(step: int) -> object:
-        def make(run: Run) -> object:
+        def make(run: RunConfig) -> object:
             inner = real(run)
 
             def step_fn(*args: Any) -> object:
@@ -213,12 +213,12 @@ def test_a_config_that_is_not_utf8_or_has_a_float_width_is_refused_by_name(tmp_p
     fields = json.loads(text)
     fields["model"]["channels"] = 8.0
     config.write_text(json.dumps(fields))
-    with pytest.raises(ValueError, match=re.escape(f"{config}: not a valid run configuration (Config.channels must "
-                                                   "be an int, got 8.0)")):  # fmt: skip
+    with pytest.raises(ValueError, match=re.escape(f"{config}: not a valid run configuration "
+                                                   "(ModelConfig.channels must be an int, got 8.0)")):  # fmt: skip
         load_solver(tmp_path)
     fields["model"]["channels"], fields["steps"] = 2, True
     config.write_text(json.dumps(fields))
-    with pytest.raises(ValueError, match=r"Run\.steps must be an int, got True"):
+    with pytest.raises(ValueError, match=r"RunConfig\.steps must be an int, got True"):
         load_solver(tmp_path)
 
 
@@ -279,7 +279,7 @@ def test_the_cache_command_locates_lists_and_clears_the_tasks_datasets(
 
 
 def test_a_diverging_later_step_keeps_the_last_checkpoint(tmp_path: Path) -> None:
-    run = Run.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=1, warmup=3,
+    run = RunConfig.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=1, warmup=3,
                  learning_rate=1e30, clip=1e30)  # fmt: skip
     with pytest.raises(TrainingDiverged) as error:
         train(run, tmp_path, progress=False)

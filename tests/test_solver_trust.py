@@ -18,20 +18,20 @@ import pytest
 from funcformer.darcy import PROBLEM as DARCY
 from funcformer.darcy import load_solver as load_darcy_solver
 from funcformer.darcy import task as darcy
-from funcformer.learning import Run, Solver, State, load
+from funcformer.learning import RunConfig, Solver, State, load
 from funcformer.learning._files import CONFIG, METRICS, write_atomically
 from funcformer.learning.checkpoints import save
 from funcformer.learning.solver import as_checked_solver, as_solver, evaluate
 from funcformer.learning.steps import optimiser
 from funcformer.learning.trust import FLOOR, Calibration, Checked, UncalibratedRun, UntrustedPrediction
-from funcformer.model import Config, init
+from funcformer.model import ModelConfig, init
 from funcformer.poisson import PROBLEM as POISSON
 from funcformer.poisson import load_solver as load_poisson_solver
 from funcformer.poisson import task as poisson
 
-TINY = Config(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=2, axes="xy", mixers="km", points=16)
-RUN = Run.of(DARCY, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
-POISSON_RUN = Run.of(POISSON, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=2, axes="xy", mixers="km", points=16)
+RUN = RunConfig.of(DARCY, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
+POISSON_RUN = RunConfig.of(POISSON, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
 SCALE = 0.05
 """A Darcy output scale of the right size (the runs' is the mean ||u|| exp(m) of 1024 samples)."""
 
@@ -41,7 +41,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("FUNCFORMER_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
-def saved(directory: Path, run: Run) -> Path:
+def saved(directory: Path, run: RunConfig) -> Path:
     """A freshly initialised model saved as ``run``'s step-0 checkpoint, as ``train`` saves one (no data)."""
     directory.mkdir()
     model = init(run.seed, run.model)
@@ -61,7 +61,7 @@ def solver(darcy_run: Path) -> Solver:
 
 
 def kappas(count: int = 3) -> np.ndarray:
-    return darcy.permeabilities(darcy.Task(), 5, count)
+    return darcy.permeabilities(darcy.DataConfig(), 5, count)
 
 
 def shifted(kappa: np.ndarray, c: float) -> np.ndarray:
@@ -159,7 +159,7 @@ def test_underflow_is_an_error_as_overflow_is(solver: Solver, dtype: type, const
 
 def test_a_zero_source_gives_zero_and_a_subnormal_one_an_underflow_error(tmp_path: Path) -> None:
     solver = load_poisson_solver(saved(tmp_path / "run", POISSON_RUN))
-    f = poisson.sources(poisson.Task(), 9, 2)
+    f = poisson.sources(poisson.DataConfig(), 9, 2)
     unit = solver(f)
     predicted = solver(np.stack([f[0], np.zeros_like(f[1])]))
     np.testing.assert_array_equal(predicted[1], 0.0)  # f = 0 gives u = 0, not an underflow
@@ -291,7 +291,7 @@ def test_the_residuals_are_invariant_under_the_normalisation() -> None:
     np.testing.assert_allclose(
         darcy.residual(inputs, u / np.exp2(log2)[:, None, None]), darcy.residual(kappa, u), rtol=1e-10
     )
-    f = poisson.sources(poisson.Task(), 3, 3)
+    f = poisson.sources(poisson.DataConfig(), 3, 3)
     u = poisson.truncate(poisson.solve(f), 16) * 1.01
     np.testing.assert_allclose(poisson.residual(3e-5 * f, 3e-5 * u), poisson.residual(f, u), rtol=1e-12)
 
@@ -319,7 +319,7 @@ def test_evaluate_calibrates_the_checks_from_the_runs_own_data(tmp_path: Path, s
     evaluate(darcy_run, DARCY, test_size=8)
     stored = json.loads((darcy_run / METRICS).read_text())["trust"]
     # the training inputs' statistics, recomputed here from the task's definitions
-    train_inputs, _ = darcy.normalise(darcy.permeabilities(darcy.Task(), RUN.seed, RUN.train_size))
+    train_inputs, _ = darcy.normalise(darcy.permeabilities(darcy.DataConfig(), RUN.seed, RUN.train_size))
     std = train_inputs.std(axis=0)
     spread = np.maximum(std, FLOOR * std.max())
     np.testing.assert_allclose(stored["mean"], train_inputs.mean(axis=0), rtol=1e-12, atol=1e-15)
@@ -332,7 +332,7 @@ def test_evaluate_calibrates_the_checks_from_the_runs_own_data(tmp_path: Path, s
         )
         return distances
 
-    test = darcy.permeabilities(darcy.Task(), darcy.TEST_SEED, 8)
+    test = darcy.permeabilities(darcy.DataConfig(), darcy.TEST_SEED, 8)
     residuals = darcy.residual(test, solver(test))
     assert stored["residual_threshold"] == pytest.approx(np.quantile(residuals, 0.99), rel=1e-9)
     assert stored["distance_threshold"] == pytest.approx(np.quantile(distance(test), 0.99), rel=1e-9)
@@ -382,7 +382,7 @@ def test_a_zero_source_has_a_zero_residual(tmp_path: Path) -> None:
     run = saved(tmp_path / "run", POISSON_RUN)
     with pytest.warns(UncalibratedRun):
         checked = load_poisson_solver(run, check=True)
-    f = poisson.sources(poisson.Task(), 9, 2)
+    f = poisson.sources(poisson.DataConfig(), 9, 2)
     f[1] = 0.0
     result = checked(f)
     assert result.residual[1] == 0.0

@@ -14,32 +14,32 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from funcformer import learning
-from funcformer.darcy.task import TEST_SEED, Task, load_dataset, normalise, residual, solve
-from funcformer.learning import CheckedSolver, Problem, Run, Solver, train
-from funcformer.model import Config
+from funcformer.darcy.task import TEST_SEED, DataConfig, load_dataset, normalise, residual, solve
+from funcformer.learning import CheckedSolver, Problem, RunConfig, Solver, train
+from funcformer.model import ModelConfig
 
-__all__ = ["MODEL", "PROBLEM", "Run", "Task", "evaluate", "load_solver", "train"]
+__all__ = ["MODEL", "PROBLEM", "DataConfig", "RunConfig", "evaluate", "load_solver", "train"]
 
-MODEL = Config(channels=8, hidden_channels=16, layers=4, axes="xxyy", mixers="km", points=16)
+MODEL = ModelConfig(channels=8, hidden_channels=16, layers=4, axes="xxyy", mixers="km", points=16)
 """The default model: a kernel integral along x, an MLP, a kernel integral along y, an MLP (8
 channels, 16 in the MLPs), the MLPs' ReLU at 16 Chebyshev points; docs/darcy.md, "Choosing the
 architecture", has the search that chose it."""
 
 
-def _solve(kappa: np.ndarray, task: Task) -> np.ndarray:
+def _solve(kappa: np.ndarray, task: DataConfig) -> np.ndarray:
     return solve(kappa, task.fine)
 
 
-def _residual(kappa: np.ndarray, u: np.ndarray, task: Task) -> np.ndarray:
+def _residual(kappa: np.ndarray, u: np.ndarray, task: DataConfig) -> np.ndarray:
     return residual(kappa, u, task.fine)
 
 
-PROBLEM: Problem[Task] = Problem(
+PROBLEM: Problem[DataConfig] = Problem(
     name="darcy",
     title="Darcy",
     input="log-permeability kappa",
     output="pressure u",
-    task=Task,
+    task=DataConfig,
     model=MODEL,
     dataset=load_dataset,
     test_seed=TEST_SEED,
@@ -48,7 +48,7 @@ PROBLEM: Problem[Task] = Problem(
     residual=_residual,
     defaults={"steps": 8000},
 )
-"""The Darcy task for the training layer: ``Run.of(PROBLEM, steps=...)`` is a run of it."""
+"""The Darcy task for the training layer: ``RunConfig.of(PROBLEM, steps=...)`` is a run of it."""
 
 
 @overload

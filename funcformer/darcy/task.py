@@ -19,7 +19,7 @@ functional core's, ``applicative.instances.chebyshev``.
 Unlike Poisson's, ``fine`` here is the polynomial degree M (M + 1 points per axis), as in docs/darcy.md,
 where the solver's accuracy and cost are.
 
->>> task = Task()
+>>> task = DataConfig()
 >>> data = make_dataset(task, seed=1, count=2)
 >>> data.kappa.shape, data.u.shape, data.u_fine.shape
 ((2, 16, 16), (2, 16, 16), (2, 33, 33))
@@ -58,10 +58,10 @@ __all__ = [
     "GRID",
     "TEST_SEED",
     "TRAIN_SEED",
+    "DataConfig",
     "Dataset",
     "K",
     "N",
-    "Task",
     "grid_values",
     "load_dataset",
     "make_dataset",
@@ -103,8 +103,9 @@ _TOLERANCE = 1e-13
 
 
 @dataclass(frozen=True)
-class Task:
-    """The parameters that define a dataset."""
+class DataConfig:
+    """The parameters that define the task's datasets: n coefficients per axis (the model's
+    resolution), the inputs' degree k, and the grid ``fine`` of the exact solver."""
 
     n: int = N
     k: int = K
@@ -113,17 +114,17 @@ class Task:
     def __post_init__(self) -> None:
         check_fields(self)
         if self.k < 1:
-            raise ValueError(f"Task.k = {self.k}: need k >= 1")
+            raise ValueError(f"DataConfig.k = {self.k}: need k >= 1")
         if self.n < self.k:
-            raise ValueError(f"Task.n = {self.n}: need n >= k = {self.k} to hold the permeabilities")
+            raise ValueError(f"DataConfig.n = {self.n}: need n >= k = {self.k} to hold the permeabilities")
         if self.fine < max(2 * self.n, 16):
-            raise ValueError(f"Task.fine = {self.fine}: need fine >= max(2 n, 16) = {max(2 * self.n, 16)}")
+            raise ValueError(f"DataConfig.fine = {self.fine}: need fine >= max(2 n, 16) = {max(2 * self.n, 16)}")
 
 
 # Permeabilities
 
 
-def permeabilities(task: Task, seed: int, count: int) -> np.ndarray:
+def permeabilities(task: DataConfig, seed: int, count: int) -> np.ndarray:
     """(count, n, n) chebval2d coefficient matrices of the log-permeability kappa: b_ij = g_ij / ((1+i)(1+j))
     for i, j < k and zero above, g = default_rng(seed).standard_normal((count, k, k)), drawn in one call
     (sample s is g[s], so the first samples of a larger count equal a smaller count's)."""
@@ -330,7 +331,7 @@ def strong_residual(kappa: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.nd
 # Datasets
 
 
-class Dataset(learning.Dataset[Task]):
+class Dataset(learning.Dataset[DataConfig]):
     """``count`` log-permeabilities kappa with their truncated targets u and the exact solutions u_fine."""
 
     @property
@@ -339,7 +340,7 @@ class Dataset(learning.Dataset[Task]):
         return self.inputs
 
 
-def make_dataset(task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
+def make_dataset(task: DataConfig, seed: int, count: int, fine: bool = True) -> Dataset:
     """Draw ``count`` permeabilities with ``seed`` and solve them at ``task.fine`` (keeping the fine
     solutions only if ``fine``: 8.7 KB a sample at fine = 32)."""
     kappa = permeabilities(task, seed, count)
@@ -347,7 +348,7 @@ def make_dataset(task: Task, seed: int, count: int, fine: bool = True) -> Datase
     return Dataset(task, seed, kappa, truncate(u_fine, task.n), u_fine if fine else None)
 
 
-def load_dataset(cache_dir: str | Path, task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
+def load_dataset(cache_dir: str | Path, task: DataConfig, seed: int, count: int, fine: bool = True) -> Dataset:
     """``make_dataset``'s first ``count`` permeabilities of ``seed``, through the on-disk cache under cache_dir
     (``learning.problem.cached_dataset``: one checked file per task and seed, never a stale dataset)."""
     return cached_dataset(

@@ -1,6 +1,6 @@
 """The operator-learning layer every task shares: a task hands it one ``Problem`` value.
 
-``problem``: what a task provides (data, normalisation, exact solver); ``settings``: ``Run``, a
+``problem``: what a task provides (data, normalisation, exact solver); ``settings``: ``RunConfig``, a
 run's settings (config.json); ``data``: the training set as the model sees it and the output
 scale; ``steps``: the loss, the optimiser and the jitted step (pure functions); ``checkpoints``:
 ``save`` and ``load``; ``loop``: ``train``; ``solver``: ``load_solver(DIR, problem)`` (numpy
@@ -20,7 +20,7 @@ from funcformer.learning.checkpoints import load as load
 from funcformer.learning.loop import TrainingDiverged as TrainingDiverged
 from funcformer.learning.loop import train as train
 from funcformer.learning.problem import Problem as Problem
-from funcformer.learning.settings import Run as Run
+from funcformer.learning.settings import RunConfig as RunConfig
 from funcformer.learning.settings import read_run as read_run
 from funcformer.learning.solver import CheckedSolver as CheckedSolver
 from funcformer.learning.solver import Solver as Solver
@@ -30,7 +30,7 @@ from funcformer.learning.solver import load_solver as load_solver
 __all__ = [
     "CheckedSolver",
     "Problem",
-    "Run",
+    "RunConfig",
     "Solver",
     "State",
     "TrainingDiverged",

@@ -2,7 +2,7 @@
 directory's files and the lock that gives it to one process at a time; and the dataset cache (shared
 by every task).
 
-A run directory holds ``config.json`` (the ``settings.Run``), ``checkpoint.npz`` (``checkpoints``)
+A run directory holds ``config.json`` (the ``settings.RunConfig``), ``checkpoint.npz`` (``checkpoints``)
 and ``metrics.json`` (``solver.evaluate``)."""
 
 from __future__ import annotations

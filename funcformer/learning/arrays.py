@@ -14,14 +14,14 @@ coefficients), or all at once through ``from_values``.
 
 The split is fixed by position: the last ``test_size`` samples are the held-out test set (the
 problem's ``test_seed``), the others the training set. There is one training set: every training
-seed gives it (a run's seed still draws its initialisation and minibatch order), ``Run.train_size``
-takes its first samples and may not exceed it (``Run.of(problem)`` takes all of it), and
+seed gives it (a run's seed still draws its initialisation and minibatch order), ``RunConfig.train_size``
+takes its first samples and may not exceed it (``RunConfig.of(problem)`` takes all of it), and
 ``data.output_scale`` averages over its first 1024 samples, or all of them where it holds fewer.
 The test seed is ``data.SCALE_SEED``: training refuses the test seed, so the one request for that
 seed without the exact outputs (``fine`` false) is ``output_scale``'s, answered from the training set;
 with them (``fine`` true) it is the test set's.
 
-The task saved in a run's config.json is an ``ArraysTask``: the resolutions, the sizes of the two
+The task saved in a run's config.json is an ``ArraysDataConfig``: the resolutions, the sizes of the two
 sets and a fingerprint of the arrays (a hash of their float64 values), so a run is read back only by
 a problem built from the same arrays; any other is refused (ValueError) by ``read_run``,
 ``load_solver``, ``evaluate``, ``train(..., resume=True)`` and ``checkpoints.load``.
@@ -54,19 +54,19 @@ from funcformer._fields import check_fields
 from funcformer.learning.data import SCALE_SEED
 from funcformer.learning.metric import truncate
 from funcformer.learning.problem import Dataset, Problem
-from funcformer.learning.settings import Run
-from funcformer.model import Config
+from funcformer.learning.settings import RunConfig
+from funcformer.model import ModelConfig
 
-__all__ = ["ArraysTask", "from_arrays", "from_values", "lobatto_coefficients", "unnormalised"]
+__all__ = ["ArraysDataConfig", "from_arrays", "from_values", "lobatto_coefficients", "unnormalised"]
 
 Normalise = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
-_BATCH = cast(int, next(f.default for f in dataclasses.fields(Run) if f.name == "batch"))
-"""``Run``'s default minibatch, lowered to the training set's size where that is smaller."""
+_BATCH = cast(int, next(f.default for f in dataclasses.fields(RunConfig) if f.name == "batch"))
+"""``RunConfig``'s default minibatch, lowered to the training set's size where that is smaller."""
 
 
 @dataclass(frozen=True)
-class ArraysTask:
+class ArraysDataConfig:
     """What identifies a problem's arrays (saved as the task of its runs' config.json)."""
 
     n: int
@@ -115,9 +115,9 @@ def from_arrays(
     title: str | None = None,
     input: str = "input",
     output: str = "output",
-    model: Config | None = None,
+    model: ModelConfig | None = None,
     normalise: Normalise | None = None,
-) -> Problem[ArraysTask]:
+) -> Problem[ArraysDataConfig]:
     """The operator inputs -> outputs, learnt from these samples, as a ``Problem`` (see the module).
 
     ``inputs`` (B, n, n) and ``outputs`` (B, m, m), m >= n, are coefficients in the ``chebval2d``
@@ -125,8 +125,8 @@ def from_arrays(
     ``test_size`` samples are the test set, 1 <= test_size < B. ``name`` is saved in each run's
     config.json (a run of another name is refused), ``title`` (default ``name``), ``input`` and
     ``output`` name them in messages and figures. ``model`` is the default model (default
-    ``Config(n=n, mixers="k")``, kernel integrals along x and y; its n must be the inputs'), and
-    ``normalise`` the inputs' normalisation (default ``unnormalised``). ``Run.of(problem)`` trains on
+    ``ModelConfig(n=n, mixers="k")``, kernel integrals along x and y; its n must be the inputs'), and
+    ``normalise`` the inputs' normalisation (default ``unnormalised``). ``RunConfig.of(problem)`` trains on
     the whole training set. Arrays of other shapes, counts or kinds, non-finite values, or a model of
     another resolution raise a ValueError or a TypeError."""
     if not isinstance(name, str) or not name:
@@ -152,16 +152,16 @@ def from_arrays(
     if model is not None and model.n != n:
         raise ValueError(f"from_arrays({name!r}): the model's n = {model.n} differs from the inputs' n = {n}")
     train = samples - int(test_size)
-    data = ArraysTask(n, u.shape[1], train, int(test_size), _fingerprint(x, u))
+    data = ArraysDataConfig(n, u.shape[1], train, int(test_size), _fingerprint(x, u))
     targets = truncate(u, n)
     for array in (x, u, targets):
         array.flags.writeable = False
     label = title or name
 
-    def task(**fields: Any) -> ArraysTask:
+    def task(**fields: Any) -> ArraysDataConfig:
         if not fields:
             return data
-        given = ArraysTask(**fields)
+        given = ArraysDataConfig(**fields)
         if given != data:
             differ = [f.name for f in dataclasses.fields(data) if getattr(given, f.name) != getattr(data, f.name)]
             raise ValueError(
@@ -171,7 +171,9 @@ def from_arrays(
             )
         return data
 
-    def dataset(cache_dir: Path, given: ArraysTask, seed: int, count: int, fine: bool) -> Dataset[ArraysTask]:
+    def dataset(
+        cache_dir: Path, given: ArraysDataConfig, seed: int, count: int, fine: bool
+    ) -> Dataset[ArraysDataConfig]:
         del cache_dir  # the arrays are in memory
         task(**dataclasses.asdict(given))
         if seed == SCALE_SEED and fine:
@@ -185,7 +187,7 @@ def from_arrays(
             rows = slice(0, min(count, train))
         elif count > train:
             raise ValueError(
-                f"Run.train_size = {count} exceeds the {train} training samples of the {label} arrays "
+                f"RunConfig.train_size = {count} exceeds the {train} training samples of the {label} arrays "
                 f"({samples} samples, the last {data.test_samples} held out for testing)"
             )
         else:
@@ -198,7 +200,7 @@ def from_arrays(
         input=input,
         output=output,
         task=task,
-        model=Config(n=n, mixers="k") if model is None else model,
+        model=ModelConfig(n=n, mixers="k") if model is None else model,
         dataset=dataset,
         test_seed=SCALE_SEED,
         normalise=unnormalised if normalise is None else normalise,
@@ -215,9 +217,9 @@ def from_values(
     title: str | None = None,
     input: str = "input",
     output: str = "output",
-    model: Config | None = None,
+    model: ModelConfig | None = None,
     normalise: Normalise | None = None,
-) -> Problem[ArraysTask]:
+) -> Problem[ArraysDataConfig]:
     """``from_arrays`` of samples given as values on Lobatto grids: inputs (B, n, n) on the n x n grid and
     outputs (B, m, m) on the m x m grid, m >= n >= 2 (values[b, k, l] at (x_k, y_l), x = y =
     ``chebyshev.lobatto_points``), through ``lobatto_coefficients``. The model's inputs and outputs are
@@ -246,7 +248,7 @@ def _real(array: np.ndarray, what: str) -> np.ndarray:
 
 
 def _fingerprint(inputs: np.ndarray, outputs: np.ndarray) -> int:
-    """A 63-bit hash of two float64 arrays: their shapes and values (``ArraysTask.fingerprint``)."""
+    """A 63-bit hash of two float64 arrays: their shapes and values (``ArraysDataConfig.fingerprint``)."""
     digest = hashlib.sha256()
     for array in (inputs, outputs):
         digest.update(np.asarray(array.shape, np.int64).tobytes())

@@ -19,7 +19,7 @@ import numpy as np
 import optax
 
 from funcformer.learning._files import CHECKPOINT, atomic_file
-from funcformer.learning.settings import Run
+from funcformer.learning.settings import RunConfig
 from funcformer.learning.steps import optimiser
 from funcformer.model import Funcformer, init
 
@@ -44,7 +44,7 @@ class NoStoredScale(ValueError):
     """A checkpoint written before runs stored their output scale; ``train --resume`` adds it."""
 
 
-def template(run: Run) -> tuple[Funcformer, optax.OptState]:
+def template(run: RunConfig) -> tuple[Funcformer, optax.OptState]:
     """The run's (model, optimiser state) as ``jax.ShapeDtypeStruct`` leaves: their pytree structure,
     shapes and dtypes, from ``jax.eval_shape`` (nothing is drawn or allocated)."""
 
@@ -59,7 +59,7 @@ def template(run: Run) -> tuple[Funcformer, optax.OptState]:
 _FIELDS = {"run", "step", "seconds", "losses", "output_scale"}
 
 
-def save(directory: Path, run: Run, state: State) -> None:
+def save(directory: Path, run: RunConfig, state: State) -> None:
     """Write the checkpoint atomically: a temporary file in ``directory``, then ``os.replace``."""
     leaves = jax.tree_util.tree_leaves((state.model, state.opt_state))
     arrays = {f"leaf_{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
@@ -69,7 +69,7 @@ def save(directory: Path, run: Run, state: State) -> None:
         np.savez(file, allow_pickle=False, **arrays)
 
 
-def load(directory: Path, run: Run, *, scale: float | None = None) -> State:
+def load(directory: Path, run: RunConfig, *, scale: float | None = None) -> State:
     """The checkpoint in ``directory``, checked against ``run`` and the shapes it implies (``template``).
 
     A checkpoint written before runs stored their output scale raises ``NoStoredScale``, unless
@@ -86,7 +86,7 @@ def load(directory: Path, run: Run, *, scale: float | None = None) -> State:
         if not isinstance(stored, np.lib.npyio.NpzFile):
             raise ValueError("an .npy array, not an .npz archive")
         with stored:
-            saved_run = Run.from_json(str(stored["run"]), run.problem, str(path))
+            saved_run = RunConfig.from_json(str(stored["run"]), run.problem, str(path))
             step, losses = int(stored["step"]), [float(x) for x in stored["losses"]]
             seconds = float(stored["seconds"])
             stored_scale = float(stored["output_scale"]) if "output_scale" in stored.files else None

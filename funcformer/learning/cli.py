@@ -26,7 +26,7 @@ from funcformer.learning._files import METRICS, RunInUse, default_cache, holding
 from funcformer.learning.checkpoints import load
 from funcformer.learning.loop import TrainingDiverged, train
 from funcformer.learning.problem import Problem
-from funcformer.learning.settings import Run, read_run
+from funcformer.learning.settings import RunConfig, read_run
 
 __all__ = ["main"]
 
@@ -44,7 +44,7 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse
 
 
-# (flag, Run or Config field, type, help); defaults come from the dataclasses.
+# (flag, RunConfig or ModelConfig field, type, help); defaults come from the dataclasses.
 _Flag = tuple[str, str, Callable[[str], Any], str]
 _RUN_FLAGS: list[_Flag] = [
     ("--steps", "steps", _positive(int), "optimiser steps"),
@@ -79,7 +79,7 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
     t = commands.add_parser("train", help="train a Funcformer, then evaluate it")
     t.add_argument("--out", type=Path, required=True, help="run directory")
     t.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
-    run_defaults = Run.of(problem)
+    run_defaults = RunConfig.of(problem)
     model_defaults = run_defaults.model
     for flag, name, kind, text in _RUN_FLAGS:
         t.add_argument(flag, type=kind, default=None, help=f"{text} (default {getattr(run_defaults, name)})")
@@ -108,12 +108,12 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
     return parser
 
 
-def _run_from(problem: Problem[Any], args: argparse.Namespace) -> Run:
+def _run_from(problem: Problem[Any], args: argparse.Namespace) -> RunConfig:
     model = {name: getattr(args, name) for _, name, _, _ in _MODEL_FLAGS if getattr(args, name) is not None}
     if args.layer_norm is not None:
         model["layer_norm"] = args.layer_norm
     run = {name: getattr(args, name) for _, name, _, _ in _RUN_FLAGS if getattr(args, name) is not None}
-    return Run.of(problem, model=dataclasses.replace(problem.model, **model), **run)
+    return RunConfig.of(problem, model=dataclasses.replace(problem.model, **model), **run)
 
 
 def _given(args: argparse.Namespace) -> list[str]:

@@ -14,7 +14,7 @@ import numpy as np
 from funcformer.learning._files import default_cache
 from funcformer.learning.metric import series_norm
 from funcformer.learning.problem import Problem
-from funcformer.learning.settings import Run
+from funcformer.learning.settings import RunConfig
 
 __all__ = ["SCALE_SEED", "output_scale", "training_arrays"]
 
@@ -32,7 +32,7 @@ def output_scale(problem: Problem[Any], task: Any) -> float:
     return float(np.mean(series_norm(data.u) / np.exp2(log2_factors)))
 
 
-def training_arrays(run: Run, scale: float) -> tuple[np.ndarray, np.ndarray]:
+def training_arrays(run: RunConfig, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """The training set as float32 (model inputs x' (train_size, n, n), targets u / (c * scale)
     (train_size, n, n)); a ValueError if an input's normalisation factor is not positive and finite."""
     data = run.problem.dataset(default_cache(), run.task, run.seed, run.train_size, False)

@@ -1,6 +1,6 @@
 """``train(run, directory)``: the training loop, thin around the jitted step (``steps.make_step``).
 
-A run lives in a directory (``_files``): ``config.json`` (the ``Run``) and ``checkpoint.npz``
+A run lives in a directory (``_files``): ``config.json`` (the ``RunConfig``) and ``checkpoint.npz``
 (``checkpoints``: written atomically every ``checkpoint_every`` steps and at the end). The output
 scale (``data.output_scale``) is computed once, when the run starts, and read back from the
 checkpoint by a resumed run and by ``solver.load_solver``, which therefore generate no data.
@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from funcformer.learning._files import CHECKPOINT, CONFIG, holding_run, write_atomically
 from funcformer.learning.checkpoints import NoStoredScale, State, load, save
 from funcformer.learning.data import output_scale, training_arrays
-from funcformer.learning.settings import Run, read_run
+from funcformer.learning.settings import RunConfig, read_run
 from funcformer.learning.steps import data_parallel, epoch_order, make_step, optimiser, place
 from funcformer.model import init
 
@@ -45,7 +45,7 @@ class TrainingDiverged(RuntimeError):
 
 
 def train(
-    run: Run,
+    run: RunConfig,
     directory: str | Path,
     *,
     resume: bool = False,
@@ -96,7 +96,7 @@ def _checkpoint_step(directory: Path) -> int | None:
         return None
 
 
-def _resumed(run: Run, out: Path) -> State:
+def _resumed(run: RunConfig, out: Path) -> State:
     if read_run(out, run.problem) != run:
         raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
     try:
@@ -113,7 +113,7 @@ def _resumed(run: Run, out: Path) -> State:
 
 
 def _steps(
-    run: Run,
+    run: RunConfig,
     out: Path,
     state: State,
     x: np.ndarray,

@@ -37,13 +37,14 @@ import numpy as np
 
 from funcformer.learning._files import cached_arrays
 from funcformer.learning.metric import truncate
-from funcformer.model import Config
+from funcformer.model import ModelConfig
 
-__all__ = ["Dataset", "Problem", "TaskParameters", "cached_dataset"]
+__all__ = ["DataConfigLike", "Dataset", "Problem", "cached_dataset"]
 
 
-class TaskParameters(Protocol):
-    """The parameters that define a task's datasets (a frozen dataclass of ints)."""
+class DataConfigLike(Protocol):
+    """What every task's ``DataConfig`` holds: the parameters that define its datasets (a frozen
+    dataclass of ints), among them the resolution n."""
 
     __dataclass_fields__: ClassVar[dict[str, Any]]
 
@@ -53,7 +54,7 @@ class TaskParameters(Protocol):
         ...
 
 
-T = TypeVar("T", bound=TaskParameters)
+T = TypeVar("T", bound=DataConfigLike)
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,7 +122,10 @@ def cached_dataset(
 
 @dataclass(frozen=True, eq=False)
 class Problem(Generic[T]):
-    """An operator-learning task as the training layer sees it (one value per task: compared by identity)."""
+    """An operator-learning task as the training layer sees it: the functions that make, normalise and
+    solve its data, and its default settings (one value per task: compared by identity). Unlike the
+    settings records (``ModelConfig``, a task's ``DataConfig``, ``RunConfig``) it is code, not data: a
+    run's config.json saves it by ``name`` only."""
 
     name: str
     """The task's name: saved in each run's config.json (a run of another task is refused by it) and
@@ -133,8 +137,8 @@ class Problem(Generic[T]):
     output: str
     """What the outputs are, for figures ("potential u")."""
     task: Callable[..., T]
-    """The task's parameters, from their fields (its ``Task`` dataclass)."""
-    model: Config
+    """The task's parameters, from their fields (its ``DataConfig`` dataclass)."""
+    model: ModelConfig
     """The default model."""
     dataset: Callable[[Path, T, int, int, bool], Dataset[T]]
     """(cache directory, task, seed, count, keep the fine solutions) -> a cached dataset."""
@@ -150,7 +154,7 @@ class Problem(Generic[T]):
     residuals, float64, invariant under ``normalise`` (see the module); None for a problem that has none,
     whose predictions ``load_solver(DIR, check=True)`` refuses to check and ``evaluate`` does not calibrate."""
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    """The default run's settings where they differ from ``settings.Run``'s."""
+    """The default run's settings where they differ from ``settings.RunConfig``'s."""
     reads_unnamed_runs: bool = False
     """Whether a config.json that names no task is a run of this one (true of Poisson's alone: runs
     were saved without their task's name before there was a second task)."""

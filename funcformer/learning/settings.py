@@ -1,7 +1,14 @@
-"""``Run``: everything that defines a training run, saved as its directory's config.json.
+"""``RunConfig``: everything that defines a training run, saved as its directory's config.json.
 
-A run is a ``Problem`` (the task, named in the file), a model ``Config``, the task's parameters and
-the optimisation settings. ``Run.from_json`` and ``read_run`` read a config back against the
+A run's settings come in three records, each named for what it holds, and a task:
+
+- ``ModelConfig`` (``funcformer.model``): the architecture, the shape of the weights;
+- ``DataConfig`` (each task's, e.g. ``funcformer.poisson.DataConfig``): what defines the datasets
+  (resolution, source degree, the exact solver's grid);
+- ``RunConfig``: the two above, the optimisation settings and the seed: the whole run;
+- ``Problem`` (``problem``) is not settings but the task itself: the functions that make, normalise
+  and solve its data, with its defaults. It is code, saved in config.json by name only.
+ ``RunConfig.from_json`` and ``read_run`` read a config back against the
 ``Problem`` the caller hands them: a run of another task is refused by name, and a config that
 names no task (saved before runs named their task) is read only by a problem that
 ``reads_unnamed_runs``.
@@ -18,9 +25,9 @@ from typing import Any
 from funcformer._fields import check_fields
 from funcformer.learning._files import CONFIG
 from funcformer.learning.problem import Problem
-from funcformer.model import Config
+from funcformer.model import ModelConfig
 
-__all__ = ["MAX_SEED", "MAX_STEPS", "Run", "read_run"]
+__all__ = ["MAX_SEED", "MAX_STEPS", "RunConfig", "read_run"]
 
 MAX_SEED = 2**63 - 1
 MAX_STEPS = 2**31 - 1
@@ -28,14 +35,15 @@ MAX_STEPS = 2**31 - 1
 
 
 @dataclass(frozen=True)
-class Run:
-    """Everything that defines a training run (saved as config.json). ``Run.of(problem, ...)`` fills in
-    the problem's default model, task and settings."""
+class RunConfig:
+    """Everything that defines a training run (saved as config.json): the task, its model and data
+    settings, and the optimisation settings. ``RunConfig.of(problem, ...)`` fills in the problem's
+    defaults."""
 
     problem: Problem[Any]
-    model: Config
+    model: ModelConfig
     task: Any
-    """The problem's task parameters (its ``Task``)."""
+    """The problem's task parameters (its ``DataConfig``)."""
     steps: int = 3000
     batch: int = 32
     learning_rate: float = 1e-2
@@ -50,27 +58,27 @@ class Run:
         check_fields(self)  # ints are ints, learning_rate and clip finite numbers
         for name in ("steps", "batch", "train_size", "checkpoint_every"):
             if getattr(self, name) < 1:
-                raise ValueError(f"Run.{name} must be positive, got {getattr(self, name)}")
+                raise ValueError(f"RunConfig.{name} must be positive, got {getattr(self, name)}")
         for name in ("learning_rate", "clip"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"Run.{name} must be positive, got {getattr(self, name)}")
+                raise ValueError(f"RunConfig.{name} must be positive, got {getattr(self, name)}")
         for name in ("warmup", "seed"):
             if getattr(self, name) < 0:
-                raise ValueError(f"Run.{name} must be >= 0, got {getattr(self, name)}")
+                raise ValueError(f"RunConfig.{name} must be >= 0, got {getattr(self, name)}")
         if self.seed > MAX_SEED:
-            raise ValueError(f"Run.seed must be at most 2**63 - 1 (a 64-bit seed), got {self.seed}")
+            raise ValueError(f"RunConfig.seed must be at most 2**63 - 1 (a 64-bit seed), got {self.seed}")
         if self.steps > MAX_STEPS:
-            raise ValueError(f"Run.steps must be at most 2**31 - 1 (a 32-bit step counter), got {self.steps}")
+            raise ValueError(f"RunConfig.steps must be at most 2**31 - 1 (a 32-bit step counter), got {self.steps}")
         if self.batch > self.train_size:
-            raise ValueError(f"Run.batch = {self.batch} exceeds Run.train_size = {self.train_size}")
+            raise ValueError(f"RunConfig.batch = {self.batch} exceeds RunConfig.train_size = {self.train_size}")
         if self.model.n != self.task.n:
             raise ValueError(f"the model's n = {self.model.n} differs from the task's n = {self.task.n}")
         self.problem.check_train_seed(self.seed)
 
     @staticmethod
-    def of(problem: Problem[Any], **changes: Any) -> Run:
+    def of(problem: Problem[Any], **changes: Any) -> RunConfig:
         """The problem's default run (its model, task and ``Problem.defaults``), with ``changes``."""
-        return Run(
+        return RunConfig(
             **{"problem": problem, "model": problem.model, "task": problem.task(), **problem.defaults, **changes}
         )
 
@@ -84,7 +92,7 @@ class Run:
         return json.dumps(self.fields(), indent=2, sort_keys=True)
 
     @staticmethod
-    def from_json(text: str, problem: Problem[Any], source: str = "config") -> Run:
+    def from_json(text: str, problem: Problem[Any], source: str = "config") -> RunConfig:
         """The run of ``problem`` that a config.json holds; a ValueError naming ``source`` if it holds
         no valid run, a run of another task, or names no task and ``problem`` does not read such runs."""
         try:
@@ -103,15 +111,15 @@ class Run:
                 f"use python -m funcformer.{name} or funcformer.{name}.load_solver"
             )
         try:
-            return Run(
-                **{**raw, "problem": problem, "model": Config(**raw["model"]), "task": problem.task(**raw["task"])}
+            return RunConfig(
+                **{**raw, "problem": problem, "model": ModelConfig(**raw["model"]), "task": problem.task(**raw["task"])}
             )
         except (ValueError, TypeError, KeyError, AttributeError) as error:
             raise ValueError(f"{source}: not a valid run configuration ({error})") from error
 
 
-def read_run(directory: Path, problem: Problem[Any]) -> Run:
-    """The ``problem`` run saved in ``directory`` (``Run.from_json`` of its config.json)."""
+def read_run(directory: Path, problem: Problem[Any]) -> RunConfig:
+    """The ``problem`` run saved in ``directory`` (``RunConfig.from_json`` of its config.json)."""
     path = directory / CONFIG
     if not path.exists():
         raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
@@ -119,4 +127,4 @@ def read_run(directory: Path, problem: Problem[Any]) -> Run:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"{path} is not a run configuration: not UTF-8 text ({error})") from None
-    return Run.from_json(text, problem, str(path))
+    return RunConfig.from_json(text, problem, str(path))

@@ -25,7 +25,7 @@ from funcformer.learning.metric import (
     truncation_floor,
 )
 from funcformer.learning.problem import Problem
-from funcformer.learning.settings import Run, read_run
+from funcformer.learning.settings import RunConfig, read_run
 from funcformer.learning.trust import (
     Calibration,
     Checked,
@@ -65,7 +65,7 @@ def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False)
     """The ``problem`` run in ``path`` as a function: numpy input coefficients (B, P, Q) -> output
     coefficients (B, P, Q), both in the ``chebval2d`` convention; a run of another task is refused.
 
-    The model is an operator on functions at its resolution, n x n coefficients (``Run.task.n``);
+    The model is an operator on functions at its resolution, n x n coefficients (``RunConfig.task.n``);
     inputs may come at any count P x Q >= 1 x 1. An input is projected onto the model's resolution
     exactly: its coefficients of degree n or more in either variable are dropped (the orthogonal
     projection onto polynomials of degree < n per variable in the Chebyshev-weighted L2 inner
@@ -125,7 +125,7 @@ def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False)
     return as_checked_solver(state.model, state.scale, run, directory, calibration)
 
 
-def as_solver(model: Funcformer, scale: float, run: Run, directory: Path) -> Solver:
+def as_solver(model: Funcformer, scale: float, run: RunConfig, directory: Path) -> Solver:
     """``model`` (trained on ``run`` with output scale ``scale``, saved in ``directory``) as a
     validating numpy function; see ``load_solver``."""
     predict = _predictor(model, scale, run, directory)
@@ -137,7 +137,7 @@ def as_solver(model: Funcformer, scale: float, run: Run, directory: Path) -> Sol
 
 
 def as_checked_solver(
-    model: Funcformer, scale: float, run: Run, directory: Path, calibration: Calibration | None
+    model: Funcformer, scale: float, run: RunConfig, directory: Path, calibration: Calibration | None
 ) -> CheckedSolver:
     """``as_solver``'s solver whose result carries each prediction's checks, flagged against
     ``calibration`` (None: no distances, nothing flagged); see ``load_solver``."""
@@ -182,7 +182,7 @@ def _residual(problem: Problem[Any], name: str) -> Callable[[np.ndarray, np.ndar
 
 
 def _predictor(
-    model: Funcformer, scale: float, run: Run, directory: Path
+    model: Funcformer, scale: float, run: RunConfig, directory: Path
 ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The validated prediction of a batch: (the predictions, in the input's dtype and count; the model's
     inputs x' (n x n); the predictions before the factor c, scale * model(x') in float64 or wider, zero

@@ -29,7 +29,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jax.typing import ArrayLike
 
 from applicative import Cheb, Compose, dot
-from funcformer.learning.settings import Run
+from funcformer.learning.settings import RunConfig
 from funcformer.model import Funcformer, X, Y
 
 __all__ = [
@@ -75,7 +75,7 @@ def loss(model: Funcformer, x: jax.Array, t: jax.Array) -> jax.Array:
 
 
 @functools.lru_cache(maxsize=4)
-def optimiser(run: Run) -> optax.GradientTransformation:
+def optimiser(run: RunConfig) -> optax.GradientTransformation:
     """Adam on a linear warm-up and a cosine decay to 1% of the peak, after clipping the global norm
     (built once per run configuration: ``train`` and ``make_step`` share it)."""
     schedule = optax.warmup_cosine_decay_schedule(
@@ -84,12 +84,12 @@ def optimiser(run: Run) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(run.clip), optax.adam(schedule))
 
 
-def epoch_order(run: Run, epoch: int) -> np.ndarray:
+def epoch_order(run: RunConfig, epoch: int) -> np.ndarray:
     """The permutation of the training set that epoch ``epoch`` visits, drawn from (seed, epoch)."""
     return np.random.default_rng([run.seed, epoch]).permutation(run.train_size)
 
 
-def batch_indices(run: Run, step: int) -> np.ndarray:
+def batch_indices(run: RunConfig, step: int) -> np.ndarray:
     """The training samples of ``step``: the i-th ``run.batch`` entries of its epoch's order."""
     epoch, i = divmod(step, run.train_size // run.batch)
     return epoch_order(run, epoch)[i * run.batch : (i + 1) * run.batch]
@@ -104,7 +104,7 @@ def data_parallel(batch: int) -> tuple[NamedSharding, NamedSharding]:
     devices = jax.devices()
     if batch % len(devices):
         raise ValueError(
-            f"Run.batch = {batch} does not split over the {len(devices)} {devices[0].platform} devices: "
+            f"RunConfig.batch = {batch} does not split over the {len(devices)} {devices[0].platform} devices: "
             f"use a multiple of {len(devices)}, or fewer devices (e.g. CUDA_VISIBLE_DEVICES)"
         )
     mesh = Mesh(np.asarray(devices), ("batch",))
@@ -113,7 +113,7 @@ def data_parallel(batch: int) -> tuple[NamedSharding, NamedSharding]:
 
 
 @functools.lru_cache(maxsize=4)
-def make_step(run: Run) -> Step:
+def make_step(run: RunConfig) -> Step:
     """The jitted update of ``run`` (``Step``): it takes the training set (``data.training_arrays``),
     the epoch's order (``epoch_order``) and the step number, all replicated on the devices, gathers
     the step's minibatch (``batch_indices``), splits it over the devices (``data_parallel``) and

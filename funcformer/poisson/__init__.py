@@ -14,31 +14,31 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from funcformer import learning
-from funcformer.learning import CheckedSolver, Problem, Run, Solver, train
-from funcformer.model import Config
-from funcformer.poisson.task import TEST_SEED, Task, load_dataset, normalise, residual, solve
+from funcformer.learning import CheckedSolver, Problem, RunConfig, Solver, train
+from funcformer.model import ModelConfig
+from funcformer.poisson.task import TEST_SEED, DataConfig, load_dataset, normalise, residual, solve
 
-__all__ = ["MODEL", "PROBLEM", "Run", "Task", "evaluate", "load_solver", "train"]
+__all__ = ["MODEL", "PROBLEM", "DataConfig", "RunConfig", "evaluate", "load_solver", "train"]
 
-MODEL = Config(mixers="k")
+MODEL = ModelConfig(mixers="k")
 """The default model: four learned kernel integrals along x and y in turn (``mixers="k"``, every other
-field ``Config``'s default); docs/poisson.md, "Choosing the architecture", has the search that chose it."""
+field ``ModelConfig``'s default); docs/poisson.md, "Choosing the architecture", has the search that chose it."""
 
 
-def _solve(f: np.ndarray, task: Task) -> np.ndarray:
+def _solve(f: np.ndarray, task: DataConfig) -> np.ndarray:
     return solve(f, task.fine)
 
 
-def _residual(f: np.ndarray, u: np.ndarray, task: Task) -> np.ndarray:
+def _residual(f: np.ndarray, u: np.ndarray, task: DataConfig) -> np.ndarray:
     return residual(f, u, task.fine)
 
 
-PROBLEM: Problem[Task] = Problem(
+PROBLEM: Problem[DataConfig] = Problem(
     name="poisson",
     title="Poisson",
     input="source f",
     output="potential u",
-    task=Task,
+    task=DataConfig,
     model=MODEL,
     dataset=load_dataset,
     test_seed=TEST_SEED,
@@ -47,7 +47,7 @@ PROBLEM: Problem[Task] = Problem(
     residual=_residual,
     reads_unnamed_runs=True,
 )
-"""The Poisson task for the training layer: ``Run.of(PROBLEM, steps=...)`` is a run of it."""
+"""The Poisson task for the training layer: ``RunConfig.of(PROBLEM, steps=...)`` is a run of it."""
 
 
 @overload

@@ -49,7 +49,7 @@ import numpy.polynomial.chebyshev as chebyshev
 
 from applicative.instances.chebyshev import vandermonde
 from funcformer.learning.metric import apply_linear, fit_least_squares
-from funcformer.poisson.task import FINE, K, Task, phi_basis, sources
+from funcformer.poisson.task import FINE, DataConfig, K, phi_basis, sources
 
 __all__ = [
     "BUMPS",
@@ -89,9 +89,9 @@ def _check(name: str, n: int, count: int, least_n: int) -> None:
 
 
 def in_distribution(n: int, seed: int, count: int) -> np.ndarray:
-    """The task's sources (``task.sources(Task(n), seed, count)``): a_ij = g_ij / ((1+i)(1+j)), i, j < K-2."""
+    """The task's sources (``task.sources(DataConfig(n), seed, count)``): a_ij = g_ij / ((1+i)(1+j)), i, j < K-2."""
     _check("in_distribution", n, count, K)
-    return sources(Task(n=n), seed, count)
+    return sources(DataConfig(n=n), seed, count)
 
 
 def slow_decay(n: int, seed: int, count: int) -> np.ndarray:
@@ -107,9 +107,9 @@ def slow_decay(n: int, seed: int, count: int) -> np.ndarray:
 
 def high_degree(n: int, seed: int, count: int) -> np.ndarray:
     """The task's sources with degree bound HIGH_K = 16 instead of K = 12: f = sum_{i,j < 14} a_ij
-    phi_i(x) phi_j(y), a_ij = g_ij / ((1+i)(1+j)) (``task.sources(Task(n, k=16), seed, count)``)."""
+    phi_i(x) phi_j(y), a_ij = g_ij / ((1+i)(1+j)) (``task.sources(DataConfig(n, k=16), seed, count)``)."""
     _check("high_degree", n, count, HIGH_K)
-    return sources(Task(n=n, k=HIGH_K), seed, count)
+    return sources(DataConfig(n=n, k=HIGH_K), seed, count)
 
 
 @dataclass(frozen=True)

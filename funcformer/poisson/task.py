@@ -16,7 +16,7 @@ R ((E f E^T) / (l_i + l_j)) R^T with E = V^-1 (T_j at interior points) and R = (
 The numerics (Lobatto points, the DCT-I, the fast diagonalisation, the norm) are the functional core's,
 ``applicative.instances.chebyshev``; the solver's accuracy and cost are in docs/poisson.md.
 
->>> task = Task()
+>>> task = DataConfig()
 >>> data = make_dataset(task, seed=1, count=2)
 >>> data.f.shape, data.u.shape, data.u_fine.shape
 ((2, 16, 16), (2, 16, 16), (2, 64, 64))
@@ -51,10 +51,10 @@ __all__ = [
     "GRID",
     "TEST_SEED",
     "TRAIN_SEED",
+    "DataConfig",
     "Dataset",
     "K",
     "N",
-    "Task",
     "grid_values",
     "load_dataset",
     "lobatto_points",
@@ -90,8 +90,9 @@ _CHUNK = 1024
 
 
 @dataclass(frozen=True)
-class Task:
-    """The parameters that define a dataset."""
+class DataConfig:
+    """The parameters that define the task's datasets: n coefficients per axis (the model's
+    resolution), the inputs' degree k, and the grid ``fine`` of the exact solver."""
 
     n: int = N
     k: int = K
@@ -100,11 +101,11 @@ class Task:
     def __post_init__(self) -> None:
         check_fields(self)
         if self.k < 3:
-            raise ValueError(f"Task.k = {self.k}: need k >= 3 (phi_0 = T_2 - T_0 has degree 2)")
+            raise ValueError(f"DataConfig.k = {self.k}: need k >= 3 (phi_0 = T_2 - T_0 has degree 2)")
         if self.n < self.k:
-            raise ValueError(f"Task.n = {self.n}: need n >= k = {self.k} to hold the sources")
+            raise ValueError(f"DataConfig.n = {self.n}: need n >= k = {self.k} to hold the sources")
         if self.fine < max(2 * self.n, 16):
-            raise ValueError(f"Task.fine = {self.fine}: need fine >= max(2 n, 16) = {max(2 * self.n, 16)}")
+            raise ValueError(f"DataConfig.fine = {self.fine}: need fine >= max(2 n, 16) = {max(2 * self.n, 16)}")
 
 
 # Sources
@@ -119,7 +120,7 @@ def phi_basis(n: int, k: int) -> np.ndarray:
     return p
 
 
-def _amplitudes(task: Task, seed: int, count: int) -> np.ndarray:
+def _amplitudes(task: DataConfig, seed: int, count: int) -> np.ndarray:
     """a[s, i, j] = g[s, i, j] / ((1+i)(1+j)), g = default_rng(seed).standard_normal((count, k-2, k-2))."""
     g = np.random.default_rng(seed).standard_normal((count, task.k - 2, task.k - 2))
     scale = 1.0 + np.arange(task.k - 2)
@@ -127,7 +128,7 @@ def _amplitudes(task: Task, seed: int, count: int) -> np.ndarray:
     return a
 
 
-def sources(task: Task, seed: int, count: int) -> np.ndarray:
+def sources(task: DataConfig, seed: int, count: int) -> np.ndarray:
     """(count, n, n) chebval2d coefficient matrices of f = sum_{i,j<k-2} a_ij phi_i(x) phi_j(y),
     phi_k = T_{k+2} - T_k, a_ij = g_ij / ((1+i)(1+j)), g standard normal from np.random.default_rng(seed).
 
@@ -242,7 +243,7 @@ def strong_residual(f: np.ndarray, u: np.ndarray) -> np.ndarray:
 # Datasets
 
 
-class Dataset(learning.Dataset[Task]):
+class Dataset(learning.Dataset[DataConfig]):
     """``count`` sources f with their truncated targets u and the exact solutions u_fine for the metric."""
 
     @property
@@ -251,7 +252,7 @@ class Dataset(learning.Dataset[Task]):
         return self.inputs
 
 
-def make_dataset(task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
+def make_dataset(task: DataConfig, seed: int, count: int, fine: bool = True) -> Dataset:
     """Draw ``count`` sources with ``seed`` and solve them at ``task.fine`` (keeping the fine
     solutions only if ``fine``: 32 KB a sample at fine = 64)."""
     f = sources(task, seed, count)
@@ -259,7 +260,7 @@ def make_dataset(task: Task, seed: int, count: int, fine: bool = True) -> Datase
     return Dataset(task, seed, f, truncate(u_fine, task.n), u_fine if fine else None)
 
 
-def load_dataset(cache_dir: str | Path, task: Task, seed: int, count: int, fine: bool = True) -> Dataset:
+def load_dataset(cache_dir: str | Path, task: DataConfig, seed: int, count: int, fine: bool = True) -> Dataset:
     """``make_dataset``'s first ``count`` sources of ``seed``, through the on-disk cache under cache_dir
     (``learning.problem.cached_dataset``: one checked file per task and seed, never a stale dataset)."""
     return cached_dataset(
