@@ -221,7 +221,7 @@ def _rowwise(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 AFFINE = Maps(leafwise(lambda a: 2.0 * a - 1.0), leafwise(lambda a: 0.5 * a + 3.0))
 """fmap is exact on Chebyshev functions for affine maps; nonlinear ones are checked separately,
-with their bounds (tests/test_chebyshev.py)."""
+with their bounds (tests/applicative/test_chebyshev.py)."""
 
 INSTANCES: dict[str, tuple[Callable[[], st.SearchStrategy[Triple]], Maps]] = {
     "Vec": (vec_triples, Maps()),

@@ -19,8 +19,8 @@ array's first two axes swapped). A layer may instead be a learned kernel integra
 The source f(x, y), an (N, N) coefficient array, is a ``Cheb[X, Cheb[Y, _]]``;
 it is embedded by a linear map of its y-functions into the channels, plus
 learned positions, and the final states are unembedded back to one function
-of y at every x. tests/test_funcformer.py checks the model against an
-independent float64 numpy implementation (tests/funcformer_reference.py).
+of y at every x. tests/funcformer/test_funcformer.py checks the model against an
+independent float64 numpy implementation (tests/funcformer/funcformer_reference.py).
 
 Normalisations: ``"values"``, exp(s) / integral exp(s) over the keys (``nn.Softmax``), and
 ``"coefficients"``, softmax over each score row's coefficients (the reference text's,
@@ -283,7 +283,7 @@ def init(seed: int, config: ModelConfig, dtype: type = np.float32) -> Funcformer
 
 def weights(model: Funcformer) -> dict[str, Any]:
     """The parameters as nested dicts of float64 numpy arrays, for inspection and for the independent
-    implementations that check this one (tests/funcformer_reference.py, bench/funcformer.py).
+    implementations that check this one (tests/funcformer/funcformer_reference.py, bench/funcformer.py).
 
     Every linear map is an (N_out, C_out, N_in, C_in) weight and an (N_out, C_out) bias (the source and
     the output count as one channel; a head's maps are stacked over the heads), a layer norm a gamma and

@@ -19,7 +19,7 @@ mul_mm(a, b) = A G B. The generic definitions multiply through ``fmap``, which
 truncates a product to N coefficients before integrating: they agree with the
 fast paths when the product's degree is below N (inputs of degree below N / 2)
 and converge to them as N grows. The exact integral is the intended meaning
-(tests/test_chebyshev.py checks both against ``numpy.polynomial.chebyshev``).
+(tests/applicative/test_chebyshev.py checks both against ``numpy.polynomial.chebyshev``).
 
 Built with ``Cheb.from_array(c, *tags)`` (coefficients, one tag per axis; also
 a ``numpy.polynomial`` series, converted to the Chebyshev basis), ``Cheb.from_function(f, tag, size)``,
@@ -29,8 +29,8 @@ each gives a function with vector values), ``Cheb.stack(elements, tag)``
 read by evaluation ``f(x)`` and ``to_array(f)`` (the coefficients).
 
 Arithmetic and calculus (``applicative.protocols.operators``; ``chebyshev``'s functional core,
-each checked against ``numpy.polynomial.chebyshev`` in tests/test_operators.py and
-tests/test_cheb_calculus.py):
+each checked against ``numpy.polynomial.chebyshev`` in tests/applicative/test_operators.py and
+tests/applicative/test_cheb_calculus.py):
 
     f + g, f - g, r * f, f / r, -f   the coefficients added and scaled (the Module Pointwise(ARITHMETIC):
                                      ``chebadd``); f and g of one tag and size, else ``pair``'s error

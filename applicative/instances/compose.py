@@ -26,7 +26,7 @@ transforms back even for these linear maps: exact, but two DCTs each). The
 counit then sums in the other order (Fubini: the inner structures summed over
 the outer measure, then that one summed), equal for every Module that sums
 stacked elements leaf by leaf. Each is tested against its definition above
-(tests/test_compose.py).
+(tests/applicative/test_compose.py).
 
 >>> import numpy as np
 >>> from applicative import Dim, Vec

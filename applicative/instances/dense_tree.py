@@ -1,7 +1,7 @@
 """``DenseTree[A]``: binary trees with their shape as data, so one compiled function serves every shape.
 
 The same piecewise-constant functions on [0, 1] as ``Tree`` (its specification:
-they convert into each other and agree on every operation, tests/test_dense_tree.py),
+they convert into each other and agree on every operation, tests/applicative/test_dense_tree.py),
 stored as a ``Vec`` stores its elements. The leaves' values are stacked along
 one axis of ``capacity`` slots, leaves first, left to right, then padding; the
 shape is a ``dyadic.Layout``, arrays of each leaf's depth and start on the
@@ -66,7 +66,7 @@ the tree and the capacity: a tree with more leaves than its capacity, a leaf
 deeper than ``dyadic.MAX_DEPTH``, malformed nesting.
 
 Laws (checked by ``applicative.laws`` on ``applicative.strategies.dense_tree_triples()``,
-random shapes of up to 8 leaves, and of up to 64 in tests/test_dense_tree.py): every
+random shapes of up to 8 leaves, and of up to 64 in tests/applicative/test_dense_tree.py): every
 functor, applicative and counit law, exactly as for ``Tree``.
 
 >>> from applicative import dot

@@ -396,7 +396,7 @@ class Quantum(_Finite[A_co], Applicative[QuantumOf, A_co], Counit[QuantumOf, A_c
     against a measure. It is homogeneous (relabelling outcomes x by r x scales the expectation), but
     neither additive (sums of outcomes that coincide interfere) nor invariant under pairing (tracing
     out a partner state merges it coherently): those two are not its laws, and ``laws_claimed``
-    leaves them out (tests/test_distribution.py shows a counterexample to each)."""
+    leaves them out (tests/applicative/test_distribution.py shows a counterexample to each)."""
 
     laws_claimed = frozenset(
         {

@@ -189,5 +189,5 @@ plots.plot_loss([1.0, 0.5, 0.25], {str(tmp_path / "loss.png")!r})
 assert matplotlib.get_backend() == "pdf", matplotlib.get_backend()
 assert "matplotlib.pyplot" not in sys.modules
 """
-    subprocess.run([sys.executable, "-c", script], check=True, cwd=Path(__file__).parent.parent, timeout=60)
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=Path(__file__).parents[2], timeout=60)
     _read_png(tmp_path / "loss.png")

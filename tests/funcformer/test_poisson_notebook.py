@@ -1,8 +1,9 @@
 """The Poisson notebook runs: every code cell of ``notebooks/poisson.ipynb``, in order, in one namespace.
 
-As in ``test_notebooks.py``, the notebook is read as JSON and its code cells are executed with ``exec``, so the
-asserts inside the cells hold here too: the reference solution vanishes on the boundary and solves the PDE, the
-test metric is finite, ``load_solver`` reproduces ``evaluate``'s mean, and predictions scale with the source.
+As in ``tests/applicative/test_zoo_notebook.py``, the notebook is read as JSON and its code cells are
+executed with ``exec``, so the asserts inside the cells hold here too: the reference solution vanishes on
+the boundary and solves the PDE, the test metric is finite, ``load_solver`` reproduces ``evaluate``'s
+mean, and predictions scale with the source.
 The environment shrinks the run (POISSON_NOTEBOOK_TINY: a 2-channel, 1-layer model; 3 steps on 64 sources), so
 it takes seconds; the stored outputs come from a run with the notebook's own settings.
 """
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "poisson.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "poisson.ipynb"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

@@ -31,13 +31,13 @@ from applicative import (
 from applicative.instances import chebyshev
 from applicative.protocols.algebra import Arithmetic, Real
 from applicative.strategies import Law
-from tests.dims import Seq
+from tests.applicative.dims import Seq
 
 
 @pytest.mark.parametrize("instance", list(strategies.INSTANCES))
 def test_structure_laws(instance: str) -> None:
     """check_laws checks every law the instance claims: all of them, but for Quantum's counit (a
-    measurement, not linear: tests/test_distribution.py shows a counterexample to each law it drops)."""
+    measurement, not linear: tests/applicative/test_distribution.py shows a counterexample to each law it drops)."""
     strategy, maps = strategies.INSTANCES[instance]
     # Chebyshev fmaps run DCTs op by op: fewer examples keep the suite quick.
     checked = laws.check_laws(strategy(), maps=maps, max_examples=8 if "Cheb" in instance else 20)

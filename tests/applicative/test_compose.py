@@ -14,8 +14,8 @@ import pytest
 
 from applicative import Cheb, Compose, Distribution, Leaf, Node, Vec, counit, to_array
 from applicative.laws import assert_close
-from tests.dims import Hidden, Model, Seq
-from tests.tolerance import Tolerance
+from tests.applicative.dims import Hidden, Model, Seq
+from tests.applicative.tolerance import Tolerance
 
 rng = np.random.default_rng(5)
 TOL: Tolerance = {"rtol": 1e-12, "atol": 1e-12}

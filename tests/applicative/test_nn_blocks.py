@@ -1,5 +1,5 @@
 """The blocks of transformer layers, built alone (self-attention, cross attention, feed-forward), against
-the float64 numpy reference in tests/numpy_reference.py; layers as their blocks; the blocks'
+the float64 numpy reference in tests/applicative/numpy_reference.py; layers as their blocks; the blocks'
 initialisers' scales; a cross-attention block over a function memory against numpy.polynomial; and the
 construction checks: a module whose parts disagree raises, naming it and both parts, and no rebuild by
 JAX (jit, grad, vmap, tree_map, eval_shape, optax) fails or checks again."""
@@ -18,10 +18,10 @@ import pytest
 import scipy.fft
 
 from applicative import Cheb, Dim, Vec, VecOf, as_vec, causal_mask, nn, record, to_array
-from tests import numpy_reference as ref
-from tests.dims import Hidden, Model, Out, Seq
-from tests.test_init import drawn
-from tests.tolerance import Tolerance
+from tests.applicative import numpy_reference as ref
+from tests.applicative.dims import Hidden, Model, Out, Seq
+from tests.applicative.test_init import drawn
+from tests.applicative.tolerance import Tolerance
 
 N = TypeVar("N", bound=Dim)
 T = TypeVar("T")
@@ -244,7 +244,7 @@ def test_a_decoders_layer_is_the_decoder_layer_it_holds() -> None:
         own.layer(2)
 
 
-# The blocks' initialisers draw their documented scales (tests/test_init.py's sizes and tolerance)
+# The blocks' initialisers draw their documented scales (tests/applicative/test_init.py's sizes and tolerance)
 
 BIG_HEADS, BIG_MODEL, BIG_FEATURES, BIG_SOURCE, BIG_HIDDEN = 8, 64, 16, 128, 128
 

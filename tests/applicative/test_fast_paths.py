@@ -43,7 +43,7 @@ from applicative import (
     sum_mul_mmt,
     to_array,
 )
-from tests.tolerance import Tolerance
+from tests.applicative.tolerance import Tolerance
 
 rng = np.random.default_rng(11)
 TOL: Tolerance = {"rtol": 1e-12, "atol": 1e-12}

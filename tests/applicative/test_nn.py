@@ -1,5 +1,5 @@
 """Attention, MLP and the transformer family on Vec, against the float64 numpy
-reference in tests/numpy_reference.py (same weights), plus masks, autoregression,
+reference in tests/applicative/numpy_reference.py (same weights), plus masks, autoregression,
 jit, and gradients."""
 
 from typing import Any, TypedDict, TypeVar
@@ -11,9 +11,9 @@ import pytest
 from jax.test_util import check_grads
 
 from applicative import Dim, Vec, VecOf, as_vec, causal_mask, nn, one_hot, sinusoidal_positions, to_array
-from tests import numpy_reference as ref
-from tests.dims import Hidden, Model, Out, Seq
-from tests.tolerance import Tolerance
+from tests.applicative import numpy_reference as ref
+from tests.applicative.dims import Hidden, Model, Out, Seq
+from tests.applicative.tolerance import Tolerance
 
 
 class Head(Dim):

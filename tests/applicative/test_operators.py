@@ -41,8 +41,8 @@ from applicative import (
     to_array,
 )
 from applicative.instances.tree import Nested
-from tests.dims import Model, Seq
-from tests.tolerance import Tolerance
+from tests.applicative.dims import Model, Seq
+from tests.applicative.tolerance import Tolerance
 
 
 class X(Dim):

@@ -6,7 +6,7 @@ import numpy.polynomial.chebyshev as C
 import scipy.fft
 
 from applicative import Cheb, Dim, Tree, Vec, as_cheb, as_vec, nn, to_array
-from tests.dims import Hidden, Model, Seq
+from tests.applicative.dims import Hidden, Model, Seq
 
 
 class X(Dim):

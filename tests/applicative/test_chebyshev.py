@@ -3,7 +3,7 @@ products, dot products; fmap's accuracy; conversions and errors; the generic
 transformer on Cheb∘Cheb, Vec∘Cheb and Cheb∘Vec; the functional core's collocation
 at the Lobatto points, grid evaluation and 2-D norm (numpy.polynomial.chebyshev,
 Gauss-Legendre quadrature). (The linear algebra's dense formulas and their relation
-to the generic definitions: tests/test_fast_paths.py.)"""
+to the generic definitions: tests/applicative/test_fast_paths.py.)"""
 
 from collections.abc import Callable
 from typing import Any
@@ -18,8 +18,8 @@ from applicative import Cheb, Compose, Dim, Vec, counit, dot, lift_a2, nn, outer
 from applicative.instances import chebyshev
 from applicative.instances.chebyshev import gram, to_coefficients
 from applicative.nn import CoefficientSoftmax
-from tests.dims import Hidden, Model, Seq
-from tests.tolerance import Tolerance
+from tests.applicative.dims import Hidden, Model, Seq
+from tests.applicative.tolerance import Tolerance
 
 
 class X(Dim):

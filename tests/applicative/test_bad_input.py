@@ -49,7 +49,7 @@ from applicative import (
     sum_mul_mmt,
     to_array,
 )
-from tests.dims import Hidden, Model, Seq
+from tests.applicative.dims import Hidden, Model, Seq
 
 
 class X(Dim):
@@ -520,7 +520,7 @@ CASES: dict[str, tuple[Callable[[], Any], Expected]] = {
         lambda: sinusoidal_positions(3, Seq, 4, DIM),
         Raises(TypeError, r"Vec.from_array: " + NOT_A_TAG),
     ),
-    # The linear algebra (each on its fast path here; tests/test_linalg.py checks the generic one too)
+    # The linear algebra (each on its fast path here; tests/applicative/test_linalg.py checks the generic one too)
     "dot: an array": (lambda: dot(bad(np.ones(3)), v3), Raises(TypeError, r"dot: argument a is a ndarray")),
     "dot: a list": (lambda: dot(v3, bad([1.0, 2.0, 3.0])), Raises(TypeError, r"dot: argument b is a list")),
     "dot: a matrix": (lambda: dot(m33, v3), Raises(TypeError, r"dot: argument a is a Vec\[Seq\] of size 3 of Vec")),
@@ -622,7 +622,7 @@ CASES: dict[str, tuple[Callable[[], Any], Expected]] = {
         lambda: nn.FeedForward.init(jax.random.key(0), model=template(3, Seq), hidden=bad(m23)),
         Raises(TypeError, r"FeedForward.init: argument hidden is a Vec\[Model\] of size 2 of Vec\[Seq\] of size 3"),
     ),
-    # nn modules built from parts: the parts must meet (tests/test_nn_blocks.py has every module)
+    # nn modules built from parts: the parts must meet (tests/applicative/test_nn_blocks.py has every module)
     "nn.Linear: a bias that disagrees with the weight": (
         lambda: nn.Linear(m23, template(3, Model)),
         Raises(ValueError, r"Linear: the bias is a Vec\[Model\] of size 3 but the weight's outputs are a "

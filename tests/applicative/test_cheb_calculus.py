@@ -13,8 +13,8 @@ import pytest
 
 from applicative import Cheb, Dim, Vec, to_array
 from applicative.instances import chebyshev
-from tests.dims import Model
-from tests.tolerance import Tolerance
+from tests.applicative.dims import Model
+from tests.applicative.tolerance import Tolerance
 
 
 class X(Dim):

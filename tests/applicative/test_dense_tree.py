@@ -40,8 +40,8 @@ from applicative import (
 from applicative.examples.trees import random_shape
 from applicative.instances import dyadic
 from applicative.instances.tree import Shape
-from tests.dims import Hidden, Model, Seq
-from tests.tolerance import Tolerance
+from tests.applicative.dims import Hidden, Model, Seq
+from tests.applicative.tolerance import Tolerance
 
 N = TypeVar("N", bound=Dim)
 TOL: Tolerance = {"rtol": 1e-12, "atol": 1e-12}

@@ -13,10 +13,10 @@ import pytest
 from applicative import Applicative, Vec, causal_mask, dot, nn, padding_mask, record, to_array
 from applicative.nn import Matrix
 from applicative.protocols.kinds import Measured
-from tests import numpy_reference as ref
-from tests.dims import Model, Out, Seq
-from tests.test_nn import SIZES, Vocab, zeros
-from tests.tolerance import Tolerance
+from tests.applicative import numpy_reference as ref
+from tests.applicative.dims import Model, Out, Seq
+from tests.applicative.test_nn import SIZES, Vocab, zeros
+from tests.applicative.tolerance import Tolerance
 
 I = TypeVar("I")  # noqa: E741  (queries)
 F = TypeVar("F", bound=Measured)  # keys: summed over

@@ -37,7 +37,7 @@ from applicative import (
     sum_mul_mmt,
     to_array,
 )
-from tests.dims import Hidden, Model, Out, Seq
+from tests.applicative.dims import Hidden, Model, Out, Seq
 
 rng = np.random.default_rng(1)
 S, D, H = 5, 4, 3  # sizes of Seq, Model, Hidden

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.test_poisson_notebook import PNG_SIGNATURE
+from tests.funcformer.test_poisson_notebook import PNG_SIGNATURE
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "darcy.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "darcy.ipynb"
 
 
 def _code() -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ import pytest
 from jax.tree_util import Partial
 
 from applicative import Compose, Dim, Vec, ap, counit, dot, generic_only, lift_a2, mul_mv, to_array
-from tests.dims import Hidden, Model, Seq
+from tests.applicative.dims import Hidden, Model, Seq
 
 rng = np.random.default_rng(0)
 

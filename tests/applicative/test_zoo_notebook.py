@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 ZOO = NOTEBOOKS / "zoo.ipynb"
 
 

@@ -31,8 +31,8 @@ from applicative import (
 from applicative.instances.tree import Leaf, Nested, Node, Shape, Tree
 from applicative.protocols.integration import pairing_law
 from applicative.strategies import TREE_SHAPES, tree_triples
-from tests.dims import Hidden, Model, Seq
-from tests.tolerance import Tolerance
+from tests.applicative.dims import Hidden, Model, Seq
+from tests.applicative.tolerance import Tolerance
 
 D = 3
 """Every tree here has depth <= D, so it is constant on each of the 2^D cells."""

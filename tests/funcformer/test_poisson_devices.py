@@ -56,7 +56,7 @@ def _start(devices: int, directory: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", SCRIPT, str(directory)],
         env=env,
-        cwd=Path(__file__).parent.parent,
+        cwd=Path(__file__).parents[2],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -29,7 +29,7 @@ from funcformer.darcy.task import (
 )
 from funcformer.learning import metric
 from funcformer.poisson import task as poisson
-from tests.test_poisson_task import X, Y, interpolate_2d
+from tests.funcformer.test_poisson_task import X, Y, interpolate_2d
 
 
 def source(u: np.ndarray, kappa: np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Resolution in and out: ``load_solver`` takes inputs at any coefficient count, projects them exactly onto
 the model's 16 x 16 (zeros padded, higher degrees dropped), and answers at the input's count; the answer is
 a series that ``numpy.polynomial.chebyshev.chebval2d`` evaluates anywhere. Checked on freshly initialised
-Darcy and Poisson runs (``tests.test_solver_trust.saved``: no training) against the exact solvers at 24 and
+Darcy and Poisson runs (``tests.funcformer.test_solver_trust.saved``: no training) against the exact solvers at 24 and
 32 coefficients."""
 
 from pathlib import Path
@@ -16,7 +16,7 @@ from funcformer.learning import Solver
 from funcformer.learning.metric import relative_l2
 from funcformer.poisson import load_solver as load_poisson_solver
 from funcformer.poisson import task as poisson
-from tests.test_solver_trust import POISSON_RUN, RUN, saved
+from tests.funcformer.test_solver_trust import POISSON_RUN, RUN, saved
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from applicative import (
 )
 from applicative.instances.finite import MIXTURE, Distribution, Quantum, mixture
 from applicative.strategies import distribution_triples
-from tests.dims import Model, Seq
+from tests.applicative.dims import Model, Seq
 
 rng = np.random.default_rng(7)
 QUANTUM_NON_LAWS = ("counit additivity", "counit respects pairing")
@@ -44,7 +44,7 @@ class Query(Dim):
 # Laws
 
 
-# Quantum's claimed laws are checked with every instance's (tests/test_laws.py); here, the two it drops.
+# Quantum's claimed laws are checked with every instance's (tests/applicative/test_laws.py); here, the two it drops.
 
 
 @pytest.mark.parametrize("law", QUANTUM_NON_LAWS)

@@ -31,7 +31,7 @@ from funcformer.learning.cli import _print_metrics
 from funcformer.learning.data import output_scale, training_arrays
 from funcformer.model import ModelConfig
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 PAGE = ROOT / "docs" / "own_operator.md"
 N, M, SAMPLES, TEST = 4, 6, 40, 8
 TINY = ModelConfig(n=N, channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1, mixers="k")

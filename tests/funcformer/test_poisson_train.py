@@ -165,7 +165,7 @@ def test_load_solver_predicts_and_validates(tmp_path: Path) -> None:
     np.testing.assert_allclose(solver(2.0 * f), 2.0 * predicted, rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match=r"expected source f coefficients of shape \(B, P, Q\).* got \(16, 16\)"):
         solver(f[0])
-    assert solver(f[:, :12, :12]).shape == (3, 12, 12)  # any count: tests/test_resolution.py
+    assert solver(f[:, :12, :12]).shape == (3, 12, 12)  # any count: tests/funcformer/test_resolution.py
     with pytest.raises(TypeError, match="real floating-point"):
         solver(f.astype(np.complex128))
     with pytest.raises(ValueError, match="NaN"):

@@ -1,5 +1,5 @@
 """The Funcformer, the generic encoder on functions of two variables with channels, against an
-independent float64 numpy implementation (tests/funcformer_reference.py), plus jit, vmap and
+independent float64 numpy implementation (tests/funcformer/funcformer_reference.py), plus jit, vmap and
 gradient checks, the dense formulas it runs on, and its checks of parameters and input."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from jax.test_util import check_grads
 from applicative import generic_only, record_fast_paths
 from funcformer import Funcformer, ModelConfig, init, parameter_count, weights
 from funcformer.model import Normalise
-from tests.funcformer_reference import Basis, forward
+from tests.funcformer.funcformer_reference import Basis, forward
 
 TOL = 1e-12
 
