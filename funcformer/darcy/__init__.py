@@ -46,6 +46,7 @@ PROBLEM: Problem[DataConfig] = Problem(
     normalise=normalise,
     solve=_solve,
     residual=_residual,
+    command="python -m funcformer.darcy",
     defaults={"steps": 8000},
 )
 """The Darcy task for the training layer: ``RunConfig.of(PROBLEM, steps=...)`` is a run of it."""

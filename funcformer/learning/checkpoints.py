@@ -96,9 +96,11 @@ def load(directory: Path, run: RunConfig, *, scale: float | None = None) -> Stat
         raise ValueError(f"{path} is corrupt or not a checkpoint ({type(error).__name__}: {error})") from error
     if stored_scale is None:
         if scale is None:
+            resume = run.problem.invocation(
+                f"train --out {directory} --resume", f"funcformer.learning.train(run, {str(directory)!r}, resume=True)"
+            )
             raise NoStoredScale(
-                f"{path} was written before runs stored their output scale; run "
-                f"`python -m funcformer.{run.problem.name} train --out {directory} --resume` once: it "
+                f"{path} was written before runs stored their output scale; run {resume} once: it "
                 "computes the scale as the run's training did and stores it (loading a run generates no data)"
             )
         stored_scale = scale

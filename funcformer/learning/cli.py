@@ -71,7 +71,7 @@ _MODEL_FLAGS: list[_Flag] = [
 
 def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=f"python -m funcformer.{problem.name}",
+        prog=problem.command,
         description=f"The {problem.title} operator-learning task: train, evaluate, plot.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -200,11 +200,12 @@ def _cache(problem: Problem[Any], args: argparse.Namespace) -> None:
 
 def main(problem: Problem[Any], argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's) of ``problem``'s task; the exit status."""
-    args = _parser(problem).parse_args(argv)
+    parser = _parser(problem)
+    args = parser.parse_args(argv)
     command = {"train": _train, "evaluate": _evaluate, "plot": _plot, "cache": _cache}[args.command]
     try:
         command(problem, args)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, TrainingDiverged, RunInUse) as error:
-        print(f"python -m funcformer.{problem.name} {args.command}: error: {error}", file=sys.stderr)
+        print(f"{parser.prog} {args.command}: error: {error}", file=sys.stderr)
         return 1
     return 0

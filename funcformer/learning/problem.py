@@ -128,8 +128,7 @@ class Problem(Generic[T]):
     run's config.json saves it by ``name`` only."""
 
     name: str
-    """The task's name: saved in each run's config.json (a run of another task is refused by it) and
-    used in messages as its command line, ``python -m funcformer.<name>``."""
+    """The task's name: saved in each run's config.json (a run of another task is refused by it)."""
     title: str
     """The task's name in messages and figures ("Poisson")."""
     input: str
@@ -155,6 +154,9 @@ class Problem(Generic[T]):
     whose predictions ``load_solver(DIR, check=True)`` refuses to check and ``evaluate`` does not calibrate."""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     """The default run's settings where they differ from ``settings.RunConfig``'s."""
+    command: str | None = None
+    """The task's command line (``python -m funcformer.poisson``), named in messages that say how to
+    resume or evaluate a run; None for a problem that has none, whose messages name the Python call."""
     reads_unnamed_runs: bool = False
     """Whether a config.json that names no task is a run of this one (true of Poisson's alone: runs
     were saved without their task's name before there was a second task)."""
@@ -164,6 +166,11 @@ class Problem(Generic[T]):
         if seed == self.test_seed:
             raise ValueError(f"training seed {seed} is the {self.title} task's held-out test seed")
         return seed
+
+    def invocation(self, arguments: str, call: str) -> str:
+        """How a user runs one of the task's jobs, quoted for a message: ``command arguments`` where the
+        task has a command line, else the Python ``call``."""
+        return f"`{self.command} {arguments}`" if self.command else f"`{call}`"
 
     def __repr__(self) -> str:
         return f"Problem({self.name!r})"

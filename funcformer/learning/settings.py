@@ -107,8 +107,8 @@ class RunConfig:
             )
         if name is not None and name != problem.name:
             raise ValueError(
-                f"{source} holds a run of the task {name!r}, not a {problem.title} one: "
-                f"use python -m funcformer.{name} or funcformer.{name}.load_solver"
+                f"{source} holds a run of the task {name!r}, not a {problem.title} one: load it with that task's "
+                f"Problem (funcformer's own tasks: python -m funcformer.{name} or funcformer.{name}.load_solver)"
             )
         try:
             return RunConfig(

@@ -118,7 +118,8 @@ def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False)
         warnings.warn(
             f"load_solver({directory}, check=True): the run holds no trust calibration (its {METRICS} is "
             f"missing or older than calibrations): residuals are computed, distances are NaN and nothing is "
-            f"flagged; calibrate it with `python -m funcformer.{run.problem.name} evaluate {directory}`",
+            f"flagged; calibrate it with "
+            + problem.invocation(f"evaluate {directory}", f"funcformer.learning.evaluate({str(directory)!r}, problem)"),
             UncalibratedRun,
             stacklevel=2,
         )

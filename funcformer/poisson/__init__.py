@@ -45,6 +45,7 @@ PROBLEM: Problem[DataConfig] = Problem(
     normalise=normalise,
     solve=_solve,
     residual=_residual,
+    command="python -m funcformer.poisson",
     reads_unnamed_runs=True,
 )
 """The Poisson task for the training layer: ``RunConfig.of(PROBLEM, steps=...)`` is a run of it."""

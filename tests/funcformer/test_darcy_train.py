@@ -82,8 +82,8 @@ def test_a_tiny_run_trains_evaluates_plots_and_serves_through_the_cli(
     ):
         load_poisson_solver(out)
     assert main(POISSON, ["evaluate", str(out)]) == 1
-    assert (
-        "holds a run of the task 'darcy', not a Poisson one: use python -m funcformer.darcy" in capsys.readouterr().err
+    assert "holds a run of the task 'darcy', not a Poisson one: load it with that task's Problem" in (
+        capsys.readouterr().err
     )
 
 
