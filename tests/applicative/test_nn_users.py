@@ -119,7 +119,7 @@ def test_a_decoder_without_a_source_has_no_parameter_without_a_gradient() -> Non
     def loss(model: nn.Decoder[Any, Any, Any, Any, Any]) -> jax.Array:
         return jnp.sum(jnp.sin(to_array(model(x, causal_mask(4, Out)))))
 
-    gradients = jax.tree_util.tree_leaves(jax.grad(loss)(dec))
+    gradients = jax.tree_util.tree_leaves(jax.jit(jax.grad(loss))(dec))  # jitted: eager, it took 19 s
     assert len(gradients) == len(jax.tree_util.tree_leaves(dec))
     assert all(float(jnp.max(jnp.abs(g))) > 0 for g in gradients)
     with_source: nn.Decoder[Any, Any, Any, Any, Any] = nn.init_decoder(

@@ -60,7 +60,7 @@ def test_a_tiny_run_trains_evaluates_plots_and_serves_through_the_cli(
         assert line in printed
     assert read_run(out, PROBLEM) == RUN
     assert main(PROBLEM, ["evaluate", str(out), "--test-size", "8"]) == 0
-    assert main(PROBLEM, ["plot", str(out)]) == 0
+    assert main(PROBLEM, ["plot", str(out), "--test-size", "8"]) == 0  # the evaluated samples: no new solves
     assert (out / "prediction.png").stat().st_size > 0
     # load_solver: the model on the normalised input, scaled back by exp(-m) and the stored output scale
     state = load(out, RUN)
