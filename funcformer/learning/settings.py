@@ -8,10 +8,10 @@ A run's settings come in three records, each named for what it holds, and a task
 - ``RunConfig``: the two above, the optimisation settings and the seed: the whole run;
 - ``Problem`` (``problem``) is not settings but the task itself: the functions that make, normalise
   and solve its data, with its defaults. It is code, saved in config.json by name only.
- ``RunConfig.from_json`` and ``read_run`` read a config back against the
-``Problem`` the caller hands them: a run of another task is refused by name, and a config that
-names no task (saved before runs named their task) is read only by a problem that
-``reads_unnamed_runs``.
+
+``RunConfig.from_json`` and ``read_run`` read a config back against the ``Problem`` the caller hands
+them: a run of another task is refused by name, and a config that names no task (saved before runs
+named their task) is read only by a problem that ``reads_unnamed_runs``.
 """
 
 from __future__ import annotations
