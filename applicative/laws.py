@@ -225,7 +225,7 @@ def check_laws(
 ) -> tuple[str, ...]:
     """Check every law the structures claim (``claimed_laws`` of the first one drawn) on ``max_examples``
     triples and, for a ``Dense`` structure of scalars, its hook (``check_dense``, on ``dense_examples``
-    triples: each runs seven operations both ways); return the names of the laws checked."""
+    triples: each runs eight operations both ways); return the names of the laws checked."""
     first = hypothesis.find(structures, lambda _: True, settings=hypothesis.settings(database=None, phases=_NO_SHRINK))
     claimed = claimed_laws(first[0])
     for law in claimed:
@@ -241,8 +241,10 @@ def check_laws(
 
 DENSE_LAWS: tuple[str, ...] = (
     "dense Gram matrices",
+    "dense exactness",
     "dense counit",
     "dense dot",
+    "dense outer",
     "dense mul_mv",
     "dense mul_vm",
     "dense mul_mm",
@@ -267,11 +269,17 @@ def check_dense(
 
         dense Gram matrices   every axis's Gram matrix is symmetric and positive definite (a diagonal
                               that is data, a tree's measure, may hold zeros: padding)
-        dense counit          dot(x, fmap (const 1) x) = counit x: the Gram matrices against the counit
-        dense <op>            each dense formula (dot, mul_mv, mul_vm, mul_mm, mul_mmt, add, scale, on
-                              x, y, z and their outer products) runs and equals its generic definition
-                              (``generic_only``), on x, y, z with every coordinate beyond ``Axis.exact``
-                              set to zero (products the instance's ``fmap`` represents exactly)
+        dense exactness       every axis's ``Axis.exact`` leaves at least one coordinate to compare
+        dense counit          dot(x, fmap (const 1) x) = counit x: the Gram matrices against the counit,
+                              once the counit has kept its own laws on x and y (additivity, homogeneity,
+                              respecting pairing): a counit that breaks them is reported as at fault,
+                              not the hook checked against it
+        dense <op>            each dense formula (dot, outer, mul_mv, mul_vm, mul_mm, mul_mmt, add, scale) runs
+                              and equals its generic definition (``generic_only``), on x, y, z with every
+                              coordinate beyond ``Axis.exact`` set to zero (products the instance's
+                              ``fmap`` represents exactly) and on two different matrices of them, neither
+                              symmetric, a = outer(x, y) + outer(z, x) and b = outer(y, z) + outer(x, x):
+                              a formula that transposes or swaps its operands is caught
 
     Tolerances are ``default_tolerance`` of the dtype unless given."""
     settings = hypothesis.settings(max_examples=max_examples, deadline=None, database=None, phases=_NO_SHRINK)
@@ -286,18 +294,22 @@ def check_dense(
                             "structures is checked through its elements' own strategy)")  # fmt: skip
         for axis in axes:
             _check_gram(axis)
+            _check_exact(axis)
+        _check_counit(x, y, xyz, rtol, atol)
         ones = x.fmap(lambda a: jnp.ones_like(a))
         through_gram = _dense("dot", lambda: dot(x, ones))
         _agree("dense counit", "dot(x, fmap (const 1) x) through the Gram matrices", through_gram,
                "counit(x)", counit(x), xyz, rtol, atol)  # fmt: skip
         x, y, z = (_exact(v) for v in (x, y, z))
-        xy, yz, zy = outer(x, y), outer(y, z), outer(z, y)
+        with generic_only():  # the operands alike for both sides, whatever the hook does
+            a, b = add(outer(x, y), outer(z, x)), add(outer(y, z), outer(x, x))
         operations: dict[str, Callable[[], object]] = {
             "dot": lambda: dot(x, y),
-            "mul_mv": lambda: mul_mv(xy, z),
-            "mul_vm": lambda: mul_vm(z, xy),
-            "mul_mm": lambda: mul_mm(xy, yz),
-            "mul_mmt": lambda: mul_mmt(xy, zy),
+            "outer": lambda: outer(x, y),
+            "mul_mv": lambda: mul_mv(a, z),
+            "mul_vm": lambda: mul_vm(z, a),
+            "mul_mm": lambda: mul_mm(a, b),
+            "mul_mmt": lambda: mul_mmt(a, b),
             "add": lambda: add(x, y),
             "scale": lambda: scale(-1.5, x),
         }
@@ -308,6 +320,32 @@ def check_dense(
                    generic, xyz, rtol, atol)  # fmt: skip
 
     run()
+
+
+def _check_exact(axis: Axis) -> None:
+    exact = axis.size if axis.exact is None else axis.exact
+    if not 1 <= exact <= axis.size:
+        raise AssertionError(f"dense exactness: {axis} declares Axis.exact = {axis.exact!r}: the dense formulas "
+                             f"would be compared on no coordinate (or on more than its {axis.size}); it must "
+                             f"be from 1 to {axis.size}, or None for every coordinate")  # fmt: skip
+
+
+def _check_counit(x: X, y: X, xyz: Triple, rtol: float | None, atol: float | None) -> None:
+    """The counit's own laws (those the structure claims) on x and y, before the Gram matrices are
+    compared against it."""
+    sides: dict[str, Callable[[], tuple[object, object]]] = {
+        "counit additivity": lambda: additivity_law(ARITHMETIC, x, y),
+        "counit homogeneity": lambda: homogeneity_law(ARITHMETIC, -1.5, x),
+        "counit respects pairing": lambda: pairing_law(ARITHMETIC, x, y),
+    }
+    for law in [name for name in sides if name in claimed_laws(x)]:
+        lhs, rhs = sides[law]()
+        try:
+            assert_close(lhs, rhs, rtol=rtol, atol=atol, what=law)
+        except AssertionError as error:
+            failure = f"the counit fails {law!r}, so the Dense hook cannot be checked against it: the " \
+                      f"two sides are {_shown_value(lhs)} and {_shown_value(rhs)} (fix the counit first)"  # fmt: skip
+            raise AssertionError(_report(failure, error, x=xyz[0], y=xyz[1], z=xyz[2])) from None
 
 
 def _dense_scalars(x: object) -> tuple[Axis, ...] | None:

@@ -367,8 +367,9 @@ def _coordinates(op: str, x: object, levels: int) -> tuple[jax.Array, list[Level
         axes.append(level)
         shells.append(x)
         x = x.elements()
-    if not isinstance(x, jax.Array) or x.ndim != sum(len(level) for level in axes):
+    if not isinstance(x, jax.Array | np.ndarray) or x.ndim != sum(len(level) for level in axes):
         return None
+    x = jnp.asarray(x)  # numpy coordinates take the formula they take under jit (as tracers)
     if x.shape != (sizes := tuple(axis.size for level in axes for axis in level)):
         raise ValueError(
             f"{op}: a {' of '.join(map(_describe, axes))} holds coordinates of shape {x.shape}, not {sizes}"

@@ -17,8 +17,12 @@ pair of arrays. Then
 (ordinary arithmetic, lifted pointwise or not: ``sums_leafwise``), or else a
 fold of the Module's ``scale`` and ``add`` over the elements (``element(data,
 i)``), so a counit written with it is right for every Module it receives.
-A structure whose ``pair`` is not a zip (a distribution's is a product)
-subclasses ``ProductPairing``, so that sums of it are never taken leaf by leaf.
+A structure whose leaves are not all coordinates (its shape is data, as a
+tree's layout, or its ``pair`` is not a zip, as a distribution's) subclasses
+``Shaped`` (``ProductPairing`` for the latter): its shape is never an element.
+Sums of it are never taken leaf by leaf, and a linear map along a structure
+(``along``: a Chebyshev transform, a pad, an evaluation) reaches it through its
+own ``restack``, which keeps its shape and maps its values only.
 
 Nested inputs need no knowledge of this layout: ``stack(elements)`` stacks a
 list of equal-shaped elements (structures, arrays, numbers) into the stacked
@@ -52,6 +56,8 @@ from typing import Any, Literal, TypeVar, cast, overload
 
 __all__ = [
     "ProductPairing",
+    "Shaped",
+    "along",
     "check_stacked",
     "element",
     "floating",
@@ -68,7 +74,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from applicative.protocols.algebra import Arithmetic, Module, Pointwise
-from applicative.protocols.applicative import ProductPairing
+from applicative.protocols.applicative import ProductPairing, Shaped
 from applicative.protocols.kinds import Dim, check_tag
 
 T = TypeVar("T")
@@ -175,6 +181,22 @@ def element(data: T, i: int) -> T:
     return cast(T, jax.tree_util.tree_map(lambda leaf: leaf[i], data))
 
 
+def along(data: T, f: Callable[[Any], Any], what: str) -> T:
+    """``f``, a map of an array's leading axes (a transform between coefficients and samples, a pad,
+    an evaluation; the element axes after them kept), on every coordinate of stacked elements ``data``:
+    leaf by leaf, and through its own ``restack`` on a ``Shaped`` structure among them (a tree's layout
+    is never transformed; its values are). ``what`` names the operation in errors."""
+
+    def one(x: Any) -> Any:
+        return x.restack(lambda inner: along(inner, f, what), what) if isinstance(x, Shaped) else f(x)
+
+    return cast(T, jax.tree_util.tree_map(one, data, is_leaf=_shaped))
+
+
+def _shaped(x: object) -> bool:
+    return isinstance(x, Shaped)
+
+
 def _leafwise(module: Module[T]) -> bool:
     # Ordinary arithmetic adds and scales leaf by leaf, and so does its pointwise lifting to
     # structures that zip; any other Module is folded element by element.
@@ -185,11 +207,11 @@ def _leafwise(module: Module[T]) -> bool:
 
 def sums_leafwise(module: Module[T], data: object) -> bool:
     """Whether stacked elements may be summed leaf by leaf in ``module``: it is ordinary arithmetic
-    (lifted pointwise or not) and the elements hold no structure whose ``pair`` is a product."""
+    (lifted pointwise or not) and the elements hold no ``Shaped`` structure (whose leaves are not
+    all coordinates)."""
     if not _leafwise(module):
         return False
-    nodes = jax.tree_util.tree_leaves(data, is_leaf=lambda x: isinstance(x, ProductPairing))
-    return not any(isinstance(node, ProductPairing) for node in nodes)
+    return not any(_shaped(node) for node in jax.tree_util.tree_leaves(data, is_leaf=_shaped))
 
 
 def weighted_sum(module: Module[T], weights: jax.Array | None, data: T, n: int) -> T:

@@ -88,6 +88,7 @@ from applicative.protocols.kinds import A_co, B, Dim, M, Measured, N, check_tag
 from applicative.protocols.operators import VectorSpace
 from applicative.records import record, static
 from applicative.stacked import (
+    along,
     check_stacked,
     floating,
     nested,
@@ -129,7 +130,7 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co], VectorSpace):
         """The series whose coefficients are ``elements`` sliced along the leading axis of every leaf."""
         check_tag(tag, "Cheb.stack")
         what = f"Cheb.stack[{tag.__name__}]"
-        data = jax.tree_util.tree_map(lambda leaf: floating(numeric(leaf, what)), elements)
+        data = along(elements, lambda leaf: floating(numeric(leaf, what)), what)
         n = stacked_size(data, what)
         return Cheb(data, tag, n, _points(what, n, points))
 
@@ -197,9 +198,10 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co], VectorSpace):
 
     def fmap(self, f: Callable[[A_co], B]) -> Cheb[N, B]:
         self._check("fmap")
-        values = jax.tree_util.tree_map(lambda leaf: chebyshev.to_values(leaf, self.points), self.data)
+        what = f"Cheb[{self.tag.__name__}].fmap"
+        values = along(self.data, lambda leaf: chebyshev.to_values(leaf, self.points), what)
         mapped = jax.vmap(f)(values)
-        coefficients = jax.tree_util.tree_map(lambda leaf: chebyshev.to_coefficients(leaf, self.size), mapped)
+        coefficients = along(mapped, lambda leaf: chebyshev.to_coefficients(leaf, self.size), what)
         return Cheb(coefficients, self.tag, self.size, self.points)
 
     def pair(self, other: Applicative[ChebOf[N], B]) -> Cheb[N, tuple[A_co, B]]:
@@ -214,7 +216,7 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co], VectorSpace):
             leaf = floating(jnp.asarray(leaf))
             return jnp.zeros((self.size, *leaf.shape), leaf.dtype).at[0].set(leaf)
 
-        return Cheb(jax.tree_util.tree_map(constant, b), self.tag, self.size, self.points)
+        return Cheb(along(b, constant, f"Cheb[{self.tag.__name__}].pure"), self.tag, self.size, self.points)
 
     def counit(self, module: Module[A_co] | None = None) -> A_co:
         """The integral over [-1, 1]."""
@@ -253,7 +255,7 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co], VectorSpace):
         return jax.tree_util.tree_map(lambda leaf: leaf.reshape(shape + leaf.shape[1:]), values)
 
     def _at(self, x: jax.Array, *rest: jax.Array) -> Any:
-        value = jax.tree_util.tree_map(lambda leaf: chebyshev.evaluate(leaf, x), self.data)
+        value = along(self.data, lambda leaf: chebyshev.evaluate(leaf, x), f"Cheb[{self.tag.__name__}].__call__")
         return value._at(*rest) if isinstance(value, Cheb) else value
 
     def largest(self) -> jax.Array:

@@ -195,6 +195,21 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         m = module if module is not None else arithmetic()
         return weighted_sum(m, self.valid().astype(jnp.result_type(float)), self.data, self.capacity)
 
+    def restack(self, f: Callable[[Any], Any], what: str) -> DenseTree[Any]:
+        """This tree or stack of trees holding ``f(data)`` (``f`` maps the stack's leading axes: a
+        Chebyshev transform of a function whose values are trees), on the one layout every tree of
+        the stack has: its values are mapped, never its layout. A stack whose trees differ in shape,
+        or cannot be shown to share one (traced, of no known origin), is a ValueError naming ``what``."""
+        shape = self._one_shape(what)
+        before, data = jax.tree_util.tree_leaves(self.data), f(self.data)
+        after = jax.tree_util.tree_leaves(data)
+        if not before:
+            return _tree(data, self.layout, self.capacity, self.origin)
+        # The element axes (after the slots) are kept; the new stack axes are those in front of the slots.
+        stack_axes = after[0].shape[: jnp.ndim(after[0]) - (jnp.ndim(before[0]) - jnp.ndim(self.layout.depth)) - 1]
+        layout = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (*stack_axes, self.capacity)), shape)
+        return _tree(data, layout, self.capacity, shape)
+
     def refine(self, other: DenseTree[object]) -> DenseTree[A_co]:
         """The same function on the common refinement of both shapes: fmap(fst, pair(self, other))."""
         return self.pair(other).fmap(_first)
@@ -284,6 +299,19 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
             "map over the stack"
         )
 
+    def _one_shape(self, what: str) -> Layout:
+        """The one layout of this tree, or of every tree of this stack (its origin, or its rows when
+        concrete and all alike); a ValueError naming ``what`` otherwise."""
+        if (shape := self._shape(None)) is not None:
+            return shape
+        if (shape := _alike_rows(self.layout)) is not None:
+            return shape
+        raise ValueError(
+            f"{what}: a stack of trees of different shapes (or, inside jit, of shapes not known to be one); "
+            "a map along the stack combines their values, so they need one shape: build them on one tree "
+            "(tree.with_elements(values)) or refine them to one first"
+        )
+
     def _single(self, op: str) -> None:
         """The tree is one tree, not a stack (its operations run under the stack's fmap)."""
         if jnp.ndim(self.layout.depth) != 1:
@@ -320,10 +348,15 @@ def _first(p: tuple[T, object]) -> T:
 
 
 def _take(data: T, index: jax.Array | np.ndarray) -> T:
-    """The stacked values at these slots (on the host for numpy data: no compilation per size)."""
+    """The stacked values at these slots. Gathered on the host for numpy data, and for concrete device
+    data at a host index (``_build``'s: a device array is copied to the host): a device gather from n
+    slots would compile once per leaf count n. Traced data, or a device index (``pair``'s), gather on
+    the device."""
 
     def one(leaf: Any) -> Any:
-        return jnp.asarray(np.take(leaf, index, 0)) if isinstance(leaf, np.ndarray) else jnp.take(leaf, index, 0)
+        if isinstance(leaf, np.ndarray) or (isinstance(index, np.ndarray) and not isinstance(leaf, jax.core.Tracer)):
+            return jnp.asarray(np.take(np.asarray(leaf), index, 0))
+        return jnp.take(leaf, index, 0)
 
     return cast(T, jax.tree_util.tree_map(one, data))
 
@@ -382,15 +415,23 @@ def _shared(data: T) -> T:
     whose rows share their shape, as a matrix's do): such rows then meet in the dense formulas."""
 
     def share(x: Any) -> Any:
-        if not isinstance(x, DenseTree) or x.origin is not None or isinstance(x.layout.depth, jax.core.Tracer):
+        if not isinstance(x, DenseTree) or x.origin is not None or (row := _alike_rows(x.layout)) is None:
             return x
-        arrays = [np.asarray(a) for a in (x.layout.depth, x.layout.hi, x.layout.lo)]
-        if not all((a == a[:1]).all() for a in arrays):
-            return x
-        row = Layout(*(jnp.asarray(a[0]) for a in arrays))
         return DenseTree(x.data, x.layout, x.capacity, row)
 
     return cast(T, jax.tree_util.tree_map(share, data, is_leaf=lambda x: isinstance(x, DenseTree)))
+
+
+def _alike_rows(layout: Layout) -> Layout | None:
+    """The one layout of a concrete stack of layouts whose every row is the same; None for a single
+    layout, a traced one, or rows that differ."""
+    arrays = [layout.depth, layout.hi, layout.lo]
+    if jnp.ndim(arrays[0]) < 2 or any(isinstance(a, jax.core.Tracer) for a in arrays):
+        return None
+    rows = [np.asarray(a).reshape(-1, np.shape(a)[-1]) for a in arrays]
+    if not all((r == r[:1]).all() for r in rows):
+        return None
+    return Layout(*(jnp.asarray(r[0]) for r in rows))
 
 
 # Provenance: which trees provably share one layout (see the module docstring).

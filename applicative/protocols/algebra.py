@@ -11,8 +11,9 @@ Ring laws:    a Module whose ``mul`` is associative and distributes over add,
 
 ``ARITHMETIC`` is ordinary ``+`` and ``*``, leafwise on any pytree: it is the
 Ring of Python floats, complex numbers and JAX arrays (any float dtype, kept),
-and the Module of any structure of them (a structure whose ``pair`` is not a
-zip, a ``ProductPairing``, is added through ``pair`` as ``Pointwise`` does). ``Pointwise(m)`` lifts a Module on
+and the Module of any structure of them (a structure whose leaves are not all
+coordinates, a ``Shaped`` one such as a tree or a distribution, is added
+through ``pair`` as ``Pointwise`` does). ``Pointwise(m)`` lifts a Module on
 ``A`` to one on ``Applicative[F, A]``, through ``fmap`` and ``pair``.
 """
 
@@ -25,7 +26,7 @@ from typing import Any, Generic, TypeVar, cast
 import jax
 import jax.numpy as jnp
 
-from applicative.protocols.applicative import Applicative, ProductPairing
+from applicative.protocols.applicative import Applicative, Shaped
 from applicative.protocols.kinds import A, F, R
 
 __all__ = [
@@ -83,7 +84,7 @@ def _zero_leaf(leaf: T) -> T:
 
 
 def _paired(x: object) -> bool:
-    return isinstance(x, ProductPairing)
+    return isinstance(x, Shaped)
 
 
 class Arithmetic(Ring[T]):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from applicative.protocols.functor import Functor
 from applicative.protocols.kinds import A_co, B, C, F
@@ -29,6 +29,7 @@ from applicative.protocols.kinds import A_co, B, C, F
 __all__ = [
     "Applicative",
     "ProductPairing",
+    "Shaped",
     "ap",
     "associativity_law",
     "left_unit_law",
@@ -57,7 +58,28 @@ class Applicative(Functor[F, A_co]):
         """The constant structure with value ``b``, shaped as the unit of ``pair`` with ``self``."""
 
 
-class ProductPairing:
+class Shaped:
+    """Marks a structure whose pytree holds more than its elements' coordinates: its shape is data (a
+    ``DenseTree``'s layout arrays) or its ``pair`` is not a zip (a distribution's outcomes and
+    weights). Shape is never an element: a structure that holds such structures (a Cheb whose values
+    are trees, a Vec of distributions) never adds, scales, transforms or sums their leaves. It reaches
+    them through their own operations: ``fmap`` and ``pair`` (ordinary arithmetic adds and scales
+    them through these, as ``Pointwise`` does), and ``restack`` for a linear map along a stack of them
+    (``applicative.stacked.along``: a Chebyshev transform of tree values)."""
+
+    def restack(self, f: Callable[[Any], Any], what: str) -> Any:
+        """This structure, or this stack of structures (a leading axis on every leaf), holding
+        ``f(elements)``: ``f`` maps the stacked elements' leading axes (adds, removes or transforms
+        them: a pad, an evaluation, a DCT) and keeps their element axes. Defined only where every
+        structure of the stack has one shape, which the result keeps; ``what`` names the operation
+        in errors. The default refuses, naming the structure: its leaves are not coordinates."""
+        raise TypeError(
+            f"{what}: the elements are {type(self).__name__}s, whose leaves are not coordinates; a linear map "
+            "along the structure (a Chebyshev transform, a sum of leaves) cannot combine them"
+        )
+
+
+class ProductPairing(Shaped):
     """Marks a structure whose ``pair`` is not a zip of two equal shapes (a distribution's is the
     independent product, a tree's the common refinement): a pointwise sum of two such structures is
     not a sum of their leaves, so ordinary arithmetic sums them through ``pair``."""

@@ -14,10 +14,16 @@ array axes. Such a structure shows them by reporting
     Compose of two of these   both axes (the product measure)
     DenseTree of n slots      one axis of length n, Gram matrix diag(2^-depth): a measure that is data
 
-A measure that is data (a tree's shape) comes with an identity of that data,
-``Axis.shape``: two such axes meet in a product only if they share it (the
-same tree, or trees built from it). Two trees of different shapes do not:
-the linear algebra then takes the generic definition, which refines them.
+Two axes meet in a product (their coordinates contracted through one Gram
+matrix) only when they are provably one measure (``Axis.__eq__``): the same
+kind, tag and size, and the same ``Axis.shape``, which for a measure that is
+data (a tree's shape, a mesh's nodes) is the identity of that data: the same
+tree, or trees built from it; equal node tuples. An axis whose ``shape`` is
+None says its Gram matrix is the whole measure: two such axes meet when their
+Gram matrices are one object or equal concrete arrays, never when they are
+traced. Two axes that do not meet make the linear algebra take the generic
+definition, which refines (two trees) or raises (a user's ``pair``); a dense
+formula never runs on two measures.
 
 Under ordinary arithmetic, ``applicative.linalg`` then computes each operation
 by one dense formula, the coordinates contracted through the Gram matrices of
@@ -68,7 +74,15 @@ __all__ = ["Axis", "Dense", "nest", "to_array"]
 @dataclass(frozen=True)
 class Axis:
     """One array axis of a dense structure: which structure and tag, its size, and the Gram matrix of
-    its basis. Two axes meet in a product only if they are equal (kind, tag, size, shape)."""
+    its basis. Two axes meet in a product only if they are equal: provably one measure (``__eq__``).
+
+    What an instance puts in it so that two of its values meet correctly: its name, tag and size; its
+    Gram matrix; and, if that matrix is computed from the structure's data (a mesh's trapezoid
+    weights, a tree's 2^-depth), a ``shape`` equal exactly when the measures are equal: a hashable
+    value (the mesh's nodes as a tuple of floats, kept as static pytree metadata so that no other
+    structure's operation ever transforms them), or an identity that the data carries with it (a
+    ``DenseTree``'s layout provenance). A constant Gram matrix (a Vec's, a Cheb's) leaves ``shape``
+    None and is compared itself, by object (a cached array: free) or by value."""
 
     kind: str
     """The structure's name, for messages: "Vec", "Cheb"."""
@@ -79,7 +93,8 @@ class Axis:
     """The Gram matrix (size x size), or its diagonal (size,); None: the identity. A diagonal may
     be data (a traced array), as a tree's measure is."""
     shape: object = field(default=None, repr=False)
-    """The identity of a measure that is data (compared with ``==``); None for a constant one."""
+    """The identity of a measure that is data (compared with ``==``: equal exactly when the measures
+    are); None where the Gram matrix alone is the measure (then the matrices themselves are compared)."""
     exact: int | None = field(default=None, compare=False, repr=False)
     """How many leading coordinates along this axis may be nonzero for the dense formulas to equal the
     generic definitions. None: every coordinate (a Vec, a tree; a Legendre series, whose counit 2 c_0
@@ -88,9 +103,31 @@ class Axis:
     nonzero values, so the two agree for products of degree below N. The law suite
     (``applicative.laws.check_dense``) checks the relation on such elements."""
 
+    def __eq__(self, other: object) -> bool:
+        """Whether the two axes are provably one measure: the same kind, tag and size, and either the
+        same ``shape`` (not None) or, where ``shape`` is None, Gram matrices that are both None, one
+        object, or equal concrete arrays. Traced Gram matrices without a ``shape`` are never equal:
+        their values cannot be compared while tracing."""
+        if not isinstance(other, Axis):
+            return NotImplemented
+        if (self.kind, self.tag, self.size) != (other.kind, other.tag, other.size) or self.shape != other.shape:
+            return False
+        return self.shape is not None or _same_gram(self.gram, other.gram)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.tag, self.size))
+
     def __str__(self) -> str:
         tag = "" if self.tag is None else f"[{self.tag.__name__}]"
         return f"{self.kind}{tag} of size {self.size}"
+
+
+def _same_gram(a: np.ndarray | jax.Array | None, b: np.ndarray | jax.Array | None) -> bool:
+    if a is b:
+        return True
+    if a is None or b is None or isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer):
+        return False
+    return bool(np.array_equal(np.asarray(a), np.asarray(b)))
 
 
 class Dense(Applicative[F, A_co]):

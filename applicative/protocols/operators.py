@@ -58,7 +58,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from applicative.protocols.applicative import Applicative, ProductPairing
+from applicative.protocols.applicative import Applicative, Shaped
 from applicative.protocols.dense import Dense
 
 __all__ = ["Scalar", "VectorSpace"]
@@ -140,13 +140,13 @@ def _is_structure(x: object) -> bool:
 
 
 def _stacked(x: Applicative[Any, Any]) -> Dense[Any, Any] | None:
-    """``x`` if it is a Dense structure whose pair is a zip and whose elements hold no structure whose
-    pair is a product: then its elements' leaves are coordinates, which add and scale at once; None
+    """``x`` if it is a Dense structure whose leaves are all coordinates (neither it nor its elements
+    ``Shaped``): then its elements' leaves are coordinates, which add and scale at once; None
     otherwise (then through fmap)."""
-    if not isinstance(x, Dense) or isinstance(x, ProductPairing) or x.axes() is None:
+    if not isinstance(x, Dense) or isinstance(x, Shaped) or x.axes() is None:
         return None
-    nodes = jax.tree_util.tree_leaves(x.elements(), is_leaf=lambda n: isinstance(n, ProductPairing))
-    return None if any(isinstance(node, ProductPairing) for node in nodes) else x
+    nodes = jax.tree_util.tree_leaves(x.elements(), is_leaf=lambda n: isinstance(n, Shaped))
+    return None if any(isinstance(node, Shaped) for node in nodes) else x
 
 
 def _count(x: Dense[Any, Any]) -> int:

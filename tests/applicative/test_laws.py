@@ -25,11 +25,12 @@ from applicative import (
     VecOf,
     as_vec,
     laws,
+    linalg,
     record,
     strategies,
 )
 from applicative.instances import chebyshev
-from applicative.protocols.algebra import Arithmetic, Real
+from applicative.protocols.algebra import Arithmetic, Module, Real
 from applicative.strategies import Law
 from tests.applicative.dims import Seq
 
@@ -227,3 +228,65 @@ def test_float32_structures_pass_the_laws_with_the_default_tolerances() -> None:
     example = hypothesis.find(float32, lambda _: True)
     assert {leaf.dtype for leaf in jax.tree_util.tree_leaves(example)} == {np.dtype(np.float32)}
     assert "counit additivity" in laws.check_laws(float32, max_examples=10)
+
+
+def test_the_dense_check_refuses_an_exactness_that_leaves_nothing_to_compare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Axis.exact = 0 would set every coordinate to zero and compare zeros: an error, never a pass."""
+    _cheb_hook(monkeypatch, gram=chebyshev.gram, exact=lambda n: 0)
+    with pytest.raises(AssertionError, match=r"dense exactness: Cheb\[Law\] of size \d+ declares Axis.exact = 0"):
+        laws.check_dense(_chebs(4), max_examples=1)
+
+
+def _formula(monkeypatch: pytest.MonkeyPatch, op: str, change: Callable[[Any], Any]) -> None:
+    """The linear algebra's dense formula for ``op`` replaced by ``change`` of its result (coordinates, shells)."""
+    original = linalg._dense
+
+    def patched(name: str, spec: str, ring: Any, *operands: object) -> Any:
+        out = original(name, spec, ring, *operands)
+        return change(out) if out is not None and name == op else out
+
+    monkeypatch.setattr(linalg, "_dense", patched)
+
+
+@pytest.mark.parametrize("triples", [strategies.vec_triples, strategies.cheb_triples])
+def test_the_dense_check_catches_a_formula_that_transposes_its_result(
+    monkeypatch: pytest.MonkeyPatch, triples: Callable[[], st.SearchStrategy[laws.Triple]]
+) -> None:
+    """mul_mmt(a, b) = b a^T: a formula giving a b^T passes on a = b, so the check needs two matrices."""
+    _formula(monkeypatch, "mul_mmt", lambda out: (out[0].T, out[1]))
+    with pytest.raises(AssertionError, match=r"the Dense hook fails 'dense mul_mmt'"):
+        laws.check_dense(triples(), max_examples=3)
+
+
+def test_the_dense_check_catches_a_hook_that_declines_one_operation(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = linalg._dense
+    monkeypatch.setattr(linalg, "_dense", lambda op, *rest: None if op == "mul_vm" else original(op, *rest))
+    with pytest.raises(AssertionError, match=r"dense mul_vm: the dense formula did not run"):
+        laws.check_dense(strategies.vec_triples(), max_examples=1)
+
+
+@record
+class SquaringVec(Vec[Seq, jax.Array]):
+    """A counit that sums squares (not linear); its Dense hook, a Vec's, is right."""
+
+    def fmap(self, f: Callable[[jax.Array], Any]) -> Vec[Seq, Any]:
+        out = super().fmap(f)
+        return SquaringVec(out.data, out.tag, out.size)
+
+    def pair(self, other: Applicative[VecOf[Seq], Any]) -> Vec[Seq, Any]:
+        out = super().pair(other)
+        return SquaringVec(cast(jax.Array, out.data), out.tag, out.size)
+
+    def counit(self, module: Module[jax.Array] | None = None) -> jax.Array:
+        return jnp.sum(self.data**2)
+
+
+def _squaring(x: Applicative[Any, Any]) -> SquaringVec:
+    v = as_vec(x)
+    return SquaringVec(v.data, v.tag, v.size)
+
+
+def test_the_dense_check_blames_a_wrong_counit_not_the_hook() -> None:
+    structures = strategies.vec_triples().map(lambda t: (_squaring(t[0]), _squaring(t[1]), _squaring(t[2])))
+    with pytest.raises(AssertionError, match=r"the counit fails 'counit additivity', so the Dense hook cannot be"):
+        laws.check_dense(structures, max_examples=3)

@@ -1,0 +1,192 @@
+"""Structures of structures: a shape is never an element, two axes meet only on one measure, and the
+leaves' array type never changes the formula (docs/design.md, "Composition is the point").
+
+Each case is a composition that once gave wrong numbers with no error, checked against an
+independent float64 numpy computation: a function over trees (a ``Cheb`` whose values are
+``DenseTree`` s), trees of trees of different shapes, two measures of one tag and size, and
+numpy leaves eagerly against the same structure under ``jit``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpy.polynomial.chebyshev as C
+import pytest
+import scipy.fft
+
+from applicative import (
+    Axis,
+    Cheb,
+    Compose,
+    DenseTree,
+    Dim,
+    Vec,
+    as_dense_tree,
+    dot,
+    mul_mmt,
+    nn,
+    record_fast_paths,
+    to_array,
+)
+from applicative.instances import dyadic
+from tests.applicative.dims import Hidden, Model, Seq
+
+rng = np.random.default_rng(32)
+
+
+class X(Dim):
+    """The variable of the query function."""
+
+
+BALANCED = (((None, None), (None, None)), ((None, None), (None, None)))
+UNBALANCED = (None, ((None, (None, None)), ((None, None), (None, (None, None)))))
+
+
+def _leaf_measure(shape: Any) -> np.ndarray:
+    """2^-depth of each leaf, left to right, from the nested shape (the recursive specification)."""
+    measure: np.ndarray = np.ldexp(1.0, -np.asarray(dyadic.depths_of(shape, "test")))
+    return measure
+
+
+def _attention_at_points(q: np.ndarray, k: np.ndarray, v: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Softmax attention against the keys' measure w: sum_i w_i e^(s_i) v_i / sum_i w_i e^(s_i)."""
+    s = q @ k.T / np.sqrt(k.shape[1])
+    p = w * np.exp(s - s.max(axis=-1, keepdims=True))
+    attended: np.ndarray = (p / p.sum(axis=-1, keepdims=True)) @ v
+    return attended
+
+
+@pytest.mark.parametrize("shape", [BALANCED, UNBALANCED], ids=["balanced", "unbalanced"])
+@pytest.mark.parametrize("values_on", ["own tree", "keys' layout"])
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_a_function_attends_over_trees_by_their_values_not_their_layout(
+    shape: Any, values_on: str, jitted: bool
+) -> None:
+    # Queries: a function of x with values in R^4; keys and values: the leaves of a tree. The scores
+    # are a Cheb whose values are trees; the softmax maps them through the Cheb's transforms, which
+    # must reach the trees' values only (an identity through the DCT once turned depth 3 into 2.99...).
+    n, leaves = 8, len(dyadic.depths_of(shape, "test"))
+    q_coefficients = np.zeros((n, 4))
+    q_coefficients[:3] = rng.normal(size=(3, 4))
+    k, v = rng.normal(size=(leaves, 4)), rng.normal(size=(leaves, 3))
+    queries = Cheb.stack(Vec.from_array(q_coefficients, X, Model).data, X)
+    keys = DenseTree.stack(shape, Vec.from_array(k, Seq, Model).data, capacity=leaves + 2)
+    if values_on == "own tree":
+        values = DenseTree.stack(shape, Vec.from_array(v, Seq, Hidden).data, capacity=leaves + 2)
+    else:  # on the keys' layout, its two padding slots holding copies of the first leaf's value
+        values = keys.with_elements(Vec.from_array(np.concatenate([v, v[:1], v[:1]]), Seq, Hidden).data)
+    run = jax.jit(nn.attention) if jitted else nn.attention
+    out = to_array(run(queries, keys, values))
+
+    # Direct: attention at the 2N Chebyshev points fmap samples, back to N coefficients by scipy's DCT.
+    at_points = _attention_at_points(C.chebval(C.chebpts1(2 * n)[::-1], q_coefficients).T, k, v, _leaf_measure(shape))
+    expected = scipy.fft.dct(at_points, type=2, axis=0)[:n] / (2 * n)
+    expected[0] /= 2
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+
+
+def _trees(shapes: list[Any], capacity: int) -> list[DenseTree[jax.Array]]:
+    sizes = [len(dyadic.depths_of(s, "test")) for s in shapes]
+    return [DenseTree.stack(s, jnp.asarray(rng.normal(size=n)), capacity) for s, n in zip(shapes, sizes, strict=True)]
+
+
+def test_a_function_whose_values_are_trees_maps_their_values_and_keeps_their_shape() -> None:
+    trees = _trees([UNBALANCED] * 4, capacity=9)
+    f = Cheb.of(trees, X)
+    for g in (f.fmap(lambda t: t), f.pure(trees[0])):
+        inner = g.data
+        assert isinstance(inner, DenseTree)
+        assert inner.layout.depth.dtype == jnp.int32
+        # Every coefficient keeps the layout, exactly (integers, not a transform's 2.9999...).
+        for row in np.asarray(inner.layout.depth):
+            np.testing.assert_array_equal(row, np.asarray(trees[0].layout.depth))
+    np.testing.assert_allclose(f.fmap(lambda t: t).data.data, f.data.data, rtol=0, atol=1e-14)
+    # pure is the constant function: the tree in the first coefficient, zero trees after.
+    constant = f.pure(trees[1]).data.data
+    np.testing.assert_array_equal(constant[0], trees[1].data)
+    np.testing.assert_array_equal(constant[1:], 0.0)
+    # Evaluation at x gives the tree of sum_n c_n T_n(x) at each leaf, on the same shape.
+    x = 0.3
+    at_x = f(x)
+    assert isinstance(at_x, DenseTree)
+    assert at_x.shape == UNBALANCED
+    expected = C.chebval(x, np.stack([np.asarray(t.data) for t in trees]))
+    np.testing.assert_allclose(at_x.data, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_function_whose_values_are_trees_of_different_shapes_is_refused() -> None:
+    trees = _trees([BALANCED, UNBALANCED], capacity=9)
+    with pytest.raises(ValueError, match=r"Cheb\.stack\[X\]: a stack of trees of different shapes"):
+        Cheb.of(trees, X)
+
+
+def _integral_of_product(a: DenseTree[Any], b: DenseTree[Any]) -> float:
+    """The integral over [0, 1] of the product of two piecewise-constant functions, on the finest
+    dyadic grid either needs (numpy: each leaf's value repeated over its 2^(deepest - depth) cells)."""
+    deepest = max(*a.depths(), *b.depths())
+
+    def cells(t: DenseTree[Any]) -> np.ndarray:
+        return np.repeat(np.asarray(t.data)[: t.count()], [2 ** (deepest - d) for d in t.depths()])
+
+    return float(np.mean(cells(a) * cells(b)))
+
+
+def test_trees_whose_rows_are_trees_of_different_shapes_contract_each_row_on_its_own_shape() -> None:
+    # A tree of two leaves whose values are trees of different shapes (one capacity): a matrix whose
+    # rows have different measures. Only rows that all share one shape may be contracted as one.
+    rows = [
+        DenseTree.from_nested((1.0, (2.0, 3.0)), capacity=4),
+        DenseTree.from_nested(((2.0, 1.0), (3.0, 4.0)), capacity=4),
+    ]
+    m = DenseTree.of((None, None), rows)
+    expected = np.array([[_integral_of_product(r, s) for r in rows] for s in rows])
+    for run in (mul_mmt, jax.jit(mul_mmt)):
+        got = as_dense_tree(run(m, m)).data  # one tree of the rows' results, each a tree of two leaves
+        np.testing.assert_allclose(np.asarray(got.data), expected, rtol=1e-14)
+
+
+def test_two_measures_of_one_tag_and_size_never_meet_in_a_dense_formula() -> None:
+    # Two axes with the same kind, tag and size but different Gram matrices (a measure computed from
+    # data, its ``shape`` left None) are two measures: equal only if their matrices are.
+    def axis(gram: Any) -> Axis:
+        return Axis("Mesh", Seq, 3, gram)
+
+    a, b = np.array([0.25, 0.5, 0.25]), np.array([0.1, 0.6, 0.3])
+    assert axis(a) == axis(a.copy())
+    assert axis(a) == axis(a)
+    assert axis(a) != axis(b)
+    assert axis(None) != axis(a)
+    # Traced matrices cannot be compared by value: no proof, no dense formula (unless one object).
+    assert not bool(jax.jit(lambda g, h: jnp.asarray(axis(g) == axis(h)))(a, a.copy()))
+    assert bool(jax.jit(lambda g: jnp.asarray(axis(g) == axis(g)))(a))
+
+
+def _structures(leaves: Any) -> dict[str, Any]:
+    """One scalar structure of each dense kind, its coordinates ``leaves`` (numpy or JAX) unconverted."""
+    n = 6
+    layout = dyadic.layout(dyadic.depths_of(UNBALANCED, "test"), 11)
+    return {
+        "Vec": Vec(leaves(rng.normal(size=n)), Seq, n),
+        "Cheb": Cheb(leaves(rng.normal(size=n)), X, n, 2 * n),  # every coefficient: past Axis.exact
+        "Compose": Compose(Vec(Cheb(leaves(rng.normal(size=(3, 2))), X, 2, 4), Seq, 3)),
+        "DenseTree": DenseTree(leaves(rng.normal(size=11)), layout, 11),
+    }
+
+
+@pytest.mark.parametrize("kind", ["Vec", "Cheb", "Compose", "DenseTree"])
+def test_numpy_leaves_take_the_formula_they_take_under_jit(kind: str) -> None:
+    seed = rng.bit_generator.state
+    host = _structures(np.asarray)[kind]
+    rng.bit_generator.state = seed
+    device = _structures(jnp.asarray)[kind]
+    with record_fast_paths() as taken:
+        eager_host = dot(host, host)
+    assert taken == ["dot"]
+    eager_device = dot(device, device)
+    jitted = jax.jit(dot)(host, host)
+    np.testing.assert_allclose(eager_host, eager_device, rtol=1e-14)
+    np.testing.assert_allclose(eager_host, jitted, rtol=1e-14)
