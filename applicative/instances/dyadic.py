@@ -66,9 +66,14 @@ class Layout:
 def layout(depths: Sequence[int] | np.ndarray, capacity: int, what: str = "layout") -> Layout:
     """The layout of the tree whose leaves, left to right, have these depths, in ``capacity`` slots.
 
-    Raises a ValueError naming ``what`` if a depth exceeds ``MAX_DEPTH``, the tree has more leaves
-    than ``capacity``, or the depths are not those of a binary tree (intervals that do not tile
-    [0, 1) in order)."""
+    Raises a TypeError naming ``what`` if ``capacity`` is not an int (a bool is not one), and a
+    ValueError if a depth exceeds ``MAX_DEPTH``, the tree has more leaves than ``capacity``, or the
+    depths are not those of a binary tree (intervals that do not tile [0, 1) in order)."""
+    if isinstance(capacity, bool) or not isinstance(capacity, int | np.integer):
+        raise TypeError(
+            f"{what}: the capacity must be a positive int (not a bool), got {capacity!r} of type "
+            f"{type(capacity).__name__}"
+        )
     d = np.asarray(depths)
     if d.ndim != 1 or d.size == 0 or not np.issubdtype(d.dtype, np.integer):
         raise ValueError(f"{what}: leaf depths must be a non-empty list of integers, got {depths!r}")
@@ -79,7 +84,7 @@ def layout(depths: Sequence[int] | np.ndarray, capacity: int, what: str = "layou
         )
     if d.min() < 0:
         raise ValueError(f"{what}: negative leaf depth {int(d.min())}")
-    if not isinstance(capacity, int | np.integer) or isinstance(capacity, bool) or capacity < d.size:
+    if capacity < d.size:
         raise ValueError(f"{what}: a tree of {d.size} leaves does not fit in capacity {capacity!r}")
     lengths = np.left_shift(np.int64(1), MAX_DEPTH - d.astype(np.int64))
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])

@@ -11,8 +11,10 @@ block, a cross-attention block if it has a memory, and a feed-forward block (``l
 or feed-forward block is itself a ``Layer`` (a map of a sequence to itself), so an ``Encoder`` may
 stack blocks.
 
-Built, a block checks that its parts meet on the model's features (the attention's queries, keys and
-values, the MLP's output, the norm), naming the block and both parts (``nn._parts``).
+Built, a block checks that its parts are of their kinds (a TypeError naming the block, the field, and
+what it must be and got) and meet on the model's features (the attention's queries, keys and values,
+the MLP's output, the norm), naming the block and both parts (``nn._parts``). A cross-attention block
+checks the memory it is called with against the features its keys and values read.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, N
 from applicative.nn._base import Draw, Matrix, Variance, by_measure, compiled_init, floating_template
 from applicative.nn._linear import outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
-from applicative.nn._parts import Checked, Level, Mark, agree, level, mark
+from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, of_kind
 from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
@@ -45,6 +47,9 @@ E = TypeVar("E", bound=Measured)  # the memory's features
 Heads = TypeVar("Heads", bound=Measured)
 Hk = TypeVar("Hk", bound=Measured)  # a head's query/key (and value) features
 Hidden = TypeVar("Hidden", bound=Measured)
+
+NORM = (LayerNorm, type(None))
+"""What a block's norm may be (``of_kind``): a pre-norm, or none."""
 
 
 def norm_each(norm: LayerNorm[D] | None, x: Matrix[I, D]) -> Matrix[I, D]:
@@ -99,6 +104,7 @@ class SelfAttentionBlock(Checked, Generic[Heads, D, Hk]):
     _checked: Mark = mark()
 
     def _check(self) -> tuple[object, ...]:
+        of_kind("SelfAttentionBlock", ("attention", self.attention, MultiHeadAttention), ("norm", self.norm, NORM))
         return check_blocks("SelfAttentionBlock", attention=self.attention, norms=(("the norm", self.norm),))
 
     def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None) -> Matrix[S, D]:
@@ -141,9 +147,15 @@ class CrossAttentionBlock(Checked, Generic[Heads, D, E, Hk]):
     _checked: Mark = mark()
 
     def _check(self) -> tuple[object, ...]:
+        of_kind("CrossAttentionBlock", ("attention", self.attention, MultiHeadAttention), ("norm", self.norm, NORM))
         return check_blocks("CrossAttentionBlock", cross=self.attention, norms=(("the norm", self.norm),))
 
     def __call__(self, x: Matrix[I, D], memory: Matrix[F, E], mask: Matrix[I, F] | None = None) -> Matrix[I, D]:
+        """Checks (static: kinds, tags, sizes) that ``memory`` is a structure of the features the keys and
+        values read: else a TypeError or ValueError naming ``CrossAttentionBlock`` and both."""
+        check_nesting("CrossAttentionBlock", None, ("memory", memory, 2))
+        features, reads = level(memory, 1), features_of(self.attention)[1]
+        agree("CrossAttentionBlock", ("the memory's features are", features), ("its keys and values read", reads))
         return add(x, self.attention(norm_each(self.norm, x), memory, mask))
 
     @staticmethod
@@ -184,6 +196,7 @@ class FeedForward(Checked, Generic[D, Hidden]):
     _checked: Mark = mark()
 
     def _check(self) -> tuple[object, ...]:
+        of_kind("FeedForward", ("mlp", self.mlp, MLP), ("norm", self.norm, NORM))
         return check_blocks("FeedForward", mlp=self.mlp, norms=(("the norm", self.norm),))
 
     def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]:

@@ -4,7 +4,9 @@ A module whose parts meet (a ``Linear``'s weight and bias, an ``MLP``'s two maps
 key) checks when it is built that they meet on one structure: the same kind, dimension tag and size
 (``Vec[Model] of size 64``), as its ``Dense`` levels show them. A mismatch raises a ValueError that
 names the module and both parts; without the check it would fail on first use, naming a linear
-algebra operation (``mul_mmt``), or not at all.
+algebra operation (``mul_mmt``), or not at all. A block or a layer also checks that each part is of
+its kind (``of_kind``: a None attention, an MLP in a norm's place, a TypeError naming the module, the
+field, what it must be and what it got); JAX's rebuilds keep every part's class, so they pass it.
 
 The checks read only static structure (kinds, tags, sizes: pytree metadata), never values, so they
 add nothing to a compiled function. JAX rebuilds models through their dataclass ``__init__``
@@ -56,6 +58,7 @@ __all__ = [
     "level",
     "mark",
     "nested",
+    "of_kind",
     "stacked",
     "visible",
 ]
@@ -165,6 +168,20 @@ def agree(module: str, *parts: tuple[str, Level | None]) -> None:
         first, first_axes = shown[0]
         if _key(axes) != _key(first_axes):
             raise ValueError(f"{module}: {first} {_describe(first_axes)} but {subject} {_describe(axes)}")
+
+
+def of_kind(module: str, *parts: tuple[str, object, type | tuple[type, ...]]) -> None:
+    """Raise a TypeError naming ``module`` unless each part (field, value, class or classes; ``type(None)``
+    where the field may be None) is an instance of its class. JAX rebuilds a module around parts of
+    the classes it was flattened from, so a rebuild never fails this: only a module built of parts of
+    the wrong kind (a None attention, an MLP in a norm's place) does."""
+    for field, value, kind in parts:
+        if not isinstance(value, kind):
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            expected = " or ".join(k.__name__ for k in kinds if k is not type(None))
+            expected += " or None" if type(None) in kinds else ""
+            given = "None" if value is None else type(value).__name__
+            raise TypeError(f"{module}: {field} must be of type {expected}, got {given}")
 
 
 def nested(module: str, *parts: tuple[str, object, int]) -> None:

@@ -41,10 +41,10 @@ from typing_extensions import TypeVar as TypeVar_
 from applicative.linalg import add, check_nesting
 from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit, features_of
 from applicative.nn._base import Draw, Matrix, Variance, as_draw, by_measure, compiled_init
-from applicative.nn._blocks import CrossAttentionBlock, FeedForward, SelfAttentionBlock, check_blocks, norm_each
+from applicative.nn._blocks import NORM, CrossAttentionBlock, FeedForward, SelfAttentionBlock, check_blocks, norm_each
 from applicative.nn._linear import Linear, inputs_of, outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
-from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested
+from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested, of_kind
 from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
@@ -102,6 +102,19 @@ class CrossLayer(Protocol[S, D, E]):
     ) -> Matrix[S, D]: ...
 
 
+def _norms(module: str, norms: object, kinds: tuple[type | tuple[type, ...], ...]) -> tuple[tuple[str, object], ...]:
+    """A layer's ``norms`` named for ``check_blocks`` ("norms[i]"), once checked to be None or a tuple of
+    one per block, each of its kind (``of_kind``); else a TypeError naming ``module``."""
+    if norms is None:
+        return ()
+    if not isinstance(norms, tuple) or len(norms) != len(kinds):
+        given = f"a tuple of {len(norms)}" if isinstance(norms, tuple) else type(norms).__name__
+        raise TypeError(f"{module}: norms must be None or a tuple of {len(kinds)}, one per block, got {given}")
+    named = tuple((f"norms[{i}]", norm) for i, norm in enumerate(norms))
+    of_kind(module, *((name, norm, kind) for (name, norm), kind in zip(named, kinds, strict=True)))
+    return named
+
+
 def _mixed_norms(op: str, *blocks: tuple[str, object]) -> ValueError:
     """The error for blocks of which some have a norm and some none: a layer's norms are all or nothing."""
     which = ", ".join(f"the {name} block {'none' if norm is None else 'a LayerNorm'}" for name, norm in blocks)
@@ -122,7 +135,8 @@ class EncoderLayer(Checked, Generic[Heads, D, Hk, Hidden]):
     _checked: Mark = mark()
 
     def _check(self) -> tuple[object, ...]:
-        named = tuple((f"norms[{i}]", norm) for i, norm in enumerate(_tuple(self.norms)))
+        of_kind("EncoderLayer", ("attention", self.attention, MultiHeadAttention), ("mlp", self.mlp, MLP))
+        named = _norms("EncoderLayer", self.norms, (LayerNorm, LayerNorm))
         return check_blocks("EncoderLayer", attention=self.attention, mlp=self.mlp, norms=named)
 
     @property
@@ -136,7 +150,12 @@ class EncoderLayer(Checked, Generic[Heads, D, Hk, Hidden]):
     def from_blocks(
         attention: SelfAttentionBlock[Heads, D, Hk], feed_forward: FeedForward[D, Hidden]
     ) -> EncoderLayer[Heads, D, Hk, Hidden]:
-        """The layer that runs these blocks (either both have a norm or neither: a ValueError otherwise)."""
+        """The layer that runs these blocks (either both have a norm or neither: a ValueError otherwise;
+        a block of another kind: a TypeError)."""
+        of_kind(
+            "EncoderLayer.from_blocks", ("attention", attention, SelfAttentionBlock),
+            ("feed_forward", feed_forward, FeedForward),
+        )  # fmt: skip
         n1, n2 = attention.norm, feed_forward.norm
         if (n1 is None) != (n2 is None):
             raise _mixed_norms("EncoderLayer.from_blocks", ("self-attention", n1), ("feed-forward", n2))
@@ -165,7 +184,11 @@ class DecoderLayer(Checked, Generic[Heads, D, E, Hk, Hidden]):
     _checked: Mark = mark()
 
     def _check(self) -> tuple[object, ...]:
-        named = tuple((f"norms[{i}]", norm) for i, norm in enumerate(_tuple(self.norms)))
+        of_kind(
+            "DecoderLayer", ("attention", self.attention, MultiHeadAttention),
+            ("cross", self.cross, (MultiHeadAttention, type(None))), ("mlp", self.mlp, MLP),
+        )  # fmt: skip
+        named = _norms("DecoderLayer", self.norms, (LayerNorm, NORM, LayerNorm))
         return check_blocks("DecoderLayer", attention=self.attention, cross=self.cross, mlp=self.mlp, norms=named)
 
     @property
@@ -186,7 +209,11 @@ class DecoderLayer(Checked, Generic[Heads, D, E, Hk, Hidden]):
         feed_forward: FeedForward[D, Hidden],
     ) -> DecoderLayer[Heads, D, E, Hk, Hidden]:
         """The layer that runs these blocks (``cross=None``: no cross attention); either every block
-        has a norm or none has (a ValueError otherwise)."""
+        has a norm or none has (a ValueError otherwise; a block of another kind: a TypeError)."""
+        of_kind(
+            "DecoderLayer.from_blocks", ("attention", attention, SelfAttentionBlock),
+            ("cross", cross, (CrossAttentionBlock, type(None))), ("feed_forward", feed_forward, FeedForward),
+        )  # fmt: skip
         n1, n3 = attention.norm, feed_forward.norm
         crossed = [] if cross is None else [("cross-attention", cross.norm)]
         blocks = [("self-attention", n1), *crossed, ("feed-forward", n3)]

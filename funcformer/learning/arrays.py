@@ -51,8 +51,8 @@ import numpy as np
 
 from applicative.instances.chebyshev import lobatto_to_coefficients
 from funcformer._fields import check_fields
-from funcformer.learning.data import SCALE_SEED
-from funcformer.learning.metric import truncate
+from funcformer.learning.data import SCALE_SAMPLES, SCALE_SEED
+from funcformer.learning.metric import real_array, series_norm, truncate
 from funcformer.learning.problem import Dataset, Problem
 from funcformer.learning.settings import RunConfig
 from funcformer.model import ModelConfig
@@ -127,8 +127,11 @@ def from_arrays(
     ``output`` name them in messages and figures. ``model`` is the default model (default
     ``ModelConfig(n=n, mixers="k")``, kernel integrals along x and y; its n must be the inputs'), and
     ``normalise`` the inputs' normalisation (default ``unnormalised``). ``RunConfig.of(problem)`` trains on
-    the whole training set. Arrays of other shapes, counts or kinds, non-finite values, or a model of
-    another resolution raise a ValueError or a TypeError."""
+    the whole training set. Arrays of other shapes, counts or kinds (a list of arrays of different shapes,
+    complex numbers), fewer than 2 samples, NaN or infinite values, values too large to measure (a
+    sample whose L2 norm overflows float64), outputs that are all zero where the output scale is taken
+    (no scale to normalise the targets by), or a model of another resolution raise a ValueError or a
+    TypeError naming the array."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"from_arrays: name must be a non-empty string, got {name!r}")
     x = _real(inputs, f"from_arrays({name!r}): inputs")
@@ -141,19 +144,30 @@ def from_arrays(
             f"{x.shape[0]} and m >= n = {x.shape[1]}, got {u.shape}"
         )
     samples, n = x.shape[0], x.shape[1]
+    if samples < 2:
+        raise ValueError(
+            f"from_arrays({name!r}): {samples} sample{'s' * (samples != 1)}; at least 2 are needed, one to train "
+            "on and one to test on (test_size)"
+        )
     if isinstance(test_size, bool) or not isinstance(test_size, int | np.integer) or not 1 <= test_size < samples:
         raise ValueError(
             f"from_arrays({name!r}): test_size must be an int from 1 to {samples - 1} (the samples less one for "
             f"training), got {test_size!r}"
         )
     for array, what in ((x, "inputs"), (u, "outputs")):
-        if not np.all(np.isfinite(array)):
-            raise ValueError(f"from_arrays({name!r}): the {what} contain NaN or infinite values")
+        _check_values(f"from_arrays({name!r})", array, what)
     if model is not None and model.n != n:
         raise ValueError(f"from_arrays({name!r}): the model's n = {model.n} differs from the inputs' n = {n}")
     train = samples - int(test_size)
-    data = ArraysDataConfig(n, u.shape[1], train, int(test_size), _fingerprint(x, u))
     targets = truncate(u, n)
+    scaled = min(train, SCALE_SAMPLES)  # the training samples data.output_scale averages over
+    if not np.any(targets[:scaled]):
+        raise ValueError(
+            f"from_arrays({name!r}): the outputs are all zero in their first {n} x {n} coefficients (the model's "
+            f"resolution) over the {scaled} training samples that set the output scale (data.output_scale): "
+            "there is no scale to normalise the targets by"
+        )
+    data = ArraysDataConfig(n, u.shape[1], train, int(test_size), _fingerprint(x, u))
     for array in (x, u, targets):
         array.flags.writeable = False
     label = title or name
@@ -238,13 +252,29 @@ def from_values(
 
 
 def _real(array: np.ndarray, what: str) -> np.ndarray:
-    """``array`` as a new float64 array; a TypeError unless it holds real numbers (floats or integers)."""
-    given = np.asarray(array)
-    if given.dtype == np.bool_ or not (
-        np.issubdtype(given.dtype, np.floating) or np.issubdtype(given.dtype, np.integer)
-    ):
-        raise TypeError(f"{what} must be real numbers (floating point or integers), got dtype {given.dtype}")
-    return np.array(given, dtype=np.float64)
+    """``array`` as a new float64 array, checked by ``metric.real_array`` (real numbers, not a ragged list)."""
+    return np.array(real_array(array, what), dtype=np.float64)
+
+
+def _check_values(name: str, array: np.ndarray, what: str) -> None:
+    """A ValueError naming ``what``, counting the values and samples at fault, unless every value of the
+    float64 batch ``array`` (B, k, k) is finite and every sample's L2 norm (a sum of squares) is too."""
+    bad = ~np.isfinite(array)
+    if bad.any():
+        rows = bad.any(axis=(1, 2))
+        raise ValueError(
+            f"{name}: the {what} contain NaN or infinite values: {np.count_nonzero(bad)} of their {array.size} "
+            f"values, in {np.count_nonzero(rows)} of the {len(array)} samples (the first, sample {np.argmax(rows)})"
+        )
+    with np.errstate(over="ignore", invalid="ignore"):
+        rows = ~np.isfinite(series_norm(array))
+    if rows.any():
+        i = int(np.argmax(rows))
+        raise ValueError(
+            f"{name}: the {what} of {np.count_nonzero(rows)} of the {len(array)} samples overflow float64 when "
+            f"measured: their L2 norms (sums of squares) exceed {np.finfo(np.float64).max:.3g} (the first, "
+            f"sample {i}, holds a coefficient of {np.max(np.abs(array[i])):.3g}); scale the data down"
+        )
 
 
 def _fingerprint(inputs: np.ndarray, outputs: np.ndarray) -> int:

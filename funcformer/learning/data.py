@@ -16,10 +16,12 @@ from funcformer.learning.metric import series_norm
 from funcformer.learning.problem import Problem
 from funcformer.learning.settings import RunConfig
 
-__all__ = ["SCALE_SEED", "output_scale", "training_arrays"]
+__all__ = ["SCALE_SAMPLES", "SCALE_SEED", "output_scale", "training_arrays"]
 
 SCALE_SEED = 12345
-"""The seed of the 1024 inputs ``output_scale`` averages over (no split uses it)."""
+"""The seed of the inputs ``output_scale`` averages over (no split uses it)."""
+SCALE_SAMPLES = 1024
+"""How many inputs ``output_scale`` averages over."""
 
 
 def output_scale(problem: Problem[Any], task: Any) -> float:
@@ -27,7 +29,7 @@ def output_scale(problem: Problem[Any], task: Any) -> float:
     inputs of ``SCALE_SEED``: the model predicts u in this unit, so its outputs start at the right
     size. ``loop.train`` computes it once, when a run starts, and stores it in the checkpoint
     (``checkpoints.State.scale``)."""
-    data = problem.dataset(default_cache(), task, SCALE_SEED, 1024, False)
+    data = problem.dataset(default_cache(), task, SCALE_SEED, SCALE_SAMPLES, False)
     _, log2_factors = problem.normalise(data.inputs)
     return float(np.mean(series_norm(data.u) / np.exp2(log2_factors)))
 

@@ -26,6 +26,7 @@ __all__ = [
     "apply_linear",
     "fit_least_squares",
     "grid_values",
+    "real_array",
     "relative_l2",
     "resized",
     "series_norm",
@@ -38,6 +39,33 @@ GRID = 64
 """The metric's uniform grid, x_k = -1 + 2k / (GRID - 1)."""
 _CHUNK = 1024
 """Samples per batch in the metric: bounds the temporaries to a few tens of MB."""
+
+
+def real_array(x: object, what: str) -> np.ndarray:
+    """``x`` (an array, or a list of arrays of one shape) as a numpy array of real numbers: floating point
+    as given, integers as float64. A list of arrays of different shapes raises a ValueError naming
+    ``what`` and two of the shapes; bools, complex numbers, objects or text a TypeError naming the dtype."""
+    try:
+        array = np.asarray(x)
+    except ValueError as error:  # numpy refuses a ragged list
+        raise ValueError(f"{what}: {_ragged(x, error)}") from None
+    if array.dtype.kind not in "fiu":  # floating point, signed or unsigned integers (not bools: "b")
+        raise TypeError(f"{what} must be real floating-point numbers or integers, got dtype {array.dtype}")
+    return array if array.dtype.kind == "f" else array.astype(np.float64)
+
+
+def _ragged(x: object, error: ValueError) -> str:
+    """Why a nested list is no array: the first element whose shape differs from element 0's."""
+    shapes: list[tuple[int, ...]] = []
+    for i, element in enumerate(x if isinstance(x, list | tuple) else ()):
+        try:
+            shapes.append(np.shape(element))
+        except ValueError as inner:
+            return f"element {i}: {_ragged(element, inner)}"
+    differ = next((i for i, shape in enumerate(shapes) if shape != shapes[0]), None)
+    if differ is None:
+        return f"not an array of numbers ({error})"
+    return f"a list of arrays of different shapes: element 0 has shape {shapes[0]}, element {differ} {shapes[differ]}"
 
 
 def resized(c: np.ndarray, p: int, q: int) -> np.ndarray:

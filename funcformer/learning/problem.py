@@ -28,6 +28,7 @@ has neither an exact solver nor a residual: ``solve`` and ``residual`` are None.
 from __future__ import annotations
 
 import dataclasses
+import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,7 @@ from funcformer.learning._files import cached_arrays
 from funcformer.learning.metric import truncate
 from funcformer.model import ModelConfig
 
-__all__ = ["DataConfigLike", "Dataset", "Problem", "cached_dataset"]
+__all__ = ["DataConfigLike", "Dataset", "Problem", "cached_dataset", "check_problem"]
 
 
 class DataConfigLike(Protocol):
@@ -174,3 +175,12 @@ class Problem(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Problem({self.name!r})"
+
+
+def check_problem(problem: object, what: str) -> None:
+    """A TypeError naming ``what`` and the value given unless ``problem`` is a ``Problem``."""
+    if not isinstance(problem, Problem):
+        raise TypeError(
+            f"{what}: problem must be a funcformer.learning.Problem (a task's PROBLEM, such as "
+            f"funcformer.poisson.PROBLEM, or funcformer.learning.from_arrays' result), got {reprlib.repr(problem)}"
+        )

@@ -24,7 +24,7 @@ from typing import Any
 
 from funcformer._fields import check_fields
 from funcformer.learning._files import CONFIG
-from funcformer.learning.problem import Problem
+from funcformer.learning.problem import Problem, check_problem
 from funcformer.model import ModelConfig
 
 __all__ = ["MAX_SEED", "MAX_STEPS", "RunConfig", "read_run"]
@@ -120,6 +120,7 @@ class RunConfig:
 
 def read_run(directory: Path, problem: Problem[Any]) -> RunConfig:
     """The ``problem`` run saved in ``directory`` (``RunConfig.from_json`` of its config.json)."""
+    check_problem(problem, f"read_run({directory})")
     path = directory / CONFIG
     if not path.exists():
         raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")

@@ -19,12 +19,13 @@ from funcformer.learning.checkpoints import load
 from funcformer.learning.metric import (
     apply_linear,
     fit_least_squares,
+    real_array,
     relative_l2,
     resized,
     summary,
     truncation_floor,
 )
-from funcformer.learning.problem import Problem
+from funcformer.learning.problem import Problem, check_problem
 from funcformer.learning.settings import RunConfig, read_run
 from funcformer.learning.trust import (
     Calibration,
@@ -77,9 +78,10 @@ def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False)
     input's dtype where wider); the model computes in its own dtype (float32); its output is scaled by
     the normalisation's factor times the run's stored output scale, in float64 (the factor as a power
     of two times a number near 1, so that it neither overflows nor underflows before the product
-    does), and returned in the input's dtype. Inputs must be real floating point and finite. Past
-    that, each of these raises a ValueError naming the first sample at fault, its value and the range
-    it left, and counting the samples at fault:
+    does), and returned in the input's dtype. Inputs must be finite real numbers: floating point, or
+    integers, taken as float64 (as ``from_arrays`` takes them; the prediction is then float64); a list
+    of arrays of different shapes is refused, naming two. Past that, each of these raises a ValueError
+    naming the first sample at fault, its value and the range it left, and counting the samples at fault:
 
     - an input whose normalised form is beyond the range of the model's dtype (or whose
       normalisation overflows float64): the input's fault;
@@ -107,6 +109,7 @@ def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False)
     ``checkpoints.NoStoredScale``, which says how to add it.
     """
     directory = Path(path)
+    check_problem(problem, f"load_solver({directory})")
     if check:
         _residual(problem, f"load_solver({directory}, check=True)")
     run = read_run(directory, problem)
@@ -194,14 +197,12 @@ def _predictor(
     name = f"load_solver({directory})"
 
     def predict(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        given = np.asarray(x)
+        given = real_array(x, f"{name}: the {problem.input} coefficients")  # integers as float64
         if given.ndim != 3 or 0 in given.shape[1:]:
             raise ValueError(
                 f"{name}: expected {problem.input} coefficients of shape (B, P, Q), any P, Q >= 1 (the model's "
                 f"resolution is {n} x {n}), got {given.shape}"
             )
-        if not np.issubdtype(given.dtype, np.floating):
-            raise TypeError(f"{name}: expected real floating-point {problem.input}, got dtype {given.dtype}")
         if not np.all(np.isfinite(given)):
             raise ValueError(f"{name}: the {problem.input} coefficients contain NaN or infinite values")
         a = resized(given, n, n)  # the projection onto the model's resolution
@@ -322,6 +323,7 @@ def evaluate(path: str | Path, problem: Problem[Any], test_size: int = 1024) -> 
     take a threshold of, and ``load_solver(path, check=True)`` refuses it.
     It holds the run directory (``holding_run``): a run in another process's use is refused."""
     directory = Path(path)
+    check_problem(problem, f"evaluate({directory})")
     with holding_run(directory):
         return _evaluate(directory, problem, test_size)
 

@@ -351,7 +351,28 @@ CASES: dict[str, tuple[Callable[[], Any], Expected]] = {
     ),
     "DenseTree.from_nested: capacity 2.5": (
         lambda: DenseTree.from_nested((1.0, 2.0), bad(2.5)),
-        Raises(ValueError, r"DenseTree.from_nested .*does not fit in capacity 2.5"),
+        Raises(TypeError, r"DenseTree.from_nested .*: the capacity must be a positive int \(not a bool\), got 2.5 of "
+                          r"type float"),
+    ),
+    "DenseTree.of: capacity 4.0": (
+        lambda: DenseTree.of((None, None), [1.0, 3.0], bad(4.0)),
+        Raises(TypeError, r"DenseTree.of .*: the capacity must be a positive int \(not a bool\), got 4.0 of type "
+                          r"float"),
+    ),
+    "DenseTree.stack: capacity True": (
+        lambda: DenseTree.stack((None, None), np.array([1.0, 3.0]), bad(True)),
+        Raises(TypeError, r"DenseTree.stack .*: the capacity must be a positive int \(not a bool\), got True of type "
+                          r"bool"),
+    ),
+    "DenseTree.from_shape: capacity '4'": (
+        lambda: DenseTree.from_shape((None, None), 1.0, bad("4")),
+        Raises(TypeError, r"DenseTree.from_shape .*: the capacity must be a positive int \(not a bool\), got '4' of "
+                          r"type str"),
+    ),
+    "DenseTree.of: capacity 4": (lambda: DenseTree.of((None, None), [1.0, 3.0], 4).counit(), Equals(lambda: 2.0)),
+    "DenseTree.stack: capacity np.int64(4)": (
+        lambda: DenseTree.stack((None, None), np.array([1.0, 3.0]), bad(np.int64(4))).counit(),
+        Equals(lambda: 2.0),
     ),
     "DenseTree.from_shape: a 1-tuple": (
         lambda: DenseTree.from_shape(bad((None,)), 1.0),

@@ -406,3 +406,30 @@ def test_bad_trees_and_capacities_are_named() -> None:
         Vec.of([tree, tree], Seq).data.counit()
     with pytest.raises(ValueError, match=r"DenseTree.depths: needs a concrete tree"):
         jax.jit(lambda t: t.depths())(tree)
+
+
+def test_trees_built_from_device_arrays_compile_nothing_per_leaf_count() -> None:
+    """DenseTree.stack and DenseTree.of lay device arrays out at the capacity without an XLA computation
+    per leaf count: after one tree at a capacity, trees of three other leaf counts lower nothing to XLA
+    (a compilation, or a load from a cache, is lowered first) and hold the values given."""
+    lowered: list[str] = []
+
+    def listen(event: str, duration_secs: float, **_: str | int) -> None:
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(event)
+
+    counts = (3, 5, 9)
+    shapes = {n: random_shape(np.random.default_rng(n), n) for n in (2, *counts)}
+    values = {n: jax.device_put(np.arange(2.0 * n).reshape(n, 2)) for n in (2, *counts)}
+    leaves = {n: [jax.device_put(row) for row in np.asarray(values[n])] for n in (2, *counts)}
+    DenseTree.stack(shapes[2], values[2], 16), DenseTree.of(shapes[2], leaves[2], 16)  # once per capacity
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        built = [(DenseTree.stack(shapes[n], values[n], 16), DenseTree.of(shapes[n], leaves[n], 16)) for n in counts]
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert lowered == []
+    for n, trees in zip(counts, built, strict=True):
+        for tree in trees:
+            assert tree.shape == shapes[n]
+            np.testing.assert_array_equal(np.stack(tree.leaves()), np.asarray(values[n]))

@@ -469,6 +469,92 @@ def test_the_modules_of_the_mismatch_cases_build_when_their_parts_agree() -> Non
     nn.EncoderDecoder(encoder(), decoder(layers=(nn.DecoderLayer.from_blocks(self_block(0), None, feed_forward(2)),)))
 
 
+# Construction checks: a block or a layer built of parts of the wrong kind is refused, naming the field
+
+WRONG_KINDS: dict[str, tuple[Callable[[], object], str]] = {
+    "SelfAttentionBlock: no attention": (
+        lambda: nn.SelfAttentionBlock(None, norm(6)),  # type: ignore[arg-type]
+        r"SelfAttentionBlock: attention must be of type MultiHeadAttention, got None",
+    ),
+    "SelfAttentionBlock: an MLP for the norm": (
+        lambda: nn.SelfAttentionBlock(mha(), feed_forward(0).mlp),  # type: ignore[arg-type]
+        r"SelfAttentionBlock: norm must be of type LayerNorm or None, got MLP",
+    ),
+    "CrossAttentionBlock: a block for the attention": (
+        lambda: nn.CrossAttentionBlock(self_block(0), None),  # type: ignore[arg-type]
+        r"CrossAttentionBlock: attention must be of type MultiHeadAttention, got SelfAttentionBlock",
+    ),
+    "FeedForward: a norm for the MLP": (
+        lambda: nn.FeedForward(norm(6), None),  # type: ignore[arg-type]
+        r"FeedForward: mlp must be of type MLP, got LayerNorm",
+    ),
+    "EncoderLayer: an MLP for the attention": (
+        lambda: nn.EncoderLayer(feed_forward(0).mlp, feed_forward(0).mlp, None),  # type: ignore[arg-type]
+        r"EncoderLayer: attention must be of type MultiHeadAttention, got MLP",
+    ),
+    "EncoderLayer: one norm for both blocks": (
+        lambda: nn.EncoderLayer(mha(), feed_forward(0).mlp, norm(6)),  # type: ignore[arg-type]
+        r"EncoderLayer: norms must be None or a tuple of 2, one per block, got LayerNorm",
+    ),
+    "DecoderLayer: no norm for the self-attention": (
+        lambda: nn.DecoderLayer(mha(), None, feed_forward(0).mlp, (None, None, norm(6))),  # type: ignore[arg-type]
+        r"DecoderLayer: norms\[0\] must be of type LayerNorm, got None",
+    ),
+    "EncoderLayer.from_blocks: the blocks swapped": (
+        lambda: nn.EncoderLayer.from_blocks(feed_forward(5), self_block(4)),  # type: ignore[arg-type]
+        r"EncoderLayer.from_blocks: attention must be of type SelfAttentionBlock, got FeedForward",
+    ),
+    "DecoderLayer.from_blocks: the last two blocks swapped": (
+        lambda: nn.DecoderLayer.from_blocks(self_block(6), feed_forward(8), cross_block(7)),  # type: ignore[arg-type]
+        r"DecoderLayer.from_blocks: cross must be of type CrossAttentionBlock or None, got FeedForward",
+    ),
+    "DecoderLayer.from_blocks: a self-attention block for the cross attention": (
+        lambda: nn.DecoderLayer.from_blocks(self_block(6), self_block(6), feed_forward(8)),  # type: ignore[arg-type]
+        r"DecoderLayer.from_blocks: cross must be of type CrossAttentionBlock or None, got SelfAttentionBlock",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG_KINDS))
+def test_a_module_built_of_parts_of_the_wrong_kind_is_refused_naming_the_field(name: str) -> None:
+    build, message = WRONG_KINDS[name]
+    with pytest.raises(TypeError, match=message):
+        build()
+
+
+def test_the_modules_of_the_wrong_kind_cases_build_of_parts_of_their_kinds() -> None:
+    """The controls: the same constructions with parts of their kinds (a None norm or cross attention
+    among them) build."""
+    nn.SelfAttentionBlock(mha(), None)
+    nn.CrossAttentionBlock(mha(source=7), None)
+    nn.FeedForward(feed_forward(0).mlp, None)
+    nn.EncoderLayer(mha(), feed_forward(0).mlp, (norm(6), norm(6)))
+    nn.DecoderLayer(mha(), None, feed_forward(0).mlp, (norm(6), None, norm(6)))
+    nn.EncoderLayer.from_blocks(self_block(4), feed_forward(5))
+    nn.DecoderLayer.from_blocks(self_block(6), None, feed_forward(8))
+
+
+def test_a_cross_attention_block_refuses_a_memory_of_other_features_by_name() -> None:
+    """The memory must hold the features the keys and values read (7 Hidden): other sizes, tags or
+    nestings are named by the block, eagerly and under jit, not by the linear algebra inside it."""
+    block, x, memory = cross_block(1), rng.normal(size=(4, 6)), rng.normal(size=(9, 7))
+    queries = Vec.from_array(x, Out, Model)
+    expected = x + ref.multi_head(block.attention, ref.layer_norm(block.norm, x), memory, None)
+    np.testing.assert_allclose(to_array(block(queries, Vec.from_array(memory, Seq, Hidden))), expected, **TOL)
+    memories: dict[str, Any] = {
+        r"a Vec\[Hidden\] of size 3": Vec.from_array(np.ones((9, 3)), Seq, Hidden),
+        r"a Vec\[Model\] of size 7": Vec.from_array(np.ones((9, 7)), Seq, Model),
+    }
+    for call in (block, jax.jit(block)):
+        for features, other in memories.items():
+            message = rf"CrossAttentionBlock: the memory's features are {features} but its keys and values read a "
+            with pytest.raises(ValueError, match=message + r"Vec\[Hidden\] of size 7"):
+                call(queries, other)
+    vector = r"CrossAttentionBlock: argument memory is a Vec\[Seq\] of size 9 holding scalars; expected a structure of"
+    with pytest.raises(TypeError, match=vector):
+        block(queries, Vec.from_array(np.ones(9), Seq))  # type: ignore[arg-type]
+
+
 # Construction checks under JAX's rebuilds: never a failure, never a second check
 
 
