@@ -58,6 +58,7 @@ from applicative.protocols import Module as Module
 from applicative.protocols import Pointwise as Pointwise
 from applicative.protocols import Real as Real
 from applicative.protocols import Ring as Ring
+from applicative.protocols import Shaped as Shaped
 from applicative.protocols import VectorSpace as VectorSpace
 from applicative.protocols import ap as ap
 from applicative.protocols import arithmetic as arithmetic
@@ -93,6 +94,7 @@ __all__ = [
     "QuantumOf",
     "Real",
     "Ring",
+    "Shaped",
     "Tree",
     "TreeOf",
     "Vec",

@@ -19,6 +19,9 @@ them, and ``vmap`` maps over a batch of trees of different shapes.
     Dense     one axis whose Gram matrix is diagonal and data: diag(2^-depth), 0 on padding.
               The dense formulas are the generic definitions exactly (a tree's coordinates are
               its values), and they run where the contracted trees share their shape.
+    restack   ``Shaped``'s hook: a map along a stack of trees of one shape (a Cheb's DCT of a
+              function whose values are trees) maps their values and keeps the one layout;
+              a stack of trees of different shapes is refused, never transformed as numbers
     f + g     the pointwise Module through ``pair`` (``applicative.protocols.operators``; also
               ``f - g``, ``-f``, ``r * f``, ``f / r``): trees of different shapes add on their common
               refinement, at its capacity n + m - 1

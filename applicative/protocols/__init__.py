@@ -10,6 +10,7 @@ from applicative.protocols.algebra import Real as Real
 from applicative.protocols.algebra import Ring as Ring
 from applicative.protocols.algebra import arithmetic as arithmetic
 from applicative.protocols.applicative import Applicative as Applicative
+from applicative.protocols.applicative import Shaped as Shaped
 from applicative.protocols.applicative import ap as ap
 from applicative.protocols.applicative import lift_a2 as lift_a2
 from applicative.protocols.dense import Axis as Axis
@@ -36,6 +37,7 @@ __all__ = [
     "Pointwise",
     "Real",
     "Ring",
+    "Shaped",
     "VectorSpace",
     "ap",
     "arithmetic",
