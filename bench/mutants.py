@@ -13,7 +13,7 @@ which the report says.
 Why a curated list and not a tool: mutmut and cosmic-ray (both install from PyPI here) mutate every
 operator of every line, thousands of mutants, most of them noise (a message's text, a ``repr``), each
 a pytest run that pays JAX's start-up and compilations (seconds to a minute here): days of CPU on 2
-cores. A list with per-mutant covering tests runs in a quarter of an hour and says what each mutant means.
+cores. A list with per-mutant covering tests runs in under half an hour and says what each mutant means.
 
 The repository's files (tracked and untracked, not ignored: the working tree as it is) are copied once
 into a temporary directory per job; each mutant is written there, its tests run with
@@ -22,7 +22,7 @@ fresh dataset cache), and the original file is restored. Nothing in the reposito
 First a baseline run checks that the unmutated copy passes every selected mutant's tests (else the
 kill rate would mean nothing, and the script stops).
 
-    python bench/mutants.py                     # every mutant (about 15 minutes on 2 CPU cores)
+    python bench/mutants.py                     # every mutant (about 25 minutes on 2 CPU cores)
     python bench/mutants.py --only ID [ID ...]  # some mutants
     python bench/mutants.py --list              # the mutants, their tests, and whether each applies
     python bench/mutants.py --jobs 2 --timeout 300
@@ -76,6 +76,20 @@ def mutant(id: str, file: str, old: str, new: str, description: str, *tests: str
 NN, FF = "applicative/nn/", "funcformer/"
 TA, TF = "tests/applicative/", "tests/funcformer/"
 TEST_NN = TA + "test_nn.py::"
+DY = "applicative/instances/dyadic.py"
+TEST_DYADIC = (TA + "test_dyadic.py", DY)  # and the module's doctest
+TEST_TRUST = (TF + "test_solver_trust.py",)
+TEST_RESOLUTION = (TF + "test_resolution.py",)
+TEST_CHECKPOINTS = (
+    TF + "test_runs.py::test_a_checkpoint_reads_back_its_step_losses_seconds_and_stored_scale",
+    TF + "test_runs.py::test_a_transposed_weight_is_refused_though_its_size_fits",
+    TF + "test_poisson_train.py::test_a_resumed_runs_seconds_add_to_those_saved_in_its_checkpoint",
+)
+TEST_LOOP = (
+    TF + "test_poisson_train.py::test_a_resumed_run_equals_an_uninterrupted_one",
+    TF + "test_poisson_train.py::test_a_resumed_runs_seconds_add_to_those_saved_in_its_checkpoint",
+    TF + "test_poisson_train.py::test_the_progress_bar_is_tqdms_and_counts_from_the_resumed_step",
+)
 # One mutant a few lines, not one argument a line:
 # fmt: off
 MUTANTS = [
@@ -125,6 +139,51 @@ MUTANTS = [
            "!= 1 << MAX_DEPTH or np.any(starts % lengths):", "!= 1 << MAX_DEPTH:",
            "layout accepts misaligned dyadic intervals",
            TA + "test_dense_tree.py::test_bad_trees_and_capacities_are_named"),
+    # dyadic: the layout's bounds and words, the common refinement, shapes <-> depths (tests/applicative/test_dyadic.py
+    # against exact integer arithmetic, and the module's doctest)
+    mutant("dyadic-depth-limit", DY,
+           "if (deepest := int(d.max())) > MAX_DEPTH:", "if (deepest := int(d.max())) >= MAX_DEPTH:",
+           "a leaf at depth MAX_DEPTH = 60 exactly is refused", *TEST_DYADIC),
+    mutant("dyadic-capacity-exact", DY,
+           "capacity < d.size", "capacity <= d.size",
+           "a tree of exactly `capacity` leaves is refused", *TEST_DYADIC),
+    mutant("dyadic-lo-word", DY,
+           "starts & (_END - 1)", "starts & _END",
+           "the low word masked with 2^30, not 2^30 - 1", *TEST_DYADIC),
+    mutant("dyadic-weights-unclamped", DY,
+           "jnp.ldexp(one, -jnp.maximum(depth, 0))", "jnp.ldexp(one, -depth)",
+           "padding's weight computed as 2^1 before the mask", *TEST_DYADIC,
+           equivalent="the where keeps 0 on padding (depth -1) whatever the other branch holds; 2^1 is finite, "
+           "and an integer depth carries no gradient"),
+    mutant("refine-capacity", DY,
+           "capacity = n + m - 1", "capacity = n + m",
+           "the refinement at capacity n + m, not n + m - 1", *TEST_DYADIC),
+    mutant("refine-low-word-ignored", DY,
+           "(hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])", "(hi[1:] != hi[:-1]) & (lo[1:] != lo[:-1])",
+           "breakpoints that differ in one word only are merged", *TEST_DYADIC),
+    mutant("refine-first-copy", DY,
+           "last = jnp.append((hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1]), True)",
+           "last = jnp.append(True, (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1]))",
+           "a shared breakpoint read at its first copy (one tree's start not yet seen)", *TEST_DYADIC),
+    mutant("refine-keeps-end", DY,
+           "keep = last & (hi < _END)", "keep = last",
+           "the breakpoint 1 (padding's start) kept as a refined leaf", *TEST_DYADIC),
+    mutant("refine-depth-min", DY,
+           "jnp.maximum(jnp.asarray(a.depth)[slot_a]", "jnp.minimum(jnp.asarray(a.depth)[slot_a]",
+           "a refined leaf takes the larger of the two leaves (the smaller depth)", *TEST_DYADIC),
+    mutant("refine-filled-one-more", DY,
+           "filled = jnp.arange(capacity) < jnp.sum(keep)", "filled = jnp.arange(capacity) <= jnp.sum(keep)",
+           "the first padding slot of a refinement gets a depth", *TEST_DYADIC),
+    mutant("refine-padding-start", DY,
+           "place(hi, _END)", "place(hi, 0)",
+           "a refinement's padding starts at 0, not 1", *TEST_DYADIC),
+    mutant("shape-of-root-depth", DY,
+           "if len(stack) != 1 or stack[0][0] != 0:", "if len(stack) != 1:",
+           "shape_of accepts depths whose one subtree is not the root ([2, 2])", *TEST_DYADIC),
+    mutant("depths-of-order", DY,
+           'stack += [(s[1], depth + 1, f"{at}[1]"), (s[0], depth + 1, f"{at}[0]")]',
+           'stack += [(s[0], depth + 1, f"{at}[0]"), (s[1], depth + 1, f"{at}[1]")]',
+           "depths_of lists the leaves right to left", *TEST_DYADIC),
     mutant("dense-tree-valid", "applicative/instances/dense_tree.py",
            "return jnp.asarray(self.layout.depth) >= 0", "return jnp.asarray(self.layout.depth) > 0",
            "valid() excludes a root leaf", TA + "test_dense_tree.py"),
@@ -173,7 +232,7 @@ MUTANTS = [
            "records are rebuilt through their validating constructor", TA + "test_distribution.py"),
     # nn: attention, softmax, masks, MLP, layer norm, initialisers, transformer
     mutant("mha-init-heads-scaling", NN + "_attention.py",
-           "1.0 / jnp.sqrt(measure(values) * measure(heads))", "1.0 / jnp.sqrt(measure(values))",
+           "Std(variance(values), variance(heads), output_gain)", "Std(variance(values), gain=output_gain)",
            "MultiHeadAttention.init without 1/sqrt(heads) on the output", TA + "test_init.py",
            TEST_NN + "test_multi_head_attention_matches_numpy"),
     mutant("softmax-unscaled", NN + "_attention.py",
@@ -201,7 +260,7 @@ MUTANTS = [
            "per_key = factor / measure(row)", "per_key = factor",
            "ReluAttention not divided by the keys' measure", TEST_NN + "test_attention_matches_numpy"),
     mutant("linear-init-fan-out", NN + "_linear.py",
-           "1.0 / jnp.sqrt(measure(inputs))", "1.0 / jnp.sqrt(measure(outputs))",
+           "Std(variance(inputs), gain=gain)", "Std(variance(outputs), gain=gain)",
            "Linear.init scaled by fan-out", TA + "test_init.py"),
     mutant("mlp-no-activation", NN + "_mlp.py",
            "self.output(self.hidden(x).fmap(self.activation))", "self.output(self.hidden(x))",
@@ -285,6 +344,126 @@ MUTANTS = [
     mutant("darcy-gmres-tolerance", FF + "darcy/task.py",
            "_TOLERANCE = 1e-13\n", "_TOLERANCE = 1e-8\n",
            "GMRES stops at 1e-8, not 1e-13", TF + "test_darcy_task.py"),
+    # funcformer: trust, a user's arrays, the resolution projection, checkpoints, the loop's accounting
+    mutant("trust-spread-unfloored", FF + "learning/trust.py",
+           "spread = np.maximum(std, FLOOR * std.max())", "spread = std",
+           "a coefficient the training inputs never vary gets spread 0", *TEST_TRUST),
+    mutant("trust-floor-absolute", FF + "learning/trust.py",
+           "spread = np.maximum(std, FLOOR * std.max())", "spread = np.maximum(std, FLOOR)",
+           "the spread's floor is 1e-3, not 1e-3 times the largest spread", *TEST_TRUST),
+    mutant("trust-constant-inputs", FF + "learning/trust.py",
+           "std.max() > 0", "std.max() >= 0",
+           "training inputs that do not vary are calibrated against (spread 0)", *TEST_TRUST),
+    mutant("trust-reference-mean", FF + "learning/trust.py",
+           "float(np.median(draft.distance(train)))", "float(np.mean(draft.distance(train)))",
+           "distances relative to the mean, not the median, training z", *TEST_TRUST),
+    mutant("trust-distance-unreferenced", FF + "learning/trust.py",
+           "distances = draft.distance(test_inputs) / reference", "distances = draft.distance(test_inputs)",
+           "the distance threshold taken from z, not z / reference", *TEST_TRUST),
+    mutant("trust-z-summed", FF + "learning/trust.py",
+           "z = np.sqrt(np.mean(((", "z = np.sqrt(np.sum(((",
+           "z sums the squared scores over the n x n coefficients instead of averaging them", *TEST_TRUST),
+    mutant("trust-thresholds-swapped", FF + "learning/trust.py",
+           "float(np.quantile(test_residuals, quantile)),\n        float(np.quantile(distances, quantile)),",
+           "float(np.quantile(distances, quantile)),\n        float(np.quantile(test_residuals, quantile)),",
+           "the residual and distance thresholds swapped", *TEST_TRUST),
+    mutant("trust-zero-over-zero", FF + "learning/trust.py",
+           "np.where(norms > 0, np.inf, 0.0)", "np.where(norms >= 0, np.inf, 0.0)",
+           "relative: 0 / 0 is inf (a zero prediction of a zero input flagged)", *TEST_TRUST),
+    mutant("trust-stored-zero-spread", FF + "learning/trust.py",
+           "np.all(spread > 0)", "np.all(spread >= 0)",
+           "a stored calibration with a spread of 0 is accepted", *TEST_TRUST),
+    mutant("trust-stored-zero-threshold", FF + "learning/trust.py",
+           "np.isfinite(v) and v > 0", "np.isfinite(v) and v >= 0",
+           "a stored calibration with a threshold of 0 is accepted", *TEST_TRUST),
+    mutant("solver-flag-at-threshold", FF + "learning/solver.py",
+           "np.flatnonzero(~(values <= threshold))", "np.flatnonzero(~(values < threshold))",
+           "a check exactly at its threshold is flagged", *TEST_TRUST),
+    mutant("solver-flag-nan", FF + "learning/solver.py",
+           "np.flatnonzero(~(values <= threshold))", "np.flatnonzero(values > threshold)",
+           "a NaN check is not flagged", *TEST_TRUST),
+    mutant("arrays-test-rows-last", FF + "learning/arrays.py",
+           "rows = slice(train, train + count)", "rows = slice(samples - count, samples)",
+           "an evaluation on fewer samples than the test set takes its last ones, not its first",
+           TF + "test_arrays.py"),
+    mutant("arrays-test-count-exact", FF + "learning/arrays.py",
+           "if count > data.test_samples:", "if count >= data.test_samples:",
+           "an evaluation on the whole test set is refused", TF + "test_arrays.py"),
+    mutant("arrays-scale-rows", FF + "learning/arrays.py",
+           "rows = slice(0, min(count, train))", "rows = slice(0, count)",
+           "the output scale averages test samples too (training set under 1024)", TF + "test_arrays.py"),
+    mutant("arrays-train-count-exact", FF + "learning/arrays.py",
+           "elif count > train:", "elif count >= train:",
+           "a run on the whole training set is refused", TF + "test_arrays.py"),
+    mutant("arrays-exact-truncated", FF + "learning/arrays.py",
+           "u[rows] if fine else None", "targets[rows] if fine else None",
+           "the exact outputs are the truncated ones (the floor is 0)", TF + "test_arrays.py"),
+    mutant("arrays-batch-default", FF + "learning/arrays.py",
+           '"batch": min(_BATCH, train)', '"batch": _BATCH',
+           "the default minibatch is not lowered to a smaller training set", TF + "test_arrays.py"),
+    mutant("solver-normalise-unprojected", FF + "learning/solver.py",
+           "inputs, log2_factors = problem.normalise(a.astype(work))",
+           "inputs, log2_factors = problem.normalise(given.astype(work)); inputs = resized(inputs, n, n)",
+           "the normalisation's factor taken from the input before its projection", *TEST_RESOLUTION),
+    mutant("resized-axis", FF + "learning/metric.py",
+           "a, b = min(p, c.shape[1]), min(q, c.shape[2])", "a, b = min(p, c.shape[1]), min(p, c.shape[2])",
+           "the projection cuts y at x's count", *TEST_RESOLUTION),
+    mutant("resized-one-axis-shortcut", FF + "learning/metric.py",
+           "if c.shape[1:] == (p, q):", "if c.shape[1] == p:",
+           "an input at the model's count in x is not projected in y", *TEST_RESOLUTION),
+    mutant("solver-answer-at-model-count", FF + "learning/solver.py",
+           "return resized(result, *given.shape[1:]), inputs, unit", "return result, inputs, unit",
+           "the answer at the model's count, not the input's", *TEST_RESOLUTION),
+    mutant("solver-answer-transposed-count", FF + "learning/solver.py",
+           "resized(result, *given.shape[1:])", "resized(result, *given.shape[:0:-1])",
+           "the answer at Q x P for a P x Q input", *TEST_RESOLUTION),
+    mutant("checkpoint-seconds-lost", FF + "learning/checkpoints.py",
+           'seconds = float(stored["seconds"])', "seconds = 0.0",
+           "a checkpoint's training seconds are not read back", *TEST_CHECKPOINTS),
+    mutant("checkpoint-zero-scale", FF + "learning/checkpoints.py",
+           "np.isfinite(stored_scale) and stored_scale > 0", "np.isfinite(stored_scale) and stored_scale >= 0",
+           "a stored output scale of 0 is accepted", *TEST_CHECKPOINTS),
+    mutant("checkpoint-scale-override", FF + "learning/checkpoints.py",
+           'stored_scale = float(stored["output_scale"]) if "output_scale" in stored.files else None',
+           'stored_scale = scale if scale is not None else float(stored["output_scale"]) '
+           'if "output_scale" in stored.files else None',
+           "a scale passed to load overrides the stored one", *TEST_CHECKPOINTS),
+    mutant("checkpoint-shape-by-size", FF + "learning/checkpoints.py",
+           "if leaf.shape != array.shape:", "if leaf.size != array.size:",
+           "a transposed weight (its size right, its shape not) is accepted", *TEST_CHECKPOINTS),
+    mutant("loop-resumed-seconds", FF + "learning/loop.py",
+           "start, first = time.perf_counter() - state.seconds, state.step",
+           "start, first = time.perf_counter(), state.step",
+           "a resumed run's seconds restart from 0", *TEST_LOOP),
+    mutant("loop-resumed-losses", FF + "learning/loop.py",
+           "losses, pending = list(state.losses), list[jax.Array]()", "losses, pending = [], list[jax.Array]()",
+           "a resumed run forgets the losses before it", *TEST_LOOP),
+    mutant("loop-epoch-ceil", FF + "learning/loop.py",
+           "per_epoch = run.train_size // run.batch", "per_epoch = -(-run.train_size // run.batch)",
+           "an epoch counts the last incomplete batch",
+           TF + "test_poisson_train.py::test_the_loop_takes_the_documented_minibatches_on_the_device"),
+    mutant("loop-saved-step", FF + "learning/loop.py",
+           "State(model, opt_state, step + 1, losses", "State(model, opt_state, step, losses",
+           "a checkpoint counts one step fewer than it holds", *TEST_LOOP),
+    mutant("loop-mid-epoch-order", FF + "learning/loop.py",
+           "if i == 0 or step == first:", "if i == 0:",
+           "a run resumed mid-epoch draws no order for it", *TEST_LOOP),
+    mutant("loop-bar-initial", FF + "learning/loop.py",
+           "initial=first", "initial=0",
+           "the progress bar of a resumed run counts from 0", *TEST_LOOP),
+    mutant("loop-diverged-step", FF + "learning/loop.py",
+           "at step {len(losses)}; stopped", "at step {len(losses) + 1}; stopped",
+           "a non-finite loss reported one step late",
+           TF + "test_runs.py::test_a_non_finite_loss_is_reported_at_its_own_step_after_the_last_checkpoint",
+           TF + "test_runs.py::test_the_progress_bars_reads_change_no_loss_checkpoint_or_report"),
+    mutant("loop-read-all-pending", FF + "learning/loop.py",
+           "read(len(pending) - 1)", "read(len(pending))",
+           "the progress bar waits for the newest step's loss",
+           TF + "test_runs.py::test_the_progress_bars_reads_change_no_loss_checkpoint_or_report",
+           TF + "test_poisson_train.py::test_the_progress_bar_is_tqdms_and_counts_from_the_resumed_step",
+           equivalent="only when losses are read changes (one step behind, between checkpoints): they are "
+           "appended in step order either way, every checkpoint reads all of them first, and a non-finite one is "
+           "reported with the same step"),
 ]
 
 

@@ -220,6 +220,62 @@ def test_from_values_is_from_arrays_of_the_lobatto_coefficients() -> None:
         (np.zeros((5, 3, 3)), np.zeros((5, 3, 3)), {"test_size": True}, "test_size must be an int"),
         (np.full((5, 3, 3), np.nan), np.zeros((5, 3, 3)), {}, "the inputs contain NaN or infinite values"),
         (np.zeros((5, 3, 3)), np.full((5, 3, 3), np.inf), {}, "the outputs contain NaN or infinite values"),
+        (
+            np.zeros((5, 3, 3)),
+            np.where(np.arange(45).reshape(5, 3, 3) % 10 == 7, np.nan, 1.0),
+            {},
+            r"the outputs contain NaN or infinite values: 4 of their 45 values, in 4 of the 5 samples \(the first, "
+            r"sample 0\)",
+        ),
+        (
+            np.zeros((5, 3, 3)),
+            np.concatenate([np.ones((3, 3, 3)), np.full((2, 3, 3), 1e160)]),
+            {},
+            r"the outputs of 2 of the 5 samples overflow float64 when measured: their L2 norms \(sums of squares\) "
+            r"exceed 1.8e\+308 \(the first, sample 3, holds a coefficient of 1e\+160\)",
+        ),
+        (
+            np.full((5, 3, 3), -1e155),
+            np.ones((5, 3, 3)),
+            {},
+            r"the inputs of 5 of the 5 samples overflow float64 when measured: .*sample 0, holds a coefficient of "
+            r"1e\+155",
+        ),
+        (
+            np.ones((5, 2, 2)),
+            np.zeros((5, 3, 3)),
+            {},
+            r"the outputs are all zero in their first 2 x 2 coefficients \(the model's resolution\) over the 4 "
+            r"training samples that set the output scale \(data.output_scale\): there is no scale to normalise",
+        ),
+        (
+            np.ones((5, 2, 2)),
+            np.pad(np.ones((5, 1, 1)), ((0, 0), (2, 0), (2, 0))),  # u beyond the model's 2 x 2 only
+            {},
+            r"the outputs are all zero in their first 2 x 2 coefficients",
+        ),
+        (
+            np.ones((5, 2, 2)),
+            np.concatenate([np.zeros((4, 2, 2)), np.ones((1, 2, 2))]),  # only in the test sample
+            {},
+            r"the outputs are all zero .* over the 4 training samples",
+        ),
+        (np.zeros((1, 3, 3)), np.ones((1, 3, 3)), {}, r"1 sample; at least 2 are needed, one to train on and one to "),
+        (np.zeros((0, 3, 3)), np.ones((0, 3, 3)), {}, r"0 samples; at least 2 are needed"),
+        (
+            [np.zeros((3, 3)), np.zeros((3, 3)), np.zeros((4, 4))],
+            np.ones((3, 3, 3)),
+            {},
+            r"from_arrays\('bad'\): inputs: a list of arrays of different shapes: element 0 has shape \(3, 3\), "
+            r"element 2 \(4, 4\)",
+        ),
+        (
+            np.zeros((2, 3, 3)),
+            [np.ones((3, 3)), np.ones((4, 3))],
+            {},
+            r"from_arrays\('bad'\): outputs: a list of arrays of different shapes: element 0 has shape \(3, 3\), "
+            r"element 1 \(4, 3\)",
+        ),
         (np.zeros((5, 3, 3)), np.zeros((5, 3, 3)), {"model": TINY}, "the model's n = 4 differs from the inputs' n = 3"),
     ],
 )
@@ -230,11 +286,28 @@ def test_bad_arrays_are_refused_by_name(
         from_arrays("bad", inputs, outputs, **{"test_size": 1, **options})
 
 
+def test_the_neighbours_of_bad_arrays_are_accepted() -> None:
+    """The controls of the refusals above: one non-zero training output gives a scale, values of 1e150 have
+    finite norms, one training and one test sample suffice, and a list of arrays of one shape is an array."""
+    zeros = np.zeros((5, 2, 2))
+    one = zeros.copy()
+    one[3, 1, 1] = 1.0
+    problem = from_arrays("ok", np.ones((5, 2, 2)), one, test_size=1)
+    assert output_scale(problem, problem.task()) > 0
+    from_arrays("ok", np.full((5, 3, 3), 1e150), np.full((5, 3, 3), -1e150), test_size=1)
+    assert from_arrays("ok", np.ones((2, 3, 3)), np.ones((2, 3, 3)), test_size=1).task().train_samples == 1
+    x, u = data(samples=3)
+    listed = from_arrays("ok", list(x), list(u), test_size=1)  # type: ignore[arg-type]
+    assert listed.task() == from_arrays("ok", x, u, test_size=1).task()
+
+
 def test_arrays_that_are_not_real_numbers_are_refused() -> None:
-    with pytest.raises(TypeError, match="inputs must be real numbers"):
+    with pytest.raises(TypeError, match="inputs must be real floating-point numbers or integers, got dtype complex"):
         from_arrays("bad", np.zeros((5, 3, 3), complex), np.zeros((5, 3, 3)), test_size=1)
-    with pytest.raises(TypeError, match="values must be real numbers"):
+    with pytest.raises(TypeError, match="values must be real floating-point numbers or integers, got dtype bool"):
         lobatto_coefficients(np.zeros((5, 3, 3), bool))
+    with pytest.raises(ValueError, match=r"values: a list of arrays of different shapes: element 0 has shape \(3, 3\)"):
+        from_values("bad", [np.ones((3, 3)), np.ones((3, 4))], np.ones((2, 3, 3)), test_size=1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="name must be a non-empty string"):
         from_arrays("", np.zeros((5, 3, 3)), np.zeros((5, 3, 3)), test_size=1)
 
@@ -295,6 +368,41 @@ def test_the_command_lines_report_prints_a_run_without_a_solver_or_a_calibration
     assert "us per prediction (no exact solver to time)" in printed
     assert "least squares" in printed
     assert "check=True" not in printed
+
+
+def test_the_solver_takes_integers_as_float64_as_from_arrays_does(trained: tuple[Path, Any, RunConfig]) -> None:
+    directory, problem, _ = trained
+    solver = load_solver(directory, problem)
+    integers = np.round(10.0 * data()[0][-TEST:]).astype(np.int64)
+    predicted = solver(integers)
+    assert predicted.dtype == np.float64
+    np.testing.assert_array_equal(predicted, solver(integers.astype(np.float64)))
+    np.testing.assert_array_equal(solver(list(integers)), predicted)  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError,
+        match=r"load_solver\(.*\): the input coefficients: a list of arrays of different shapes: element 0 has shape "
+        r"\(4, 4\), element 1 \(5, 5\)",
+    ):
+        solver([np.ones((4, 4)), np.ones((5, 5))])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"the input coefficients must be real floating-point numbers or integers, got "
+                       r"dtype bool"):
+        solver(integers > 0)
+
+
+def test_a_run_is_loaded_only_with_a_problem(trained: tuple[Path, Any, RunConfig]) -> None:
+    directory, problem, _ = trained
+    given = r"problem must be a funcformer.learning.Problem \(a task's PROBLEM, .*\), got "
+    for call, name in (
+        (lambda p: load_solver(directory, p), "load_solver"),
+        (lambda p: load_solver(directory, p, check=True), "load_solver"),
+        (lambda p: evaluate(directory, p), "evaluate"),
+        (lambda p: read_run(directory, p), "read_run"),
+    ):
+        with pytest.raises(TypeError, match=rf"{name}\({re.escape(str(directory))}\): " + given + "None"):
+            call(None)
+        with pytest.raises(TypeError, match=given + "'toy'"):
+            call("toy")
+    assert read_run(directory, problem).problem is problem
 
 
 def test_a_problem_without_a_residual_refuses_checked_predictions(trained: tuple[Path, Any, RunConfig]) -> None:
@@ -364,3 +472,25 @@ def test_the_page_runs_as_a_users_program_and_its_stated_results_hold(tmp_path: 
     command = [sys.executable, "own_operator.py"]
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr[-5000:]
+
+
+def test_an_evaluation_on_fewer_samples_than_the_test_set_takes_its_first_ones(
+    trained: tuple[Path, Any, RunConfig],
+) -> None:
+    """evaluate(test_size=3) of arrays holding 8 test samples measures the first 3 of them (as with the tasks'
+    sets, the first samples of a larger count are a smaller count's), and every metric over those 3 only."""
+    directory, problem, _ = trained
+    metrics = evaluate(directory, problem, test_size=3)
+    x, u = data()
+    first = slice(SAMPLES - TEST, SAMPLES - TEST + 3)
+    test = problem.dataset(Path("unused"), problem.task(), problem.test_seed, 3, True)
+    np.testing.assert_array_equal(test.inputs, x[first])
+    np.testing.assert_array_equal(test.exact(), u[first])
+    assert metrics["test_size"] == 3
+    predicted = load_solver(directory, problem)(x[first])
+    np.testing.assert_allclose(metrics["test"]["mean"], np.mean(metric(predicted, u[first])), rtol=1e-10)
+    floor = metric(u[first][:, :N, :N], u[first])
+    np.testing.assert_allclose(metrics["truncation_floor"]["mean"], np.mean(floor), rtol=1e-10)
+    # the whole training set, a count equal to its size, is not refused
+    whole = problem.dataset(Path("unused"), problem.task(), 0, SAMPLES - TEST, False)
+    np.testing.assert_array_equal(whole.inputs, x[: SAMPLES - TEST])

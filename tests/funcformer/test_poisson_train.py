@@ -1,6 +1,7 @@
 """Training, checkpoints, resuming, the solver interface and the CLI of ``funcformer.poisson``, on a tiny model."""
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +235,17 @@ def test_the_cli_changes_only_the_flags_given_from_the_default_run() -> None:
     )
     assert attention.model == ModelConfig(mixers="a", channels=4)
     assert attention.steps == RunConfig.of(PROBLEM).steps
+
+
+def test_a_resumed_runs_seconds_add_to_those_saved_in_its_checkpoint(tmp_path: Path) -> None:
+    train(RUN, tmp_path, progress=False, interrupt_after=2)  # its checkpoint: step 2
+    path = tmp_path / CHECKPOINT
+    with np.load(path) as stored:
+        arrays = {key: stored[key] for key in stored.files}
+    np.savez(path, **{**arrays, "seconds": np.asarray(1000.0)})  # as a first session of 1000 s would leave it
+    start = time.perf_counter()
+    resumed = train(RUN, tmp_path, resume=True, progress=False)
+    elapsed = time.perf_counter() - start
+    assert resumed.step == RUN.steps
+    assert 1000.0 < resumed.seconds < 1000.0 + elapsed
+    assert load(tmp_path, RUN).seconds == resumed.seconds

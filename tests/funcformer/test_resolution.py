@@ -67,3 +67,25 @@ def test_an_input_with_no_coefficients_is_refused(darcy_solver: Solver) -> None:
         darcy_solver(np.zeros((2, 0, 16)))
     with pytest.raises(ValueError, match="NaN or infinite"):  # in a coefficient the projection drops, too
         darcy_solver(padded(np.full((1, 1, 1), np.nan), 24)[:, ::-1, ::-1].copy())
+
+
+def test_an_input_at_the_models_count_in_one_variable_only_is_projected_in_the_other(darcy_solver: Solver) -> None:
+    kappa = darcy.permeabilities(darcy.DataConfig(), 3, 2)  # 16 x 16
+    rough = 0.01 * np.random.default_rng(5).standard_normal((2, 16, 8))
+    wide = np.concatenate([kappa, rough], axis=2)  # (2, 16, 24): degrees 16 to 23 in y are dropped
+    expected = np.zeros((2, 16, 24))
+    expected[:, :, :16] = darcy_solver(kappa)
+    np.testing.assert_array_equal(darcy_solver(wide), expected)
+    tall = wide.transpose(0, 2, 1).copy()  # (2, 24, 16): degrees 16 to 23 in x are dropped
+    expected = np.zeros((2, 24, 16))
+    expected[:, :16, :] = darcy_solver(tall[:, :16, :])
+    np.testing.assert_array_equal(darcy_solver(tall), expected)
+
+
+def test_poisson_normalises_the_projected_input_not_the_given_one(tmp_path: Path) -> None:
+    """Poisson's factor is the source's norm: it must be the projected source's, the function the model
+    sees, not that of the input with its degrees 16 and above (here ten times the rest)."""
+    solver = load_poisson_solver(saved(tmp_path / "poisson", POISSON_RUN))
+    f = padded(poisson.sources(poisson.DataConfig(), 4, 2), 24)
+    f[:, 16:, :] = 10.0 * np.random.default_rng(6).standard_normal((2, 8, 24))
+    np.testing.assert_array_equal(solver(f), padded(solver(f[:, :16, :16]), 24))

@@ -2,6 +2,7 @@
 a run that fails before its first step leaves nothing behind, killed writers' temporaries are cleaned,
 bad configs and checkpoints are refused by name, and the dataset cache is bounded and can be cleared."""
 
+import dataclasses
 import json
 import os
 import re
@@ -9,18 +10,21 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import filelock
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from funcformer.darcy import PROBLEM as DARCY
 from funcformer.learning import RunConfig, TrainingDiverged, load, loop, read_run, steps, train
 from funcformer.learning._files import CHECKPOINT, CONFIG, LOCK, RunInUse
+from funcformer.learning.checkpoints import State, save
 from funcformer.learning.cli import main as cli_main
-from funcformer.model import ModelConfig
+from funcformer.model import ModelConfig, init
 from funcformer.poisson import PROBLEM, load_solver
 
 TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
@@ -41,8 +45,8 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def held(tmp_path: Path) -> Iterator[Path]:
-    """A run directory whose lock another process holds."""
+def holder(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process, holding the lock of the run directory ``held`` for ten minutes."""
     out = tmp_path / "run"
     out.mkdir()
     holder = subprocess.Popen(
@@ -57,23 +61,43 @@ def held(tmp_path: Path) -> Iterator[Path]:
     )
     assert holder.stdout is not None
     assert holder.stdout.readline().strip() == "held"
-    yield out
+    yield holder
     holder.kill()
     holder.wait()
+
+
+@pytest.fixture
+def held(tmp_path: Path, holder: subprocess.Popen[str]) -> Path:
+    """A run directory whose lock another process holds."""
+    return tmp_path / "run"
 
 
 # One process at a time
 
 
-def test_a_run_in_another_processs_use_is_refused_at_once(held: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    start = time.perf_counter()
+def test_a_run_in_another_processs_use_is_refused_at_once(
+    held: Path, holder: subprocess.Popen[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused without waiting for the lock: every attempt to take it makes one try (no blocking, a zero
+    timeout), and the refusals all come while the other process still holds it (it holds it for ten
+    minutes)."""
+    attempts: list[bool] = []  # whether each attempt to take a lock could wait
+    acquire = filelock.BaseFileLock.acquire
+
+    def recorded(lock: filelock.BaseFileLock, timeout: float | None = None, **options: Any) -> Any:
+        blocking = options.get("blocking", lock.blocking)
+        attempts.append(blocking is not False and (lock.timeout if timeout is None else timeout) != 0)
+        return acquire(lock, timeout, **options)
+
+    monkeypatch.setattr(filelock.BaseFileLock, "acquire", recorded)
     with pytest.raises(RunInUse, match=re.escape(f"{held} is in use by another process")):
         train(RUN, held, progress=False)
     for command in (["train", "--out", str(held), *TINY_FLAGS], ["train", "--out", str(held), "--resume"],
                     ["evaluate", str(held)], ["plot", str(held)]):  # fmt: skip
         assert main(command) == 1
         assert "is in use by another process" in capsys.readouterr().err
-    assert time.perf_counter() - start < 5  # at once: no waiting for the lock
+    assert attempts == [False] * 5  # one attempt per refusal, none that could wait
+    assert holder.poll() is None, "the holder still holds the lock: the refusals did not wait for it"
     assert sorted(path.name for path in held.iterdir()) == [LOCK]  # nothing written
 
 
@@ -304,3 +328,87 @@ def test_a_run_saved_before_runs_named_their_task_loads_as_poisson_only(
     assert read_run(tmp_path, PROBLEM) == RUN
     assert cli_main(DARCY, ["evaluate", str(tmp_path)]) == 1
     assert "names no task (a run saved before runs named their task): not a Darcy run" in capsys.readouterr().err
+
+
+# What a checkpoint holds, read back at its boundaries
+
+
+def test_a_checkpoint_reads_back_its_step_losses_seconds_and_stored_scale(tmp_path: Path) -> None:
+    model = init(RUN.seed, RUN.model)
+    state = State(model, steps.optimiser(RUN).init(model), 3, [0.5, 0.25, 0.125], 0.75, 12.5)
+    save(tmp_path, RUN, state)
+    back = load(tmp_path, RUN)
+    assert (back.step, back.losses, back.scale, back.seconds) == (3, [0.5, 0.25, 0.125], 0.75, 12.5)
+    assert load(tmp_path, RUN, scale=2.0).scale == 0.75  # a stored scale is always the one used
+    for bad in (0.0, -0.75, np.inf):  # a zero scale would make every prediction zero
+        save(tmp_path, RUN, dataclasses.replace(state, scale=bad))
+        with pytest.raises(ValueError, match=re.escape(f"stored output scale is {bad}, not a positive finite number")):
+            load(tmp_path, RUN)
+
+
+def test_a_transposed_weight_is_refused_though_its_size_fits(tmp_path: Path) -> None:
+    model = init(RUN.seed, RUN.model)
+    save(tmp_path, RUN, State(model, steps.optimiser(RUN).init(model), 0, [], 0.75))
+    path = tmp_path / CHECKPOINT
+    with np.load(path) as stored:
+        arrays = {key: stored[key] for key in stored.files}
+    i = next(i for i in range(len(arrays)) if arrays[f"leaf_{i}"].shape != arrays[f"leaf_{i}"].shape[::-1])
+    shape = arrays[f"leaf_{i}"].shape
+    arrays[f"leaf_{i}"] = arrays[f"leaf_{i}"].T.copy()
+    np.savez(path, **arrays)
+    needs = f"array {i} has shape {shape[::-1]}, the configuration needs {shape}"
+    with pytest.raises(ValueError, match=re.escape(needs)):
+        load(tmp_path, RUN)
+
+
+def loss_nan_at(nan_step: int) -> Callable[[RunConfig], object]:
+    """``steps.make_step`` whose step ``nan_step`` reports a NaN loss (its update is the real one)."""
+    real = steps.make_step
+
+    def make(run: RunConfig) -> object:
+        inner = real(run)
+
+        def step_fn(*args: Any) -> tuple[Any, Any, Any]:
+            model, opt_state, loss = inner(*args)
+            return model, opt_state, jnp.where(args[-1] == nan_step, jnp.nan, loss)
+
+        return step_fn
+
+    return make
+
+
+def test_a_non_finite_loss_is_reported_at_its_own_step_after_the_last_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loss of step 3 (the fourth) is NaN: the losses kept are those of steps 0 and 1, with the checkpoint
+    of the two steps done, and the message names step 3 and that checkpoint."""
+    monkeypatch.setattr(loop, "make_step", loss_nan_at(3))
+    monkeypatch.setattr(loop, "output_scale", lambda problem, task: 1.0)  # no 1024 samples to generate
+    message = "loss is nan at step 3; stopped. The last good checkpoint (step 2) is kept"
+    with pytest.raises(TrainingDiverged, match=re.escape(message)):
+        train(RUN, tmp_path, progress=False)
+    kept = load(tmp_path, RUN)
+    assert (kept.step, len(kept.losses)) == (2, 2)
+
+
+def test_the_progress_bars_reads_change_no_loss_checkpoint_or_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the bar redrawn at every step (``_SHOW_EVERY`` below 0), the losses are read one step behind
+    between checkpoints (steps 5 to 7 here): the losses and the checkpoint are those of a run without a bar,
+    and a NaN loss at step 6 stops both runs with the same report."""
+    run = RunConfig.of(PROBLEM, model=TINY, steps=9, batch=4, train_size=16, checkpoint_every=5, warmup=0)
+    monkeypatch.setattr(loop, "output_scale", lambda problem, task: 1.0)  # no 1024 samples to generate
+    quiet = train(run, tmp_path / "quiet", progress=False)
+    monkeypatch.setattr(loop, "_SHOW_EVERY", -1.0)
+    shown = train(run, tmp_path / "shown", progress=True)
+    assert "loss=" in capsys.readouterr().err
+    assert shown.losses == quiet.losses == load(tmp_path / "shown", run).losses
+    assert len(shown.losses) == 9
+    monkeypatch.setattr(loop, "make_step", loss_nan_at(6))
+    for progress in (False, True):
+        out = tmp_path / f"nan, progress {progress}"
+        with pytest.raises(TrainingDiverged, match=re.escape("loss is nan at step 6; stopped. The last good "
+                                                             "checkpoint (step 5) is kept")):  # fmt: skip
+            train(run, out, progress=progress)
+        assert load(out, run).losses == quiet.losses[:5]

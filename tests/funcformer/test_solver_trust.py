@@ -6,6 +6,7 @@ its calibration by ``evaluate`` and its warnings.
 Every model here is freshly initialised (``init``), saved as a step-0 run: nothing below depends on training.
 """
 
+import dataclasses
 import json
 import re
 import warnings
@@ -23,7 +24,15 @@ from funcformer.learning._files import CONFIG, METRICS, write_atomically
 from funcformer.learning.checkpoints import save
 from funcformer.learning.solver import as_checked_solver, as_solver, evaluate
 from funcformer.learning.steps import optimiser
-from funcformer.learning.trust import FLOOR, Calibration, Checked, UncalibratedRun, UntrustedPrediction
+from funcformer.learning.trust import (
+    FLOOR,
+    Calibration,
+    Checked,
+    UncalibratedRun,
+    UntrustedPrediction,
+    calibrate,
+    relative,
+)
 from funcformer.model import ModelConfig, init
 from funcformer.poisson import PROBLEM as POISSON
 from funcformer.poisson import load_solver as load_poisson_solver
@@ -388,3 +397,83 @@ def test_a_zero_source_has_a_zero_residual(tmp_path: Path) -> None:
     assert result.residual[1] == 0.0
     assert result.residual[0] > 0
     np.testing.assert_array_equal(result.u[1], 0.0)
+
+
+# The calibration at its boundaries: a spread of zero, a tiny scale, a threshold reached exactly
+
+
+def test_calibrate_is_the_documented_formula_at_a_zero_spread_and_a_tiny_scale() -> None:
+    """The module docstring's formulas in numpy, on training inputs of size 1e-6 whose coefficient [0, 0]
+    never varies: its spread is a thousandth of the largest one (not 0, not an absolute 1e-3), distances are
+    z over the training inputs' median z, and the thresholds are the 99% quantiles of the test set's."""
+    rng = np.random.default_rng(4)
+    train = 1e-6 * rng.standard_normal((40, 4, 4)) * np.linspace(1.0, 3.0, 16).reshape(4, 4)
+    train[:, 0, 0] = 0.25  # std 0
+    test = 1e-6 * rng.standard_normal((9, 4, 4))
+    test[:, 0, 0] = 0.25 + 1e-9 * np.arange(9)  # off the constant coefficient by up to 3 of its spreads
+    residuals = rng.uniform(size=9)
+    calibration = calibrate(train, test, residuals)
+    std = train.std(axis=0)
+    spread = np.maximum(std, 1e-3 * std.max())
+    assert spread[0, 0] == 1e-3 * std.max() > 0
+
+    def z(x: np.ndarray) -> np.ndarray:
+        scores: np.ndarray = np.sqrt(np.mean(((x - train.mean(axis=0)) / spread) ** 2, axis=(1, 2)))
+        return scores
+
+    reference = float(np.median(z(train)))
+    np.testing.assert_allclose(calibration.spread, spread, rtol=1e-12)
+    assert calibration.reference == pytest.approx(reference, rel=1e-12)
+    np.testing.assert_allclose(calibration.distance(test), z(test) / reference, rtol=1e-12)
+    assert calibration.residual_threshold == pytest.approx(np.quantile(residuals, 0.99), rel=1e-12)
+    assert calibration.distance_threshold == pytest.approx(np.quantile(z(test) / reference, 0.99), rel=1e-12)
+    assert (calibration.quantile, calibration.samples) == (0.99, 9)
+
+
+def test_inputs_that_never_vary_and_stored_zeros_are_refused() -> None:
+    with pytest.raises(ValueError, match="the training inputs do not vary"):
+        calibrate(np.full((5, 4, 4), 0.25), np.zeros((3, 4, 4)), np.zeros(3))  # every spread would be 0
+    good = Calibration(np.zeros((2, 2)), np.ones((2, 2)), 1.5, 0.5, 2.0, 0.99, 8).to_json()
+    assert Calibration.from_json(good, 2, "good").reference == 1.5
+    spread = [[1.0, 1.0], [0.0, 1.0]]
+    with pytest.raises(ValueError, match=r"bad: not a valid trust calibration \(a mean or spread .* not > 0\)"):
+        Calibration.from_json({**good, "spread": spread}, 2, "bad")
+    for key in ("reference", "residual_threshold", "distance_threshold"):
+        with pytest.raises(ValueError, match=r"bad: not a valid trust calibration \(a threshold is not positive"):
+            Calibration.from_json({**good, key: 0.0}, 2, "bad")
+
+
+def test_relative_is_zero_for_zero_over_zero_and_infinite_for_a_positive_norm_over_zero() -> None:
+    ratios = relative(np.array([0.0, 0.0, 3.0, 1.0]), np.array([0.0, 2.0, 0.0, 4.0]))
+    np.testing.assert_array_equal(ratios, [0.0, 0.0, np.inf, 0.25])
+
+
+def test_a_check_exactly_at_its_threshold_is_not_flagged_and_a_nan_one_is(darcy_run: Path) -> None:
+    """A check is flagged strictly above its threshold: a residual or a distance equal to it passes, one a
+    floating-point step above it is flagged, and so is a NaN check (one that could not be computed)."""
+    state = load(darcy_run, RUN)
+    kappa = kappas(4)
+    residuals = as_checked_solver(state.model, SCALE, RUN, darcy_run, None)(kappa).residual
+    mean, spread = np.zeros((16, 16)), np.ones((16, 16))
+    distances = Calibration(mean, spread, 1.0, 1.0, 1.0, 0.99, 4).distance(darcy.normalise(kappa)[0])
+    top_r, top_d = float(residuals.max()), float(distances.max())
+    at = Calibration(mean, spread, 1.0, top_r, top_d, 0.99, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = as_checked_solver(state.model, SCALE, RUN, darcy_run, at)(kappa)
+    np.testing.assert_array_equal(result.residual, residuals)
+    np.testing.assert_array_equal(result.distance, distances)
+    below = Calibration(mean, spread, 1.0, float(np.nextafter(top_r, 0.0)), float(np.nextafter(top_d, 0.0)), 0.99, 4)
+    with pytest.warns(UntrustedPrediction) as records:
+        as_checked_solver(state.model, SCALE, RUN, darcy_run, below)(kappa)
+    messages = sorted(str(record.message) for record in records)
+    assert len(messages) == 2, messages
+    assert "1 of 4 inputs lie at a distance from the training inputs above the run's threshold" in messages[0]
+    assert f"samples {int(np.argmax(distances))};" in messages[0]
+    assert "1 of 4 predictions have a residual above" in messages[1]
+    assert f"samples {int(np.argmax(residuals))};" in messages[1]
+    # a residual that could not be computed (NaN) is flagged, and named the largest
+    nan_at_2 = dataclasses.replace(DARCY, residual=lambda x, u, task: np.where(np.arange(len(x)) == 2, np.nan, 0.0))
+    run = dataclasses.replace(RUN, problem=nan_at_2)
+    with pytest.warns(UntrustedPrediction, match=r"1 of 4 predictions have a residual .* samples 2; the largest, nan"):
+        as_checked_solver(state.model, SCALE, run, darcy_run, at)(kappa)
