@@ -1,7 +1,8 @@
-"""What the baseline benchmarks share: timing, formatting, a run's facts, the header."""
+"""What the baseline benchmarks share: timing, formatting, a run's facts, the header, the smoke runs' sizes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -22,6 +23,20 @@ from funcformer.learning._files import METRICS
 from funcformer.learning.metric import relative_l2, summary
 from funcformer.learning.solver import as_solver
 from funcformer.model import ModelConfig, parameter_count
+
+SMOKE_MODEL: dict[str, Any] = {"channels": 2, "heads": 1, "head_channels": 1, "hidden_channels": 2, "layers": 1}
+"""``--smoke``'s model sizes, over a trial's or a task's model: one layer of 2 channels."""
+SMOKE_RUN: dict[str, Any] = {"steps": 2, "batch": 2, "train_size": 4, "warmup": 0, "learning_rate": 1e-2}
+"""``--smoke``'s run settings, over a trial's: 2 steps of 2 samples from a training set of 4, at the default
+learning rate (the same for every script, so that their smoke runs compile the same steps: JAX's persistent
+compilation cache, where one is set, then compiles each once)."""
+SMOKE_TEST_SIZE = 8
+"""``--smoke``'s test samples."""
+
+
+def smoke_model(model: ModelConfig) -> ModelConfig:
+    """``model`` (its mixers, axes and normalisation) at ``SMOKE_MODEL``'s sizes."""
+    return ModelConfig(**{**dataclasses.asdict(model), **SMOKE_MODEL})
 
 
 def seconds_of(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:

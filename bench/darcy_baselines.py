@@ -20,6 +20,7 @@ One OpenBLAS thread unless OPENBLAS_NUM_THREADS says otherwise; timings are nois
 
     python bench/darcy_baselines.py                          # the baselines only (data cached: seconds)
     python bench/darcy_baselines.py runs/darcy runs/darcy10  # and these trained runs
+    python bench/darcy_baselines.py --smoke                  # tiny sets and fits: checks that it runs
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ from funcformer.learning.metric import apply_linear, fit_least_squares, relative
 TEST_SIZE = 1024
 BATCH = 256
 DENSE_SAMPLES = 32
-LEAST_SQUARES_SAMPLES = (2000, 8192)
+LEAST_SQUARES_SAMPLES: tuple[int, ...] = (2000, 8192)
+TRAIN_SIZE = RunConfig.of(PROBLEM).train_size
+"""The training samples the baselines fit on (the default run's training set)."""
 
 
 def normalised_predictors(kappa: np.ndarray, u: np.ndarray) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
@@ -108,10 +111,14 @@ def speed(kappa: np.ndarray, fine: int, solvers: dict[str, Solver], directories:
 
 
 def main() -> None:
+    global TEST_SIZE, BATCH, DENSE_SAMPLES, LEAST_SQUARES_SAMPLES, TRAIN_SIZE
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", metavar="RUN_DIR", help="trained runs (python -m funcformer.darcy train)")
+    parser.add_argument("--smoke", action="store_true", help="tiny sets, fits and timings: checks that the script runs")
     args = parser.parse_args()
-    header(args.runs)
+    if args.smoke:  # 4 test samples, least squares on 8 and all 16 training samples, 2 dense solves
+        TEST_SIZE, BATCH, DENSE_SAMPLES, LEAST_SQUARES_SAMPLES, TRAIN_SIZE = 4, 4, 2, (8, 16), 16
+    header([*(["--smoke"] if args.smoke else []), *args.runs])
     start = time.perf_counter()
 
     run = RunConfig.of(PROBLEM)
@@ -120,7 +127,7 @@ def main() -> None:
         if trained_on != run.task:
             raise SystemExit(f"{directory}: trained on {trained_on}, not the default {run.task}")
     test = load_dataset(default_cache(), run.task, TEST_SEED, TEST_SIZE)
-    train = load_dataset(default_cache(), run.task, run.seed, run.train_size, fine=False)
+    train = load_dataset(default_cache(), run.task, run.seed, TRAIN_SIZE, fine=False)
     directories = {directory: Path(directory) for directory in args.runs}
     solvers = {name: load_solver(path) for name, path in directories.items()}
 

@@ -7,6 +7,7 @@ measured are in docs/darcy.md ("Choosing the architecture").
 
     python bench/darcy_search.py            # every trial, about 13 minutes on 2 cores
     python bench/darcy_search.py --only 0 3 # some of them
+    python bench/darcy_search.py --smoke --only 7  # one trial at a tiny size: checks that the script runs
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the repository root
 
-from _report import trial  # bench/, the script's directory
+from _report import SMOKE_MODEL, SMOKE_RUN, SMOKE_TEST_SIZE, trial  # bench/, the script's directory
 
 from applicative.instances.chebyshev import evaluate_grid, vandermonde
 from funcformer.darcy import PROBLEM
@@ -72,12 +73,20 @@ TRIALS: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", type=int, nargs="*", help="trial numbers to run (default: all)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="each trial at a tiny size (one layer of 2 channels, 2 steps, 8 test samples): checks that it runs",
+    )
     args = parser.parse_args()
     print(f"{'':4}{'trial (1000 steps, batch 32, lr 1e-2 unless noted)':52}  mean    median  p95      time")
     for i, (name, model, options, normalisation) in enumerate(TRIALS):
         if args.only is None or i in args.only:
             problem = VARIANTS.get(normalisation, PROBLEM)
-            print(f"{i:<4}{name:52}  {trial(problem, model, options)}", flush=True)
+            settings, test_size = options, 256
+            if args.smoke:
+                model, settings, test_size = {**model, **SMOKE_MODEL}, {**options, **SMOKE_RUN}, SMOKE_TEST_SIZE
+            print(f"{i:<4}{name:52}  {trial(problem, model, settings, test_size)}", flush=True)
 
 
 if __name__ == "__main__":

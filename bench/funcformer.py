@@ -3,10 +3,11 @@
 The library's Funcformer is ``applicative.nn``'s encoder on
 ``Cheb[X, Compose[ChebOf[Y], VecOf[Channel], _]]``; the reference is a
 hand-written jax.numpy Funcformer on coefficient arrays
-(bench/funcformer_handwritten.py) with the same weights. Both run the default
-training run's model (``funcformer.poisson.PROBLEM.model``, 8 channels)
+(bench/funcformer_handwritten.py) with the same weights. Both run the attention
+Funcformer (``ATTENTION``: the default Poisson model's sizes, 8 channels, with
+encoder layers, attention and an MLP, where the default run has kernel integrals)
 and the same model with 16 channels (32 in the MLP, the "attention, 16 channels"
-row of docs/poisson.md's results), at the default batch (16), in float32, with every weight perturbed so
+row of docs/poisson.md's results), at batch 16 (``--batch``), in float32, with every weight perturbed so
 that biases and norms are exercised.
 
 A train step is the loss (mean relative L2, in the exact L2 norm of the
@@ -17,6 +18,7 @@ the steps are then timed interleaved (medians).
 
     python bench/funcformer.py          # about a minute on 2 CPU cores
     python bench/funcformer.py --quick  # fewer steps
+    python bench/funcformer.py --smoke  # a tiny model (1 layer of 2 channels, layer norm on), 1 step: seconds
 
 The last line is ``ratio generic/hand-written train step: X.XX``, the larger of the two sizes' ratios.
 """
@@ -41,13 +43,19 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the r
 import funcformer_handwritten as handwritten  # bench/, the script's directory
 from _timing import race
 
-from funcformer import Funcformer, ModelConfig, init, parameter_count
+from funcformer import Funcformer, ModelConfig, init, parameter_count, weights
 from funcformer.learning import RunConfig
 from funcformer.learning.steps import l2_norm, optimiser, series_relative_l2
 from funcformer.poisson import PROBLEM
 from funcformer.poisson.task import DataConfig, solve, sources, truncate
 
 SEED = 1
+ATTENTION = dataclasses.replace(PROBLEM.model, mixers="a")
+"""The model timed: the default Poisson model with encoder layers (``mixers="a"``); the hand-written
+Funcformer has no kernel-integral or MLP-only layers."""
+BATCH = 16
+SMOKE = ModelConfig(channels=2, heads=1, head_channels=2, hidden_channels=4, layers=1, axes="y", layer_norm=True)
+"""``--smoke``'s model: one attention layer, along y, with its norms and the last one: every kind of weight, tiny."""
 
 
 def perturbed(model: Funcformer, seed: int) -> Funcformer:
@@ -55,10 +63,10 @@ def perturbed(model: Funcformer, seed: int) -> Funcformer:
     the comparison exercises every weight, and the model's outputs stay of the targets' size."""
     leaves, treedef = jax.tree_util.tree_flatten(model)
     rng = np.random.default_rng(seed)
-    noisy = [
-        leaf + jnp.asarray(max(0.1 * float(jnp.std(leaf)), 0.01) * rng.standard_normal(leaf.shape), leaf.dtype)
-        for leaf in leaves
-    ]
+    noisy = []
+    for leaf in map(np.asarray, leaves):  # in numpy: eager jax ops would compile once per leaf shape
+        noise = max(0.1 * float(np.std(leaf)), 0.01) * rng.standard_normal(leaf.shape)
+        noisy.append(jnp.asarray(leaf + noise.astype(leaf.dtype)))
     return jax.tree_util.tree_unflatten(treedef, noisy)  # type: ignore[no-any-return]
 
 
@@ -97,7 +105,7 @@ def prepare(config: ModelConfig, run: RunConfig, f: jax.Array, u: jax.Array) -> 
     """The two compiled steps of one model size, after checking that they agree."""
     opt = optimiser(run)
     model = perturbed(init(run.seed, config, np.float32), SEED)
-    params = handwritten.params(model)
+    params = handwritten.params(weights(model))
     print(f"{describe(config)}: {parameter_count(model)} parameters")
     sides = {
         "generic": (make_step(lambda m, x: m(x), opt), model),
@@ -105,7 +113,7 @@ def prepare(config: ModelConfig, run: RunConfig, f: jax.Array, u: jax.Array) -> 
     }
     calls, results = {}, {}
     for name, (step, p) in sides.items():
-        state = opt.init(p)
+        state = jax.jit(opt.init)(p)  # one compile, not one per leaf shape
         start = time.perf_counter()
         compiled = step.lower(p, state, f, u).compile()
         results[name] = jax.block_until_ready(compiled(p, state, f, u))
@@ -114,10 +122,11 @@ def prepare(config: ModelConfig, run: RunConfig, f: jax.Array, u: jax.Array) -> 
 
     (_, _, loss_g, grad_g), (_, _, loss_h, grad_h) = results["generic"], results["hand-written"]
     loss_diff = abs(float(loss_g) - float(loss_h)) / abs(float(loss_h))
-    flat_g = jax.tree_util.tree_leaves(handwritten.params(grad_g))
-    flat_h = jax.tree_util.tree_leaves(grad_h)
-    scale = max(float(jnp.max(jnp.abs(g))) for g in flat_h)
-    grad_diff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(flat_g, flat_h, strict=True)) / scale
+    # compared in numpy: eager jax ops would compile once per leaf shape
+    flat_g = [np.asarray(g) for g in jax.tree_util.tree_leaves(handwritten.params(weights(grad_g)))]
+    flat_h = [np.asarray(g) for g in jax.tree_util.tree_leaves(grad_h)]
+    scale = max(float(np.max(np.abs(g))) for g in flat_h)
+    grad_diff = max(float(np.max(np.abs(a - b))) for a, b in zip(flat_g, flat_h, strict=True)) / scale
     print(
         f"  loss {float(loss_g):.6f} vs {float(loss_h):.6f} (relative difference {loss_diff:.1e}); "
         f"gradients differ by {grad_diff:.1e} of the largest"
@@ -132,11 +141,20 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="timed steps of each (interleaved)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="5 timed steps after 1 warm-up")
+    parser.add_argument("--batch", type=int, default=BATCH, help=f"sources per step (default {BATCH})")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a tiny model at batch 2, 1 step: checks that the script runs, in seconds"
+    )
     args = parser.parse_args()
     steps, warmup = (5, 1) if args.quick else (args.steps, args.warmup)
-
-    run = RunConfig.of(PROBLEM)
-    sizes = {"8 channels": run.model, "16 channels": dataclasses.replace(run.model, channels=16, hidden_channels=32)}
+    if args.smoke:
+        steps, warmup = 1, 0
+        run = RunConfig.of(PROBLEM, model=SMOKE, batch=2)
+        sizes = {"2 channels": SMOKE}
+    else:
+        run = RunConfig.of(PROBLEM, model=ATTENTION, batch=args.batch)
+        wide = dataclasses.replace(ATTENTION, channels=16, hidden_channels=32)
+        sizes = {"8 channels": ATTENTION, "16 channels": wide}
     f, u = data(run.task, run.batch)
     print(
         f"jax {jax.__version__} on {jax.devices()[0].platform}; train step (loss, value_and_grad, optax update, "

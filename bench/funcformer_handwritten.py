@@ -11,30 +11,52 @@ channels of h_c(x, y) = sum H[i, j, c] T_i(x) T_j(y); a layer runs along axis
     nonlinear   sample at P Chebyshev points, apply, transform back (the DCTs as matrices)
 
 Parameters are ``funcformer.weights(model)`` as JAX arrays, minus the layers'
-"axis" strings, which come from the config.
+"axis" strings, which come from the config. Only encoder layers (``ModelConfig.mixers`` "a":
+attention, then an MLP, each with its pre-norm if ``layer_norm``) are written here; the kernel
+integrals and MLP-only layers of the other mixers are refused. Nothing of ``funcformer`` is imported:
+the weights arrive as nested dicts, the config as anything with ``ModelConfig``'s ``samples``,
+``normalise`` and ``axis``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, cast
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from applicative.instances.chebyshev import gram, integral_weights, to_coefficients, to_values
-from funcformer import Funcformer, ModelConfig, weights
 
 Params = dict[str, Any]
 
 
-def params(model: Funcformer, dtype: Any = jnp.float32) -> Params:
-    """The generic model's weights as a pytree of arrays for ``forward``."""
-    w = weights(model)
-    for layer in w["layers"]:
-        del layer["axis"]
-    return jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype), w)
+class Config(Protocol):
+    """What ``forward`` reads of a ``funcformer.ModelConfig``."""
+
+    @property
+    def samples(self) -> int: ...
+
+    @property
+    def normalise(self) -> str: ...
+
+    def axis(self, layer: int) -> str: ...
+
+
+def params(weights: Params, dtype: Any = jnp.float32) -> Params:
+    """The generic model's weights, ``funcformer.weights(model)``, as a pytree of arrays for ``forward``;
+    a ValueError if a layer is not an encoder layer (attention, then an MLP)."""
+    layers = []
+    for i, layer in enumerate(weights["layers"]):
+        if "attention" not in layer:
+            kind = "a kernel integral" if "kernel" in layer else "an MLP alone"
+            raise ValueError(f"layer {i} is {kind}: the hand-written Funcformer has attention layers only (mixers 'a')")
+        layers.append({name: value for name, value in layer.items() if name != "axis"})
+    arrays = jax.tree_util.tree_map(lambda a: jnp.asarray(np.asarray(a, dtype)), {**weights, "layers": layers})
+    return cast(Params, arrays)
 
 
 def _linear(lin: Params, h: Array) -> Array:
@@ -65,12 +87,14 @@ def _layer_norm(ln: Params, h: Array, p: int, eps: float = 1e-5) -> Array:
     centred = h.at[:, 0].add(-mean[:, None])
     var = jnp.sum(w * _feature_map(jnp.square, centred, p), axis=(1, 2)) / measure
     product = to_coefficients(to_values(ln["gamma"], p, axis=0) * to_values(centred, p, axis=1), h.shape[1], axis=1)
-    return product * jax.lax.rsqrt(var + eps)[:, None, None] + ln["beta"]
+    normalised: Array = product * jax.lax.rsqrt(var + eps)[:, None, None] + ln["beta"]
+    return normalised
 
 
 def _mlp(mlp: Params, h: Array, p: int) -> Array:
     hidden = _linear(mlp["hidden"], h) + mlp["hidden"]["bias"]
-    return _linear(mlp["output"], _feature_map(jax.nn.relu, hidden, p)) + mlp["output"]["bias"]
+    out: Array = _linear(mlp["output"], _feature_map(jax.nn.relu, hidden, p)) + mlp["output"]["bias"]
+    return out
 
 
 def _normalise(scores: Array, how: str, p: int) -> Array:
@@ -100,20 +124,23 @@ def _attention(att: Params, h: Array, how: str, p: int) -> Array:
     return out.at[0].add(att["bias"])
 
 
-def forward(params: Params, config: ModelConfig, f: Array) -> Array:
+def forward(params: Params, config: Config, f: Array) -> Array:
     """One source (N, N) -> one potential (N, N)."""
     p = config.samples
+
+    def norm(ln: Params | None, h: Array) -> Array:
+        """The layer norm of every row of h (S, N, C), or h if there is none."""
+        return h if ln is None else _sequence_map(functools.partial(_layer_norm, ln, p=p), h, p)
+
     h = _affine(params["embed"], f[:, :, None]) + params["positions"]
     for i, layer in enumerate(params["layers"]):
         if config.axis(i) == "y":
             h = h.swapaxes(0, 1)
         norms = layer["norms"] or (None, None)
-        x = h if norms[0] is None else _sequence_map(lambda r, ln=norms[0]: _layer_norm(ln, r, p), h, p)
-        h = h + _attention(layer["attention"], x, config.normalise, p)
-        x = h if norms[1] is None else _sequence_map(lambda r, ln=norms[1]: _layer_norm(ln, r, p), h, p)
-        h = h + _sequence_map(lambda r, mlp=layer["mlp"]: _mlp(mlp, r, p), x, p)
+        h = h + _attention(layer["attention"], norm(norms[0], h), config.normalise, p)
+        h = h + _sequence_map(functools.partial(_mlp, layer["mlp"], p=p), norm(norms[1], h), p)
         if config.axis(i) == "y":
             h = h.swapaxes(0, 1)
-    if params["norm"] is not None:
-        h = _sequence_map(lambda r: _layer_norm(params["norm"], r, p), h, p)
-    return _affine(params["unembed"], h)[:, :, 0]
+    h = norm(params["norm"], h)
+    out: Array = _affine(params["unembed"], h)[:, :, 0]
+    return out

@@ -20,6 +20,7 @@ otherwise; on a shared machine they are noisy.
 
     python bench/poisson_baselines.py                          # baselines only: seconds, datasets cached
     python bench/poisson_baselines.py runs/default runs/best   # and these trained runs (30 s)
+    python bench/poisson_baselines.py --smoke                  # tiny sets and fits: checks that it runs
 """
 
 from __future__ import annotations
@@ -61,10 +62,14 @@ from funcformer.poisson.task import (
 )
 
 TEST_SIZE = 1024
-LEAST_SQUARES_SAMPLES = (50, 90, 100, 110, 200, 1000, 8192)
+LEAST_SQUARES_SAMPLES: tuple[int, ...] = (50, 90, 100, 110, 200, 1000, 8192)
 OOD_SAMPLES = 1000
 """Least squares out of distribution is fitted on this many in-distribution sources."""
-BATCHES = (1, 256)
+BATCHES: tuple[int, ...] = (1, 256)
+CALLS = 512
+"""Timed calls at batch 1 (at batch b, max(5, CALLS / b))."""
+TRAIN_SIZE = RunConfig.of(PROBLEM).train_size
+"""The training sources least squares fits on (the default run's training set)."""
 
 
 def in_distribution(
@@ -73,7 +78,7 @@ def in_distribution(
     """Table 1 (accuracy, fit or training cost, time at batch 1024); returns least squares' maps by k."""
     f = test.f
     print(f"\n## In distribution: {TEST_SIZE} test sources (TEST_SEED), relative L2 error\n")
-    print("| predictor | mean | median | p95 | fit / training | parameters | per source, batch 1024 |")
+    print(f"| predictor | mean | median | p95 | fit / training | parameters | per source, batch {TEST_SIZE} |")
     print("|---|---|---|---|---|---|---|")
     print(
         f"| truncation floor: exact u cut to {test.task.n} x {test.task.n} | {errors(truncation_floor(test))} | | | |"
@@ -111,7 +116,7 @@ def in_distribution(
         )
     print(
         "\nfit: `numpy.linalg.lstsq` of the flattened (k, 256) sources against the (k, 256) truncated "
-        "targets (median of 3); per source: the batch's time / 1024."
+        f"targets (median of 3); per source: the batch's time / {TEST_SIZE}."
     )
     return maps
 
@@ -133,13 +138,13 @@ def timing(test: Dataset, least_squares: np.ndarray, solvers: dict[str, Solver])
             cases[f"Funcformer `{name}`"] = functools.partial(solver, f)
         # One predictor after another, not interleaved: right after a jax call, XLA's worker threads
         # still hold the cores for a while, which tripled the numpy solver's time at batch 1.
-        times = {name: seconds_of(fn, max(5, 512 // batch), warmup=2) for name, fn in cases.items()}
+        times = {name: seconds_of(fn, max(5, CALLS // batch), warmup=2) for name, fn in cases.items()}
         base = times["exact spectral solver"]
         for name, seconds in times.items():
             rows.setdefault(name, []).append(f"{duration(seconds / batch)} | {seconds / base:.2f}")
     for name, cells in rows.items():
         print(f"| {name} | {' | '.join(cells)} |")
-    print("\nmedian of max(5, 512 / batch) calls after 2 warm-ups, one predictor after another.")
+    print(f"\nmedian of max(5, {CALLS} / batch) calls after 2 warm-ups, one predictor after another.")
 
 
 def out_of_distribution(task: DataConfig, least_squares: np.ndarray, solvers: dict[str, Solver]) -> None:
@@ -161,10 +166,14 @@ def out_of_distribution(task: DataConfig, least_squares: np.ndarray, solvers: di
 
 
 def main() -> None:
+    global TEST_SIZE, LEAST_SQUARES_SAMPLES, OOD_SAMPLES, BATCHES, CALLS, TRAIN_SIZE
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", metavar="RUN_DIR", help="trained runs (python -m funcformer.poisson train)")
+    parser.add_argument("--smoke", action="store_true", help="tiny sets, fits and timings: checks that the script runs")
     args = parser.parse_args()
-    header(args.runs)
+    if args.smoke:  # 8 test sources, least squares on 4 and all 16 training sources, a few calls
+        TEST_SIZE, LEAST_SQUARES_SAMPLES, OOD_SAMPLES, BATCHES, CALLS, TRAIN_SIZE = 8, (4, 16), 16, (1, 4), 8, 16
+    header([*(["--smoke"] if args.smoke else []), *args.runs])
     start = time.perf_counter()
 
     run = RunConfig.of(PROBLEM)
@@ -174,7 +183,7 @@ def main() -> None:
         if trained_on != task:
             raise SystemExit(f"{directory}: trained on {trained_on}, not the default {task}")
     test = load_dataset(default_cache(), task, TEST_SEED, TEST_SIZE)
-    train = load_dataset(default_cache(), task, run.seed, run.train_size, fine=False)
+    train = load_dataset(default_cache(), task, run.seed, TRAIN_SIZE, fine=False)
     if max(LEAST_SQUARES_SAMPLES) > len(train.f):
         raise SystemExit(f"the training set has {len(train.f)} sources, fewer than {max(LEAST_SQUARES_SAMPLES)}")
     directories = {directory: Path(directory) for directory in args.runs}

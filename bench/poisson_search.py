@@ -8,6 +8,7 @@ docs/poisson.md ("Choosing the architecture").
 
     python bench/poisson_search.py            # every trial, about 10 minutes on 2 cores
     python bench/poisson_search.py --only 0 3 # some of them
+    python bench/poisson_search.py --smoke --only 12  # one trial at a tiny size: checks that the script runs
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the repository root
 
-from _report import trial  # bench/, the script's directory
+from _report import SMOKE_MODEL, SMOKE_RUN, SMOKE_TEST_SIZE, trial  # bench/, the script's directory
 
 from funcformer.poisson import PROBLEM
 
@@ -81,13 +82,19 @@ TRIALS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", type=int, nargs="*", help="trial numbers to run (default: all)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="each trial at a tiny size (one layer of 2 channels, 2 steps, 8 test sources): checks that it runs",
+    )
     args = parser.parse_args()
     print(f"{'':4}{'trial (300 steps unless noted)':52}  mean    median  p95      time")
     for i, (name, model, options) in enumerate(TRIALS):
         if args.only is None or i in args.only:
-            print(
-                f"{i:<4}{name:52}  {trial(PROBLEM, model, {'steps': 300, 'train_size': 4096, **options})}", flush=True
-            )
+            settings, test_size = {"steps": 300, "train_size": 4096, **options}, 256
+            if args.smoke:
+                model, settings, test_size = {**model, **SMOKE_MODEL}, {**settings, **SMOKE_RUN}, SMOKE_TEST_SIZE
+            print(f"{i:<4}{name:52}  {trial(PROBLEM, model, settings, test_size)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import importlib.util
 import pathlib
 import subprocess
 import sys
@@ -34,11 +35,10 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
+if TYPE_CHECKING:  # imported where used, so that ``--help`` runs without selenium
+    from selenium import webdriver
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # the home page, a page of formulas and tables, the task pages, the wide-table page, API pages with
@@ -143,6 +143,9 @@ def build(site: pathlib.Path) -> None:
 
 def browser(chromium: str, chromedriver: str, width: int, height: int, profile: str) -> webdriver.Chrome:
     """Headless Chromium with a fresh profile, driven through chromedriver (no download of either)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for flag in [*CHROMIUM_FLAGS, f"--window-size={width},{height}", f"--user-data-dir={profile}"]:
@@ -154,6 +157,8 @@ def browser(chromium: str, chromedriver: str, width: int, height: int, profile: 
 
 def check_page(driver: webdriver.Chrome, url: str, name: str, out: pathlib.Path) -> tuple[list[str], int]:
     """Open one page, wait for its math, screenshot it; return its problems and how many formulas were typeset."""
+    from selenium.webdriver.common.by import By
+
     driver.get(url)
     state = driver.execute_async_script(WAIT_FOR_MATHJAX)
     result = driver.execute_script(CHECK_PAGE)
@@ -182,6 +187,11 @@ def main() -> int:
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=900)
     args = parser.parse_args()
+    if importlib.util.find_spec("selenium") is None:  # before the build, which takes a while
+        parser.error("needs the selenium package (pip install selenium)")
+    for binary in (args.chromium, args.chromedriver):
+        if not pathlib.Path(binary).exists():
+            parser.error(f"no {binary} (Debian: apt-get install chromium chromium-driver)")
     args.out.mkdir(parents=True, exist_ok=True)
 
     with tempfile.TemporaryDirectory() as tmp:

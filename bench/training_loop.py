@@ -20,6 +20,7 @@ sizes). The target is at most 1.05.
 
     python bench/training_loop.py
     python bench/training_loop.py --steps 400 --batches 16 32 64 --repeats 3
+    python bench/training_loop.py --smoke  # tiny models, 2 steps of 2 samples, once: checks that it runs
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from _report import SMOKE_RUN, smoke_model  # bench/, the script's directory
 
 from funcformer import darcy, poisson
 from funcformer.learning import Problem, RunConfig, train
@@ -58,7 +60,7 @@ def step_alone(run: RunConfig, x: np.ndarray, t: np.ndarray) -> Callable[[], flo
         place(epoch_order(run, epoch).astype(np.int32), replicated) for epoch in range(-(-run.steps // per_epoch))
     ]
     model = jax.device_put(init(run.seed, run.model), replicated)
-    opt_state = jax.device_put(optimiser(run).init(model), replicated)
+    opt_state = jax.device_put(jax.jit(optimiser(run).init)(model), replicated)  # one compile, not one a leaf
 
     def go() -> float:
         m, o, value = model, opt_state, jnp.zeros(())
@@ -97,7 +99,7 @@ def host_loop(run: RunConfig, x: np.ndarray, t: np.ndarray) -> Callable[[], floa
 
     step = jax.jit(update, in_shardings=(replicated, replicated, split, split), out_shardings=replicated)
     model = jax.device_put(init(run.seed, run.model), replicated)
-    opt_state = jax.device_put(opt.init(model), replicated)
+    opt_state = jax.device_put(jax.jit(opt.init)(model), replicated)
 
     def go() -> float:
         m, o = model, opt_state
@@ -111,8 +113,10 @@ def host_loop(run: RunConfig, x: np.ndarray, t: np.ndarray) -> Callable[[], floa
     return go
 
 
-def measure(problem: Problem[Any], steps: int, batch: int, repeats: int) -> dict[str, float]:
+def measure(problem: Problem[Any], steps: int, batch: int, repeats: int, smoke: bool = False) -> dict[str, float]:
     run = RunConfig.of(problem, steps=steps, batch=batch)
+    if smoke:
+        run = RunConfig.of(problem, model=smoke_model(problem.model), **SMOKE_RUN)
     x, t = training_arrays(run, output_scale(problem, run.task))
     cases = {"step": step_alone(run, x, t), "loop": loop(run), "host loop": host_loop(run, x, t)}
     for go in cases.values():  # compile, warm the caches
@@ -130,7 +134,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400, help="steps per run (default 400: two checkpoints)")
     parser.add_argument("--batches", type=int, nargs="+", default=[16, 32, 64], help="minibatch sizes")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each case (the fastest counts)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="one layer of 2 channels, 2 steps of 2 samples from 4, timed once: checks that the script runs",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.batches, args.repeats = SMOKE_RUN["steps"], [SMOKE_RUN["batch"]], 1
     print(f"{jax.devices()[0].platform}, {jax.device_count()} device(s); {args.steps} steps a run\n")
     worst = 0.0
     for problem in (poisson.PROBLEM, darcy.PROBLEM):
@@ -138,7 +149,7 @@ def main() -> None:
         print("| batch | step alone, ms/step | loop, ms/step | host loop, ms/step | loop / step | host loop / step |")
         print("|---|---|---|---|---|---|")
         for batch in args.batches:
-            s = measure(problem, args.steps, batch, args.repeats)
+            s = measure(problem, args.steps, batch, args.repeats, args.smoke)
             per = {name: 1e3 * seconds / args.steps for name, seconds in s.items()}
             ratio, host = s["loop"] / s["step"], s["host loop"] / s["step"]
             worst = max(worst, ratio)

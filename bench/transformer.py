@@ -9,6 +9,7 @@ the same way, with gradients w.r.t. parameters and input.
 
     python bench/transformer.py           # the whole encoder (about a minute on 2 CPU cores)
     python bench/transformer.py --blocks  # also the per-block table
+    python bench/transformer.py --smoke   # a tiny encoder, 1 repeat: checks that the script runs, in seconds
 
 The last line is ``ratio forward+backward: X.XX`` (generic time over hand-written time).
 """
@@ -34,6 +35,8 @@ from applicative import Dim, Vec, to_array
 
 SEQ, MODEL, HIDDEN, HEADS, LAYERS, BATCH = 256, 128, 512, 4, 4, 8
 HEAD_FEATURES = MODEL // HEADS
+SMOKE = (8, 8, 16, 2, 1, 2)
+"""``--smoke``'s SEQ, MODEL, HIDDEN, HEADS, LAYERS, BATCH."""
 EPS = 1e-5
 
 
@@ -74,10 +77,10 @@ def build_generic(key: jax.Array) -> nn.Encoder[Any, Any, Any, Any]:
         layer_norm=True,
     )
     # Biases start at 0 and norms at (1, 0): perturb every leaf so that the
-    # comparison exercises all of them.
+    # comparison exercises all of them. In numpy: eager jax ops would compile once per leaf shape.
     leaves, treedef = jax.tree_util.tree_flatten(model)
-    keys = jax.random.split(k_noise, len(leaves))
-    noisy = [leaf + 0.1 * jax.random.normal(k, leaf.shape, leaf.dtype) for k, leaf in zip(keys, leaves, strict=True)]
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(k_noise)))
+    noisy = [jnp.asarray(a + 0.1 * rng.standard_normal(a.shape).astype(a.dtype)) for a in map(np.asarray, leaves)]
     return jax.tree_util.tree_unflatten(treedef, noisy)  # type: ignore[no-any-return]
 
 
@@ -251,7 +254,7 @@ def per_block(model: Any, params: dict[str, Any], xs: jax.Array, warmup: int, re
             cases[f"{name}/{key}"] = fn
     times = race(cases, warmup, repeats)
     print()
-    print("one layer's blocks alone, input (8, 256, 128); gradients w.r.t. parameters and input")
+    print(f"one layer's blocks alone, input {xs.shape}; gradients w.r.t. parameters and input")
     print(HEADER)
     print(SUBHEADER)
     for name in blocks:
@@ -259,11 +262,19 @@ def per_block(model: Any, params: dict[str, Any], xs: jax.Array, warmup: int, re
 
 
 def main() -> None:
+    global SEQ, MODEL, HIDDEN, HEADS, LAYERS, BATCH, HEAD_FEATURES
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=12)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--blocks", action="store_true", help="also time one layer's blocks (about 40 s more)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a tiny encoder, 1 repeat: checks that the script runs, in seconds"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        SEQ, MODEL, HIDDEN, HEADS, LAYERS, BATCH = SMOKE
+        HEAD_FEATURES = MODEL // HEADS
+        args.repeats, args.warmup = 1, 0
 
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({jax.devices()[0].device_kind})")
     print(
@@ -277,8 +288,8 @@ def main() -> None:
 
     jitted = forward_and_grad(generic_forward, ref_forward, model, params, xs)
     out_g, out_r = jitted["generic fwd"](), jitted["reference fwd"]()
-    diff = float(jnp.max(jnp.abs(out_g - out_r)))
-    scale = float(jnp.max(jnp.abs(out_r)))
+    diff = float(np.max(np.abs(np.asarray(out_g) - np.asarray(out_r))))
+    scale = float(np.max(np.abs(np.asarray(out_r))))
     print(f"max |generic - hand-written| = {diff:.3e} (max |output| = {scale:.3f})")
     assert out_g.shape == out_r.shape == (BATCH, SEQ, MODEL)
     assert diff < 1e-3 * max(1.0, scale), "the generic and hand-written encoders disagree"
@@ -286,9 +297,11 @@ def main() -> None:
     # The gradients agree too (same parameters, two pytree layouts).
     (loss_g, grad_g), (loss_r, grad_r) = jitted["generic fwd+bwd"](), jitted["reference fwd+bwd"]()
     # (The key bias's gradient is 0 in exact arithmetic, so compare against the largest gradient entry.)
-    flat_g, flat_r = jax.tree_util.tree_leaves(extract(grad_g)), jax.tree_util.tree_leaves(grad_r)
-    gscale = max(float(jnp.max(jnp.abs(b))) for b in flat_r)
-    gdiff = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(flat_g, flat_r, strict=True)) / gscale
+    # (In numpy: eager jax ops would compile once per leaf shape.)
+    flat_g = [np.asarray(g) for g in jax.tree_util.tree_leaves(extract(grad_g))]
+    flat_r = [np.asarray(g) for g in jax.tree_util.tree_leaves(grad_r)]
+    gscale = max(float(np.max(np.abs(b))) for b in flat_r)
+    gdiff = max(float(np.max(np.abs(a - b))) for a, b in zip(flat_g, flat_r, strict=True)) / gscale
     print(f"loss {float(loss_g):.6f} vs {float(loss_r):.6f}; max gradient difference / max |gradient| = {gdiff:.3e}")
     assert gdiff < 1e-3, "the gradients disagree"
 

@@ -68,6 +68,10 @@ class Position(Dim):
 Step = Callable[..., Any]
 
 
+optimiser_state = jax.jit(lambda model: example.optimiser(CONFIG, 1000).init(model))
+"""The AdamW state of a model, made under one ``jit`` (eagerly, each leaf shape would compile)."""
+
+
 def make_step(loss: Callable[..., jax.Array], micro: int) -> Step:
     """A jitted training step of ``loss(model, *batch)``: value_and_grad and an AdamW update,
     accumulated over micro-batches of ``micro`` inputs (``jax.lax.map``) when smaller than the batch."""
@@ -109,7 +113,7 @@ def vec_batch(seed: int, n: int) -> tuple[Any, jax.Array]:
 def compiled(step: Step, model: Any, *batch: Any) -> tuple[Any, float, float]:
     """The step compiled ahead of time, the seconds it took, and its temporary buffers in GB."""
     start = time.perf_counter()
-    state = example.optimiser(CONFIG, 1000).init(model)
+    state = optimiser_state(model)
     executable = jax.jit(step).lower(model, state, *batch).compile()
     seconds = time.perf_counter() - start
     memory = executable.memory_analysis()
@@ -123,7 +127,7 @@ def dense_row(n: int, model: Any) -> dict[str, Any]:
     tree_step, tree_compile, tree_memory = compiled(make_step(example.loss, micro), model, trees, labels)
     xs, vec_labels = vec_batch(0, n)
     vec_step, _, vec_memory = compiled(make_step(vec_loss, micro), model, xs, vec_labels)
-    state = example.optimiser(CONFIG, 1000).init(model)
+    state = optimiser_state(model)
     # New shapes for every timed batch: the one executable takes them all.
     batches = [tree_batch(seed, n) for seed in (1, 2, 3)]
     counter = iter(range(10**9))
@@ -162,7 +166,7 @@ def spec_row(leaves: int, model: Any) -> dict[str, Any]:
         return jax.vmap(one, (None, 0, 0))(model, v, y).mean()
 
     step = jax.jit(make_step(loss, BATCH))
-    state = example.optimiser(CONFIG, 1000).init(model)
+    state = optimiser_state(model)
     start = time.perf_counter()
     jax.block_until_ready(step(model, state, values, labels))
     first = time.perf_counter() - start

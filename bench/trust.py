@@ -31,6 +31,7 @@ One OpenBLAS thread unless OPENBLAS_NUM_THREADS says otherwise; timings are nois
 
     python bench/trust.py                                    # runs/default and runs/darcy (trained if missing)
     python bench/trust.py --poisson DIR --darcy DIR
+    python bench/trust.py --smoke --poisson DIR --darcy DIR  # tiny runs (trained if missing), tiny sets
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as in bench/poisson_baseli
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 
 import numpy as np
-from _report import duration, header, seconds_of  # bench/, the script's directory
+from _report import SMOKE_RUN, SMOKE_TEST_SIZE, duration, header, seconds_of, smoke_model  # bench/
 from scipy.stats import spearmanr
 
 from funcformer import darcy, poisson
@@ -99,15 +100,20 @@ class Measured:
     """The exact solution truncated to n x n: its error."""
 
 
-def ready(problem: Problem[Any], directory: Path) -> None:
-    """Train the default run into ``directory`` if it holds none; calibrate it if it is not."""
+def ready(problem: Problem[Any], directory: Path, smoke: bool = False) -> None:
+    """Train the default run into ``directory`` if it holds none; calibrate it if it is not. With ``smoke``,
+    a tiny run (``_report.smoke_model``, ``SMOKE_RUN``), calibrated on ``SMOKE_TEST_SIZE`` samples."""
     if not (directory / CHECKPOINT).exists():
-        print(f"\n(training the default {problem.title} run into {directory})")
-        train(RunConfig.of(problem), directory, progress=False)
+        print(f"\n(training the {'tiny' if smoke else 'default'} {problem.title} run into {directory})")
+        run = RunConfig.of(problem, model=smoke_model(problem.model), **SMOKE_RUN) if smoke else RunConfig.of(problem)
+        train(run, directory, progress=False)
     run = read_run(directory, problem)
     if read_calibration(directory / METRICS, run.task.n) is None:
         print(f"\n(calibrating {directory}: evaluate)")
-        evaluate(directory, problem)
+        if smoke:
+            evaluate(directory, problem, test_size=SMOKE_TEST_SIZE)
+        else:
+            evaluate(directory, problem)
 
 
 def poisson_cases(task: poisson_task.DataConfig) -> list[Case]:
@@ -242,16 +248,27 @@ def report(problem: Problem[Any], directory: Path, cases: list[Case], strong: Ca
 
 
 def main() -> None:
+    global HELD_OUT, WIDE, BATCH
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--poisson", type=Path, help="a Poisson run (default runs/default)")
+    parser.add_argument("--darcy", type=Path, help="a Darcy run (default runs/darcy)")
     parser.add_argument(
-        "--poisson", type=Path, default=Path("runs/default"), help="a Poisson run (default runs/default)"
+        "--smoke",
+        action="store_true",
+        help="tiny runs where none is (one layer of 2 channels, 2 steps, calibrated on 8 samples) and sets of "
+        "8 samples: checks that the script runs. Needs --poisson and --darcy (not to leave tiny runs as the defaults)",
     )
-    parser.add_argument("--darcy", type=Path, default=Path("runs/darcy"), help="a Darcy run (default runs/darcy)")
     args = parser.parse_args()
-    header([f"--poisson={args.poisson}", f"--darcy={args.darcy}"])
+    if args.smoke and (args.poisson is None or args.darcy is None):
+        parser.error("--smoke needs --poisson and --darcy: the tiny runs it trains are not the default runs")
+    args.poisson = args.poisson or Path("runs/default")
+    args.darcy = args.darcy or Path("runs/darcy")
+    header([*(["--smoke"] if args.smoke else []), f"--poisson={args.poisson}", f"--darcy={args.darcy}"])
+    if args.smoke:
+        HELD_OUT, WIDE, BATCH = SMOKE_TEST_SIZE, 2, SMOKE_TEST_SIZE  # 2 wide kappa: some take seconds at M = 64
     start = time.perf_counter()
     for problem, directory in ((poisson.PROBLEM, args.poisson), (darcy.PROBLEM, args.darcy)):
-        ready(problem, directory)
+        ready(problem, directory, args.smoke)
     report(poisson.PROBLEM, args.poisson, poisson_cases(poisson_task.DataConfig()), poisson_task.strong_residual)
     report(darcy.PROBLEM, args.darcy, darcy_cases(darcy_task.DataConfig()), darcy_task.strong_residual)
     print(f"\ntotal {time.perf_counter() - start:.0f} s")

@@ -1,0 +1,249 @@
+"""Every script of bench/ runs at a tiny size and prints its figures: a refactor that breaks a benchmark
+fails here, not when someone next runs the command behind a figure of the documentation (issue 32).
+
+Each script runs as its users run it, ``python bench/SCRIPT.py`` from the repository root, in a process
+of its own, at the tiny size it offers (``--smoke``, or its own size flags), and what it prints is read:
+its ratios are finite positive numbers, its tables have their rows. The tools among the scripts run
+their cheap modes: ``mutants.py --list`` (the mutants and whether each still applies) and ``site.py
+--help`` (the rest needs Chromium and selenium, which the project does not install).
+
+The processes share, for this session only, a dataset cache (``FUNCFORMER_CACHE``) and JAX's
+persistent compilation cache, and compile with XLA's optimisations and fusion emitters off (a quarter
+of the compile time, or less): the smoke runs' timings mean nothing, only that the scripts complete
+and that the generic and hand-written models still agree.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+ROOT = Path(__file__).resolve().parent.parent
+NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+FAST_COMPILE = (
+    "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
+    "--xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1"
+)
+
+
+@pytest.fixture(scope="session")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory for this session's caches, shared by the xdist workers (their base temporary
+    directories' parent is the session's)."""
+    base = tmp_path_factory.getbasetemp()
+    directory = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "bench-smoke"
+    directory.mkdir(exist_ok=True)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def scales(shared: Path) -> Path:
+    """``shared``, its dataset cache holding the 1024 samples that every training run of a task starts
+    with (``output_scale``; Darcy's take seconds to solve): made once, here, rather than by two scripts
+    at the same time."""
+    from funcformer.darcy import PROBLEM as DARCY  # here: a worker that runs no training imports none of it
+    from funcformer.learning.data import output_scale
+    from funcformer.poisson import PROBLEM as POISSON
+
+    with FileLock(shared / "scales.lock"), pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FUNCFORMER_CACHE", str(shared / "datasets"))
+        for problem in (POISSON, DARCY):
+            output_scale(problem, problem.task())
+    return shared
+
+
+def bench(shared: Path, script: str, *arguments: str) -> str:
+    """``python bench/<script> <arguments>`` from the repository root: its standard output, once it has
+    exited 0."""
+    env = {
+        **os.environ,
+        "FUNCFORMER_CACHE": str(shared / "datasets"),
+        "JAX_COMPILATION_CACHE_DIR": str(shared / "jax"),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_COMPILATION_CACHE_MAX_SIZE": str(2**30),  # a size makes JAX lock the cache's files: processes share it
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE}".strip(),
+    }
+    command = [sys.executable, f"bench/{script}", *arguments]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=300)
+    assert result.returncode == 0, f"{' '.join(command)} exited {result.returncode}:\n{result.stderr[-4000:]}"
+    return result.stdout
+
+
+def positive(text: str) -> float:
+    """A printed number that must be finite and positive."""
+    value = float(text)
+    assert math.isfinite(value), text
+    assert value > 0, text
+    return value
+
+
+def last_line(out: str, label: str) -> float:
+    """The number of the output's last line, ``<label>: X.XX``."""
+    last = out.strip().splitlines()[-1]
+    match = re.fullmatch(rf"{re.escape(label)}: ({NUMBER})", last)
+    assert match, f"last line {last!r}, expected {label}: X.XX"
+    return positive(match[1])
+
+
+def rows(out: str, header: str) -> list[list[str]]:
+    """The cells of the rows of the Markdown table whose header row starts with ``header``."""
+    lines = out.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(header)), None)
+    assert start is not None, f"no table headed {header!r} in:\n{out}"
+    assert re.fullmatch(r"\|(\s*-+\s*\|)+", lines[start + 1]), lines[start + 1]
+    table = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    assert table, f"the table headed {header!r} has no rows"
+    return table
+
+
+def row(table: list[list[str]], first: str) -> list[str]:
+    """The cells of the row whose first cell starts with ``first``."""
+    found = [cells for cells in table if cells[0].startswith(first)]
+    assert len(found) == 1, f"{len(found)} rows start with {first!r}: {table}"
+    return found[0]
+
+
+def duration(cell: str) -> float:
+    """Seconds of a printed duration: ``1.2 s``, ``3.40 ms``, ``5.60 us`` (``0 ms`` where a step took
+    less than half a millisecond, printed to the millisecond)."""
+    match = re.fullmatch(rf"({NUMBER}) (s|ms|us)", cell)
+    assert match, cell
+    seconds = float(match[1]) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[match[2]]
+    assert math.isfinite(seconds), cell
+    assert seconds >= 0, cell
+    return seconds
+
+
+# The generic code against hand-written jax.numpy
+
+
+def test_funcformer_checks_the_generic_against_the_hand_written_funcformer_and_prints_the_ratio(
+    shared: Path,
+) -> None:
+    out = bench(shared, "funcformer.py", "--smoke")
+    agreement = re.search(rf"relative difference ({NUMBER})\); gradients differ by ({NUMBER}) of the largest", out)
+    assert agreement, out
+    assert float(agreement[1]) < 1e-4
+    assert float(agreement[2]) < 1e-3
+    generic, hand, ratio = re.findall(rf"^  2 channels +({NUMBER}) +({NUMBER}) +({NUMBER})$", out, re.M)[0]
+    # the times are printed to 0.01 ms, the ratio of the unrounded ones to 0.01
+    assert positive(ratio) == pytest.approx(positive(generic) / positive(hand), rel=0.1, abs=0.01)
+    assert last_line(out, "ratio generic/hand-written train step") == float(ratio)  # the largest of one
+
+
+def test_transformer_checks_the_generic_against_the_hand_written_encoder_and_prints_the_ratios(shared: Path) -> None:
+    out = bench(shared, "transformer.py", "--smoke")
+    difference = re.search(rf"max gradient difference / max \|gradient\| = ({NUMBER})", out)
+    assert difference, out
+    assert float(difference[1]) < 1e-3
+    forward = re.search(rf"^ratio forward: ({NUMBER})$", out, re.M)
+    assert forward, out
+    positive(forward[1])
+    last_line(out, "ratio forward+backward")
+
+
+def test_trees_times_a_dense_tree_step_against_a_vec_step(shared: Path) -> None:
+    out = bench(shared, "trees.py", "--sizes", "8")
+    leaves, compile_time, tree_step, vec_step, ratio, memory = row(rows(out, "| leaves |"), "8")
+    assert leaves == "8"
+    for cell in (compile_time, tree_step, vec_step):
+        duration(cell)
+    positive(ratio)
+    assert re.fullmatch(rf"{NUMBER} / {NUMBER} GB", memory), memory
+
+
+# The training loop and the tasks' baselines, searches and checks
+
+
+def test_training_loop_times_the_loop_against_its_steps_for_both_tasks(scales: Path) -> None:
+    out = bench(scales, "training_loop.py", "--smoke")
+    for task in ("Poisson", "Darcy"):
+        assert f"{task} (default model)" in out
+    tables = re.findall(r"^\| 2 \|.*$", out, re.M)  # one row a task: batch 2
+    assert len(tables) == 2, out
+    for line in tables:
+        for cell in line.strip("|").split("|")[1:]:
+            positive(cell)
+    last_line(out, "ratio loop/step")
+
+
+def test_poisson_baselines_prints_its_three_tables(shared: Path) -> None:
+    out = bench(shared, "poisson_baselines.py", "--smoke")
+    accuracy = rows(out, "| predictor | mean | median | p95 | fit / training |")
+    for cell in row(accuracy, "truncation floor")[1:4] + row(accuracy, "least squares on k = 16")[1:4]:
+        positive(cell)
+    timing = rows(out, "| predictor | batch 1 | ratio | batch 4 | ratio |")
+    assert row(timing, "exact spectral solver")[2::2] == ["1.00", "1.00"]
+    for cell in row(timing, "least squares, k = 16")[2::2]:
+        positive(cell)
+    families = rows(out, "| family | predictor |")
+    assert {cells[0] for cells in families} >= {"in_distribution", "slow_decay"}
+
+
+def test_darcy_baselines_prints_its_tables(shared: Path) -> None:
+    out = bench(shared, "darcy_baselines.py", "--smoke")
+    accuracy = rows(out, "| predictor | mean | median | p95 |")
+    for cell in row(accuracy, "affine least squares on the normalised inputs")[1:]:
+        positive(cell)
+    speed = rows(out, "| predictor | parameters | training | per sample | ratio |")
+    assert row(speed, "exact solver, GMRES")[4] == "1"
+    dense = row(speed, "exact solver, dense LU (2 samples)")
+    duration(dense[3])
+    positive(dense[4])
+    assert "## Out of distribution, kappa with twice the amplitude" in out
+
+
+@pytest.mark.parametrize(("script", "trial"), [("poisson_search.py", "12"), ("darcy_search.py", "7")])
+def test_search_trains_a_trial_and_prints_its_errors_and_time(scales: Path, script: str, trial: str) -> None:
+    out = bench(scales, script, "--smoke", "--only", trial)
+    lines = out.strip().splitlines()
+    assert len(lines) == 2, out
+    match = re.fullmatch(rf"{trial} +\S.*?  ({NUMBER})  ({NUMBER})  ({NUMBER}) +(\d+) s", lines[1])
+    assert match, lines[1]
+    for value in match.groups()[:3]:
+        positive(value)
+
+
+def test_trust_trains_tiny_runs_and_prints_its_tables(scales: Path, tmp_path: Path) -> None:
+    out = bench(scales, "trust.py", "--smoke", "--poisson", str(tmp_path / "p"), "--darcy", str(tmp_path / "d"))
+    for task in ("Poisson", "Darcy"):
+        assert f"(training the tiny {task} run into" in out
+        assert f"## {task}: flagging the bad predictions" in out
+        assert f"## {task}: time per sample at batch 8" in out
+    errors = rows(out, "| set | samples | floor: median |")
+    assert row(errors, "in distribution (held out)")[1] == "8"
+    for cells in rows(out, "| | per sample |"):  # the first task's, Poisson
+        duration(cells[1])
+    assert out.count("| all sets pooled |") == 4
+    assert re.search(r"^total \d+ s$", out, re.M)
+
+
+# The tools
+
+
+def test_mutants_lists_the_mutants(shared: Path) -> None:
+    out = bench(shared, "mutants.py", "--list")
+    listed = rows(out, "| id | file | applies | tests |")
+    assert len(listed) >= 10
+    for cells in listed:
+        assert (ROOT / cells[1]).is_file(), cells
+        assert re.fullmatch(r"yes|stale|ambiguous \(\d+\)", cells[2]), cells
+    assert sum(cells[2] == "yes" for cells in listed) > len(listed) / 2
+
+
+def test_site_describes_itself_without_a_browser(shared: Path) -> None:
+    out = bench(shared, "site.py", "--help")
+    assert out.startswith("usage: site.py")
+    assert "The documentation site in a real browser" in out
