@@ -63,7 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from applicative.protocols.algebra import Arithmetic, Module, Pointwise, Real, Ring, arithmetic
-from applicative.protocols.applicative import Applicative
+from applicative.protocols.applicative import Applicative, Shaped
 from applicative.protocols.dense import Axis, Dense, nest
 from applicative.protocols.integration import counit
 from applicative.protocols.kinds import F, G, H, I, R, Summed, Summed2
@@ -332,17 +332,31 @@ def _nesting(x: object) -> str:
 def _alike(op: str, module: Module[Any], x: T, y: T) -> tuple[T, T]:
     """Two elements about to be added, checked under ordinary arithmetic (which adds leaf by leaf) to
     have one pytree structure and leaves that broadcast together."""
-    if not isinstance(module, Arithmetic):
+    if not isinstance(module, Arithmetic) or _one_kind(x, y):
         return x, y
-    try:
-        structure: jax.tree_util.PyTreeDef = jax.tree_util.tree_structure(x)
-        if structure == jax.tree_util.tree_structure(y):
-            for u, w in zip(jax.tree_util.tree_leaves(x), jax.tree_util.tree_leaves(y), strict=True):
-                jnp.broadcast_shapes(jnp.shape(u), jnp.shape(w))
-            return x, y
-    except ValueError:
-        pass
     raise TypeError(f"{op}: the arguments hold different elements, {_what(x)} and {_what(y)}; expected one shape")
+
+
+def _one_kind(x: object, y: object) -> bool:
+    """One pytree structure and leaves that broadcast together; a ``Shaped`` structure (a tree) counts
+    as one leaf, matched by its type alone: ordinary arithmetic adds it through its own ``pair``."""
+    structure: jax.tree_util.PyTreeDef = jax.tree_util.tree_structure(x, is_leaf=_is_shaped)
+    if structure != jax.tree_util.tree_structure(y, is_leaf=_is_shaped):
+        return False
+    for u, w in zip(*(jax.tree_util.tree_leaves(e, is_leaf=_is_shaped) for e in (x, y)), strict=True):
+        if _is_shaped(u) or _is_shaped(w):
+            if type(u) is not type(w):
+                return False
+            continue
+        try:
+            jnp.broadcast_shapes(jnp.shape(u), jnp.shape(w))
+        except ValueError:
+            return False
+    return True
+
+
+def _is_shaped(x: object) -> bool:
+    return isinstance(x, Shaped)
 
 
 def _what(x: object) -> str:

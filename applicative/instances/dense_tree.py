@@ -85,6 +85,7 @@ functor, applicative and counit law, exactly as for ``Tree``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -203,7 +204,7 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         Chebyshev transform of a function whose values are trees), on the one layout every tree of
         the stack has: its values are mapped, never its layout. A stack whose trees differ in shape,
         or cannot be shown to share one (traced, of no known origin), is a ValueError naming ``what``."""
-        shape = self._one_shape(what)
+        shape = _canonical(self._one_shape(what))
         before, data = jax.tree_util.tree_leaves(self.data), f(self.data)
         after = jax.tree_util.tree_leaves(data)
         if not before:
@@ -426,15 +427,29 @@ def _shared(data: T) -> T:
 
 
 def _alike_rows(layout: Layout) -> Layout | None:
-    """The one layout of a concrete stack of layouts whose every row is the same; None for a single
-    layout, a traced one, or rows that differ."""
+    """The one layout of a concrete stack of layouts whose every row is the same (``_canonical``);
+    None for a single layout, a traced one, or rows that differ."""
     arrays = [layout.depth, layout.hi, layout.lo]
     if jnp.ndim(arrays[0]) < 2 or any(isinstance(a, jax.core.Tracer) for a in arrays):
         return None
     rows = [np.asarray(a).reshape(-1, np.shape(a)[-1]) for a in arrays]
     if not all((r == r[:1]).all() for r in rows):
         return None
-    return Layout(*(jnp.asarray(r[0]) for r in rows))
+    return _interned(*(r[0].astype(np.int32).tobytes() for r in rows))
+
+
+def _canonical(layout: Layout) -> Layout:
+    """One layout object for every concrete layout of these values (a traced one is itself): the origin
+    of stacks of trees of one shape, so that two such stacks built apart (two functions whose values
+    are trees of that shape) are one pytree structure, stack together and meet in the dense formulas."""
+    if any(isinstance(a, jax.core.Tracer) for a in (layout.depth, layout.hi, layout.lo)):
+        return layout
+    return _interned(*(np.asarray(a, np.int32).tobytes() for a in (layout.depth, layout.hi, layout.lo)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _interned(depth: bytes, hi: bytes, lo: bytes) -> Layout:
+    return Layout(*(jnp.asarray(np.frombuffer(words, np.int32)) for words in (depth, hi, lo)))
 
 
 # Provenance: which trees provably share one layout (see the module docstring).
