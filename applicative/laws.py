@@ -44,7 +44,7 @@ import numpy as np
 from applicative.linalg import add, dot, generic_only, mul_mm, mul_mmt, mul_mv, mul_vm, outer, record_fast_paths, scale
 from applicative.protocols import algebra, applicative, functor
 from applicative.protocols.algebra import ARITHMETIC, Module
-from applicative.protocols.applicative import Applicative
+from applicative.protocols.applicative import Applicative, Shaped
 from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit, additivity_law, counit, homogeneity_law, pairing_law
 
@@ -161,7 +161,10 @@ def assert_close(
     lhs: object, rhs: object, *, rtol: float | None = None, atol: float | None = None, what: str = ""
 ) -> None:
     """Assert two pytrees have the same structure (tags and sizes included) and close leaves; a tolerance
-    not given is ``default_tolerance`` of the pair's dtype."""
+    not given is ``default_tolerance`` of the pair's dtype. Two structures whose shape is data (``Shaped``
+    and ``Dense``: trees) at the same place are compared as functions, on one shape (``pair``): a tree
+    and its refinement, or one at another capacity, are equal."""
+    lhs, rhs = _on_one_shape(lhs, rhs)
     left, right = jax.tree_util.tree_structure(lhs), jax.tree_util.tree_structure(rhs)
     if str(left) != str(right):
         raise AssertionError(f"{what}: structures differ:\n  {left}\n  {right}")
@@ -171,6 +174,27 @@ def assert_close(
         np.testing.assert_allclose(
             x, y, rtol=tolerance if rtol is None else rtol, atol=tolerance if atol is None else atol, err_msg=what
         )
+
+
+def _on_one_shape(lhs: object, rhs: object) -> tuple[object, object]:
+    """``lhs`` and ``rhs`` with each two trees at one place brought to one shape (``fmap fst`` and
+    ``fmap snd`` of their ``pair``: their common refinement); unchanged where the places differ."""
+    left, structure = jax.tree_util.tree_flatten(lhs, is_leaf=_data_shaped)
+    right, other = jax.tree_util.tree_flatten(rhs, is_leaf=_data_shaped)
+    if str(structure) != str(other):
+        return lhs, rhs
+    for i, (u, w) in enumerate(zip(left, right, strict=True)):
+        if _data_shaped(u) and type(u) is type(w):
+            try:
+                both = u.pair(w)
+            except ValueError:  # a stack of trees (the elements of another structure): compared as they are
+                continue
+            left[i], right[i] = both.fmap(lambda q: q[0]), both.fmap(lambda q: q[1])
+    return jax.tree_util.tree_unflatten(structure, left), jax.tree_util.tree_unflatten(structure, right)
+
+
+def _data_shaped(x: object) -> bool:
+    return isinstance(x, Shaped) and isinstance(x, Dense)
 
 
 def check_law(

@@ -36,8 +36,10 @@ matrix, a tree per attention head) remember the one layout they all have
 (``origin``, static pytree metadata). ``pair`` zips two trees whose layout (or
 origin) is the same object and merges any others; the linear algebra contracts trees of
 the same layout by its dense formula and takes the generic definition (which
-refines) for any others. Correct either way, fast where it matters. To give a
-second tree a known shape, build it on the first: ``tree.with_elements(values)``.
+refines) for any others. Correct either way, fast where it matters. Trees built
+on the host of one shape and capacity hold one layout object (layouts are
+interned by value), so they zip and meet too; inside a trace, give a second
+tree a known shape by building it on the first: ``tree.with_elements(values)``.
 The origin is recorded where values are transformed apart from their layout (a
 ``vmap`` of the values alone), kept through ``jit``, ``vmap`` and ``grad``
 within one trace, and dropped where it cannot be vouched for (outside the trace
@@ -410,8 +412,7 @@ def _build(what: str, values: Sequence[T] | T, depths: list[int], capacity: int 
         data: Any = _shared(stack([values[i] for i in slots], what))
     else:
         data = jax.tree_util.tree_map(lambda leaf: _take(numeric(leaf, what, host=True), slots), values)
-    layout = Layout(*(jnp.asarray(a) for a in (lay.depth, lay.hi, lay.lo)))
-    return DenseTree(data, layout, capacity)
+    return DenseTree(data, _canonical(lay), capacity)  # trees of one shape built apart zip and meet
 
 
 def _shared(data: T) -> T:
@@ -449,7 +450,8 @@ def _canonical(layout: Layout) -> Layout:
 
 @functools.lru_cache(maxsize=4096)
 def _interned(depth: bytes, hi: bytes, lo: bytes) -> Layout:
-    return Layout(*(jnp.asarray(np.frombuffer(words, np.int32)) for words in (depth, hi, lo)))
+    with jax.ensure_compile_time_eval():  # concrete arrays, even when first asked for inside a trace
+        return Layout(*(jnp.asarray(np.frombuffer(words, np.int32)) for words in (depth, hi, lo)))
 
 
 # Provenance: which trees provably share one layout (see the module docstring).

@@ -701,7 +701,8 @@ def test_bad_input_raises_clearly_or_gives_the_right_value(name: str) -> None:
 # machinery, and the readers and combinators (as_vec, to_array, ap, ...) that act on built structures.
 NOT_ENTRY_POINTS = {
     "ARITHMETIC", "Applicative", "Arithmetic", "Axis", "ChebOf", "ComposeOf", "Counit", "Dense", "DenseTreeOf",
-    "Dim", "DistributionOf", "Functor", "Measured", "Module", "Pointwise", "QuantumOf", "Real", "Ring", "TreeOf",
+    "Dim", "DistributionOf", "Functor", "Measured", "Module", "Pointwise", "QuantumOf", "Real", "Ring", "Shaped",
+    "TreeOf",
     "VecOf", "VectorSpace", "ap", "arithmetic", "as_cheb", "as_dense_tree", "as_tree", "as_vec", "counit",
     "generic_only", "lift_a2", "record", "record_fast_paths", "static", "to_array",
 }  # fmt: skip
