@@ -25,6 +25,7 @@ from applicative import (
     DenseTree,
     Dim,
     Vec,
+    add,
     as_dense_tree,
     dot,
     generic_only,
@@ -35,6 +36,7 @@ from applicative import (
 )
 from applicative.instances import dyadic
 from tests.applicative.dims import Hidden, Model, Seq
+from tests.applicative.mesh import Mesh, trapezoid_weights
 
 rng = np.random.default_rng(32)
 
@@ -202,3 +204,58 @@ def test_numpy_leaves_take_the_formula_they_take_under_jit(kind: str) -> None:
         assert abs(float(generic) - float(eager_host)) > 1e-6
     else:
         np.testing.assert_allclose(eager_host, generic, rtol=1e-12)
+
+
+def test_functions_whose_values_are_trees_of_one_shape_built_apart_are_one_structure() -> None:
+    # Two series over trees of one shape built apart (their trees too), and a constant one, pure of a
+    # third tree: one pytree structure (they stack together), and they meet in the dense formulas and in
+    # pair, which zips their trees: a sum keeps the trees' capacity, eagerly and under jit.
+    f, g = Cheb.of(_trees([UNBALANCED] * 4, 11), X), Cheb.of(_trees([UNBALANCED] * 4, 11), X)
+    constant = f.pure(_trees([UNBALANCED], 11)[0])
+    structures: list[jax.tree_util.PyTreeDef] = [jax.tree_util.tree_structure(h) for h in (f, g, constant)]
+    assert structures[1] == structures[0]
+    assert structures[2] == structures[0]
+    cf, cg, cc = (np.asarray(to_array(h)) for h in (f, g, constant))  # coefficients x slots
+    with record_fast_paths() as taken:
+        total = add(f, constant)
+    assert taken == ["add"]
+    np.testing.assert_allclose(to_array(total), cf + cc, rtol=1e-14)
+    for run in (lambda h: h, jax.jit):
+        summed = run(lambda f, g: f.pair(g).fmap(lambda p: p[0] + p[1]))(f, g)
+        assert as_dense_tree(summed.data).capacity == 11
+        np.testing.assert_allclose(to_array(summed), cf + cg, rtol=1e-12, atol=1e-12)
+
+
+def test_a_function_whose_values_are_trees_of_vectors_is_evaluated_leaf_by_leaf() -> None:
+    # The transform reaches a tree's values through along, one array leaf at a time: here a Vec per leaf.
+    coefficients = rng.normal(size=(3, 9, 2))  # 3 Chebyshev coefficients, each a tree of 9 leaves of 2-vectors
+    trees = [DenseTree.stack(UNBALANCED, Vec.from_array(c, Seq, Model).data, 11) for c in coefficients]
+    at_x = as_dense_tree(Cheb.of(trees, X)(0.3))
+    assert at_x.shape == UNBALANCED
+    leaves = np.stack([np.asarray(to_array(v)) for v in at_x.leaves()])
+    np.testing.assert_allclose(leaves, C.chebval(0.3, coefficients), rtol=1e-12, atol=1e-12)
+
+
+def test_gram_matrices_that_differ_in_their_last_bit_are_two_measures() -> None:
+    a = np.array([0.25, 0.5, 0.25])
+    assert Axis("Mesh", Seq, 3, a) != Axis("Mesh", Seq, 3, np.nextafter(a, 1.0))
+
+
+def test_two_meshes_of_one_size_never_contract_by_one_of_their_measures(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A user's mesh whose hook leaves Axis.shape None (its Gram matrix, the trapezoid weights, is data of
+    # its nodes): two meshes of one tag and node count once contracted by the first one's weights
+    # (dot(f, g) = 0.660, dot(g, f) = 0.776). Their Gram matrices differ, so the dense formula does not
+    # run and the mesh's own pair refuses the two, naming both.
+    monkeypatch.setattr(Mesh, "axes", lambda self: (Axis("Mesh", self.tag, self.size, trapezoid_weights(self.nodes)),))
+    f = Mesh.from_function(jnp.sin, Seq, (0.0, 0.1, 0.5, 1.0))
+    g = Mesh.from_function(jnp.cos, Seq, (0.0, 0.6, 0.9, 1.0))
+    for a, b in ((f, g), (g, f)):
+        with pytest.raises(ValueError, match=r"pair: Mesh\[Seq\] .* vs Mesh\[Seq\] .*: not one mesh"):
+            dot(a, b)
+    # On one mesh the dense formula runs and is the trapezoid rule of the product, both ways.
+    h = Mesh.from_function(jnp.cos, Seq, f.nodes)
+    with record_fast_paths() as taken:
+        both = float(dot(f, h)), float(dot(h, f))
+    assert taken == ["dot", "dot"]
+    x = np.asarray(f.nodes)
+    np.testing.assert_allclose(both, [np.sum(trapezoid_weights(f.nodes) * np.sin(x) * np.cos(x))] * 2, rtol=1e-14)
