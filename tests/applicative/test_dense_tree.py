@@ -16,12 +16,14 @@ from applicative import (
     Cheb,
     DenseTree,
     Dim,
+    Distribution,
     Leaf,
     Node,
     Pointwise,
     Tree,
     Vec,
     add,
+    as_vec,
     counit,
     dot,
     laws,
@@ -40,6 +42,7 @@ from applicative import (
 from applicative.examples.trees import random_shape
 from applicative.instances import dyadic
 from applicative.instances.tree import Shape
+from applicative.protocols.algebra import Module
 from tests.applicative.dims import Hidden, Model, Seq
 from tests.applicative.tolerance import Tolerance
 
@@ -433,3 +436,112 @@ def test_trees_built_from_device_arrays_compile_nothing_per_leaf_count() -> None
         for tree in trees:
             assert tree.shape == shapes[n]
             np.testing.assert_array_equal(np.stack(tree.leaves()), np.asarray(values[n]))
+
+
+# Boundaries that the mutants of dense_tree.py and linalg.py found untested (docs/mutants.md, issue 32 part 6)
+
+
+def test_the_largest_value_is_a_leafs_when_every_leaf_is_negative() -> None:
+    # The padding slots (two here) are no values: the largest of -3, -2, -5 is -2, never 0.
+    t = DenseTree.from_nested((-3.0, (-2.0, -5.0)), 5)
+    assert float(t.largest()) == -2.0
+    # So attention whose every score is far below 0 (about -1550) is still the softmax: shifted by a
+    # padding slot's 0, every exp would underflow to 0. numpy in float64, keys = values, w_j = 2^-depth_j.
+    k = np.array([[-30.0, -30.0, -30.0], [-31.0, -29.0, -30.0], [-30.0, -30.0, -31.0]])
+    keys = DenseTree.from_nested((k[0], (k[1], k[2])), 5).fmap(lambda a: Vec.from_array(a, Model))
+    q = np.array([[30.0, 30.0, 30.0], [30.0, 29.0, 31.0]])
+    s = q @ k.T / np.sqrt(3)
+    assert s.max() < -1500
+    e = np.array([0.5, 0.25, 0.25]) * np.exp(s - s.max(1, keepdims=True))
+    out = to_array(nn.attention(Vec.from_array(q, Seq, Model), keys, keys))
+    np.testing.assert_allclose(out, e @ k / e.sum(1, keepdims=True), **TOL)
+
+
+def test_trees_are_built_from_values_traced_inside_jit() -> None:
+    shape = SHAPES[4]  # 17 leaves in 24 slots
+    depths, values = dyadic.depths_of(shape), rng.normal(size=(17, 2))
+    expected = 2.0 ** -np.array(depths) @ values
+    stacked = jax.jit(lambda v: counit(DenseTree.stack(shape, v, 24)))(values)
+    listed = jax.jit(lambda v: counit(DenseTree.of(shape, [v[i] for i in range(17)], 24)))(values)
+    np.testing.assert_allclose(stacked, expected, **TOL)
+    np.testing.assert_allclose(listed, expected, **TOL)
+
+
+class Recording(Module[Any]):
+    """Ordinary sums and scalings, each scaling's factor recorded."""
+
+    def __init__(self) -> None:
+        self.factors: list[float] = []
+
+    def zero(self, like: Any) -> Any:
+        return jnp.zeros_like(like)
+
+    def add(self, a: Any, b: Any) -> Any:
+        return a + b
+
+    def scale(self, r: float | jax.Array, a: Any) -> Any:
+        self.factors.append(float(r))
+        return r * a
+
+
+def test_the_counit_folds_through_the_module_it_is_given() -> None:
+    # Not ordinary arithmetic: the Module scales every slot by its measure (0 on the two padding slots).
+    t, module = DenseTree.from_nested((-3.0, (-2.0, -5.0)), 5), Recording()
+    assert float(t.counit(module)) == -3.25 == 0.5 * -3.0 + 0.25 * -2.0 + 0.25 * -5.0
+    assert module.factors == [0.5, 0.25, 0.25, 0.0, 0.0]
+
+
+def test_a_tree_whose_rows_are_trees_of_one_shape_contracts_them_by_the_dense_formula() -> None:
+    # Built from nested pairs of trees of one shape, the tree knows its rows share it (a matrix's rows):
+    # mul_mmt of it with itself contracts the rows in one formula, and equals the specification's.
+    spec = tree_with(SHAPES[3], lambda: random_tree(SHAPES[1]))
+    k = DenseTree.from_nested(spec.fmap(lambda row: DenseTree.from_nested(row, 16)), 4)
+    with record_fast_paths() as taken:
+        product = mul_mmt(k, k)
+    assert taken == ["mul_mmt"]
+    agree(product, mul_mmt(spec, spec))
+
+
+def test_with_elements_refuses_a_stack_of_trees_of_different_shapes() -> None:
+    stack = Vec.of([DenseTree.from_nested((1.0, (2.0, 3.0)), 4), DenseTree.from_nested(((1.0, 2.0), 3.0), 4)], Seq)
+    with pytest.raises(ValueError, match=r"DenseTree.with_elements: a stack of trees of different shapes"):
+        stack.data.with_elements(jnp.zeros((2, 4)))
+
+
+def test_add_takes_trees_of_different_capacities_as_one_kind_of_element_and_names_others() -> None:
+    (a, a_spec), (b, b_spec) = pair_of(SHAPES[3], capacity=4), pair_of(SHAPES[4], capacity=24)
+    total = as_vec(add(Vec.of([a], Seq), Vec.of([b], Seq)))
+    agree(total[0], add(a_spec, b_spec))  # on the common refinement, at capacity 4 + 24 - 1
+    outcomes = Distribution(np.array([1.0, 2.0]), np.array([0.5, 0.5]))
+    with pytest.raises(TypeError, match=r"add: the arguments hold different elements, a DenseTree and a Distribution"):
+        add(Vec.of([a], Seq), Vec.of([outcomes], Seq))
+
+
+def test_a_shape_recorded_inside_a_trace_is_kept_there_and_dropped_outside_it() -> None:
+    # A vmap of a tree's values alone records the tree's layout on the stack it makes (a trace-time
+    # provenance). Inside the jit that made it, an axis spec built by tree_map (placeholders for leaves,
+    # as equinox's filter_vmap builds one) keeps it, so that the spec has the stack's structure. The
+    # outputs of that jit for two shapes hold one recorded object (one trace serves both shapes): outside
+    # it, eagerly and inside another jit, it is dropped, and rows of the two pair on their common
+    # refinement and contract by the generic definition, never zipped.
+    (a, a_spec), (b, b_spec) = pair_of(SHAPES[3]), pair_of(SHAPES[5])
+    scales = jnp.array([1.0, -2.0])
+
+    def scaled(t: DenseTree[jax.Array]) -> DenseTree[jax.Array]:
+        return jax.vmap(lambda s: t.fmap(lambda x: s * x))(scales)
+
+    def counits(t: DenseTree[jax.Array]) -> jax.Array:
+        stack = scaled(t)
+        spec = jax.tree_util.tree_map(lambda _: 0, stack)
+        return jax.vmap(counit, in_axes=(spec,))(stack)
+
+    np.testing.assert_allclose(jax.jit(counits)(a), np.asarray(scales) * counit(a_spec), **TOL)
+
+    def second(stack: DenseTree[jax.Array]) -> DenseTree[jax.Array]:
+        row: DenseTree[jax.Array] = jax.tree_util.tree_map(lambda leaf: leaf[1], stack)
+        return row
+
+    compiled, double = jax.jit(scaled), (lambda x: -2.0 * x)
+    agree(second(compiled(a)).pair(second(compiled(b))), a_spec.fmap(double).pair(b_spec.fmap(double)))
+    inside = jax.jit(lambda x, y: dot(second(compiled(x)), second(compiled(y))))
+    np.testing.assert_allclose(inside(a, b), dot(a_spec.fmap(double), b_spec.fmap(double)), **TOL)

@@ -1,5 +1,6 @@
 """Every law of every abstraction, for every instance (applicative.laws)."""
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -18,6 +19,7 @@ from applicative import (
     Cheb,
     Compose,
     Dense,
+    DenseTree,
     Leaf,
     Node,
     Pointwise,
@@ -290,3 +292,82 @@ def test_the_dense_check_blames_a_wrong_counit_not_the_hook() -> None:
     structures = strategies.vec_triples().map(lambda t: (_squaring(t[0]), _squaring(t[1]), _squaring(t[2])))
     with pytest.raises(AssertionError, match=r"the counit fails 'counit additivity', so the Dense hook cannot be"):
         laws.check_dense(structures, max_examples=3)
+
+
+# Boundaries of check_dense that its mutants found untested (docs/mutants.md, issue 32 part 6). One fixed
+# triple of random coordinates, no two alike: every matrix built of them is asymmetric.
+
+
+def _one_triple(make: Callable[[np.ndarray], Any]) -> st.SearchStrategy[laws.Triple]:
+    x, y, z = (make(np.random.default_rng(seed).normal(size=4)) for seed in range(3))
+    return st.just((x, y, z))
+
+
+def _vec(a: np.ndarray) -> Vec[Law, jax.Array]:
+    return Vec.from_array(a, Law)
+
+
+def _cheb(a: np.ndarray) -> Cheb[Law, jax.Array]:
+    return Cheb.from_array(a, Law)
+
+
+def test_the_dense_check_refuses_a_gram_matrix_of_zeros(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Definite: every eigenvalue above the floor, eps * size * the largest |eigenvalue|. A zero matrix's
+    floor is 0, and its smallest eigenvalue, 0, is not above it."""
+    _cheb_hook(monkeypatch, gram=lambda n: np.zeros(n), exact=lambda n: (n + 1) // 2)
+    message = r"dense Gram matrices: Cheb\[Law\] of size 4: the Gram matrix is not positive definite \(smallest eig"
+    with pytest.raises(AssertionError, match=message):
+        laws.check_dense(_one_triple(_cheb), max_examples=1)
+
+
+def test_the_dense_check_refuses_a_negative_weight_of_a_measure_that_is_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A measure that is data (a tree's) may weigh 0, on padding: semidefinite. Never less than 0."""
+    original = DenseTree.axes
+
+    def negated(self: DenseTree[Any]) -> tuple[Axis]:
+        axes = original(self)
+        assert axes is not None
+        return (dataclasses.replace(axes[0], gram=-jnp.asarray(axes[0].gram)),)
+
+    monkeypatch.setattr(DenseTree, "axes", negated)
+    trees = _one_triple(lambda a: DenseTree.stack(((None, None), (None, None)), a, 6))
+    with pytest.raises(AssertionError, match=r"DenseTree of size \d+: the Gram matrix is not positive semidefinite"):
+        laws.check_dense(trees, max_examples=1)
+
+
+def test_the_dense_check_refuses_an_exactness_beyond_the_axis(monkeypatch: pytest.MonkeyPatch) -> None:
+    _cheb_hook(monkeypatch, gram=chebyshev.gram, exact=lambda n: n + 1)
+    with pytest.raises(AssertionError, match=r"dense exactness: Cheb\[Law\] of size 4 declares Axis.exact = 5"):
+        laws.check_dense(_one_triple(_cheb), max_examples=1)
+
+
+@pytest.mark.parametrize(
+    ("op", "spec"), [("mul_mv", "gf,g->f"), ("mul_vm", "f,gf->g"), ("mul_mm", "gf,gh->fh"), ("mul_mm", "fg,hg->fh")]
+)
+def test_the_dense_check_catches_a_formula_that_reads_a_matrix_transposed(
+    monkeypatch: pytest.MonkeyPatch, op: str, spec: str
+) -> None:
+    """a = outer(x, y) + outer(z, x) and b = outer(y, z) + outer(x, x) are not symmetric: a formula that
+    reads a (mul_mv, mul_vm, mul_mm's first operand) or b (mul_mm's second) transposed is caught."""
+    original = linalg._dense
+
+    def transposed(name: str, given: str, ring: Any, *operands: object) -> Any:
+        return original(name, spec if name == op else given, ring, *operands)
+
+    monkeypatch.setattr(linalg, "_dense", transposed)
+    with pytest.raises(AssertionError, match=rf"the Dense hook fails 'dense {op}'"):
+        laws.check_dense(_one_triple(_vec), max_examples=1)
+
+
+def test_the_dense_check_catches_an_outer_product_transposed(monkeypatch: pytest.MonkeyPatch) -> None:
+    _formula(monkeypatch, "outer", lambda out: (out[0].T, out[1]))
+    with pytest.raises(AssertionError, match=r"the Dense hook fails 'dense outer'"):
+        laws.check_dense(_one_triple(_vec), max_examples=1)
+
+
+def test_the_dense_check_catches_a_hook_that_declines_a_product_of_matrices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mul_mm's generic definition runs mul_vm on each row, by mul_vm's dense formula: not mul_mm's."""
+    original = linalg._dense
+    monkeypatch.setattr(linalg, "_dense", lambda op, *rest: None if op == "mul_mm" else original(op, *rest))
+    with pytest.raises(AssertionError, match=r"dense mul_mm: the dense formula did not run .*taken: \['mul_vm'"):
+        laws.check_dense(_one_triple(_vec), max_examples=1)

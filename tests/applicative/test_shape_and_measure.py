@@ -208,10 +208,12 @@ def test_numpy_leaves_take_the_formula_they_take_under_jit(kind: str) -> None:
 
 def test_functions_whose_values_are_trees_of_one_shape_built_apart_are_one_structure() -> None:
     # Two series over trees of one shape built apart (their trees too), and a constant one, pure of a
-    # third tree: one pytree structure (they stack together), and they meet in the dense formulas and in
-    # pair, which zips their trees: a sum keeps the trees' capacity, eagerly and under jit.
+    # third tree of that shape computed on the device (a refinement: its layout another array): one pytree
+    # structure (they stack together), and they meet in the dense formulas and in pair, which zips their
+    # trees: a sum keeps the trees' capacity, eagerly and under jit.
     f, g = Cheb.of(_trees([UNBALANCED] * 4, 11), X), Cheb.of(_trees([UNBALANCED] * 4, 11), X)
-    constant = f.pure(_trees([UNBALANCED], 11)[0])
+    refined = _trees([UNBALANCED], 11)[0].refine(DenseTree.from_nested(0.0))  # capacity 11 + 1 - 1
+    constant = f.pure(refined)
     structures: list[jax.tree_util.PyTreeDef] = [jax.tree_util.tree_structure(h) for h in (f, g, constant)]
     assert structures[1] == structures[0]
     assert structures[2] == structures[0]
