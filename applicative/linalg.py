@@ -62,7 +62,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from applicative.protocols.algebra import Arithmetic, Module, Pointwise, Real, Ring, arithmetic
+from applicative.protocols.algebra import Arithmetic, Module, Pointwise, Real, Ring, arithmetic, ordinary
 from applicative.protocols.applicative import Applicative, Shaped
 from applicative.protocols.dense import Axis, Dense, nest
 from applicative.protocols.integration import counit
@@ -257,7 +257,7 @@ def _on_coordinates(op: str, module: Module[Any], f: Callable[..., Any], *xs: ob
     a sum or scaling under ordinary arithmetic on dense structures. None unless every operand's
     dense levels are the first's (the same structures, tags, sizes and shapes) and their elements
     hold alike leaves that add leafwise (no structure whose ``pair`` is not a zip)."""
-    if not (_use_fast_paths.get() and isinstance(module, Arithmetic)):
+    if not (_use_fast_paths.get() and ordinary(module)):
         return None
     views = [_levels(x) for x in xs]
     shells, axes, first = views[0]
@@ -396,7 +396,7 @@ def _dense(op: str, spec: str, ring: Ring[Any], *operands: object) -> tuple[jax.
     (outermost first), or None where the formula does not apply. ``spec`` names the structure levels
     of the operands and of the result ("fg,g->f": a matrix and a vector give a vector); a level
     found in the operands but not in the result is contracted through its Gram matrices."""
-    if not (_use_fast_paths.get() and isinstance(ring, Arithmetic)):
+    if not (_use_fast_paths.get() and ordinary(ring)):
         return None
     inputs, output = spec.split("->")
     names = inputs.split(",")

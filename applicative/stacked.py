@@ -73,7 +73,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from applicative.protocols.algebra import Arithmetic, Module, Pointwise
+from applicative.protocols.algebra import Module, Pointwise, ordinary
 from applicative.protocols.applicative import ProductPairing, Shaped
 from applicative.protocols.kinds import Dim, check_tag
 
@@ -202,7 +202,7 @@ def _leafwise(module: Module[T]) -> bool:
     # structures that zip; any other Module is folded element by element.
     if isinstance(module, Pointwise):
         return _leafwise(module.inner)
-    return isinstance(module, Arithmetic)
+    return ordinary(module)
 
 
 def sums_leafwise(module: Module[T], data: object) -> bool:

@@ -122,6 +122,13 @@ cannot carry a type variable), so ``module or ARITHMETIC`` and ``Pointwise(ARITH
 ``arithmetic()`` gives it at a named element type."""
 
 
+def ordinary(module: object) -> bool:
+    """Whether ``module`` is ordinary arithmetic itself, whose operations act leaf by leaf: an
+    ``Arithmetic``, not a subclass that overrides one of them (which only the generic definitions,
+    through its own ``add``, ``scale`` and ``mul``, respect)."""
+    return type(module) is Arithmetic
+
+
 def arithmetic() -> Ring[T]:
     """ARITHMETIC at any element type (floats, complex numbers, JAX arrays, pytrees)."""
     return cast(Ring[T], ARITHMETIC)

@@ -42,7 +42,7 @@ from applicative import (
 from applicative.examples.trees import random_shape
 from applicative.instances import dyadic
 from applicative.instances.tree import Shape
-from applicative.protocols.algebra import Module
+from applicative.protocols.algebra import Arithmetic, Module, Real
 from tests.applicative.dims import Hidden, Model, Seq
 from tests.applicative.tolerance import Tolerance
 
@@ -545,3 +545,15 @@ def test_a_shape_recorded_inside_a_trace_is_kept_there_and_dropped_outside_it() 
     agree(second(compiled(a)).pair(second(compiled(b))), a_spec.fmap(double).pair(b_spec.fmap(double)))
     inside = jax.jit(lambda x, y: dot(second(compiled(x)), second(compiled(y))))
     np.testing.assert_allclose(inside(a, b), dot(a_spec.fmap(double), b_spec.fmap(double)), **TOL)
+
+
+def test_a_subclass_of_ordinary_arithmetic_is_respected_by_a_trees_counit() -> None:
+    """An Arithmetic whose scale ignores the factor makes a tree's counit the plain sum of its leaves, as
+    the specification's (Tree) does; it is not ordinary arithmetic, so no leafwise shortcut applies."""
+
+    class Unscaled(Arithmetic[Any]):
+        def scale(self, r: Real, a: Any) -> Any:
+            return a
+
+    t = DenseTree.from_nested((1.0, (2.0, 4.0)))
+    assert float(counit(t, Unscaled())) == float(counit(t.to_tree(), Unscaled())) == 7.0
