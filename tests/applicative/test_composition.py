@@ -85,6 +85,8 @@ from tests.applicative.mesh import Mesh
 
 jax.config.update("jax_enable_x64", True)  # (tests/conftest.py does too; here for the script)
 
+pytestmark = pytest.mark.slow  # about 3.5 CPU-minutes: run by CI after the suite (pyproject.toml)
+
 TOLERANCE = 1e-12
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 """XLA's code generation optimisations off for the jitted functions (as tests/test_bench.py's smoke runs):
