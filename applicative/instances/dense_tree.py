@@ -436,7 +436,7 @@ def _alike_rows(layout: Layout) -> Layout | None:
     rows = [np.asarray(a).reshape(-1, np.shape(a)[-1]) for a in arrays]
     if not all((r == r[:1]).all() for r in rows):
         return None
-    return _interned(*(r[0].astype(np.int32).tobytes() for r in rows))
+    return _canonical(Layout(*(r[0] for r in rows)))
 
 
 def _canonical(layout: Layout) -> Layout:
