@@ -7,7 +7,8 @@ scale; ``steps``: the loss, the optimiser and the jitted step (pure functions); 
 (B, P, Q) -> (B, P, Q), any coefficient count) and ``evaluate`` (the test metric beside the floor and the baselines, and
 the trust calibration); ``trust``: ``load_solver(DIR, problem, check=True)``'s residuals, distances
 and thresholds; ``metric``: the metric, the floor and the baselines in float64 numpy; ``plots``:
-PNG figures; ``cli``: ``python -m funcformer.<task>``. Datasets are cached under
+PNG figures; ``processes``: one run on several processes (``jax.distributed``), process 0 owning its
+directory; ``cli``: ``python -m funcformer.<task>``. Datasets are cached under
 ``default_cache()``: $FUNCFORMER_CACHE, else ~/.cache/funcformer.
 """
 

@@ -9,6 +9,7 @@ file's config must be the run's.
 
 from __future__ import annotations
 
+import io
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from funcformer.learning.settings import RunConfig
 from funcformer.learning.steps import optimiser
 from funcformer.model import Funcformer, init
 
-__all__ = ["NoStoredScale", "State", "load", "save", "template"]
+__all__ = ["NoStoredScale", "State", "from_bytes", "load", "save", "template"]
 
 
 @dataclass
@@ -80,9 +81,16 @@ def load(directory: Path, run: RunConfig, *, scale: float | None = None) -> Stat
     path = directory / CHECKPOINT
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}")
+    return from_bytes(path.read_bytes(), run, directory, scale=scale)
+
+
+def from_bytes(data: bytes, run: RunConfig, directory: Path, *, scale: float | None = None) -> State:
+    """``load`` of the checkpoint ``data`` read from ``directory`` (named in its errors): what the owner of
+    a run on several processes reads and hands to the others (``processes.from_owner``)."""
+    path = directory / CHECKPOINT
     leaves, treedef = jax.tree_util.tree_flatten(template(run))
     try:
-        stored = np.load(path, allow_pickle=False)
+        stored = np.load(io.BytesIO(data), allow_pickle=False)
         if not isinstance(stored, np.lib.npyio.NpzFile):
             raise ValueError("an .npy array, not an .npz archive")
         with stored:

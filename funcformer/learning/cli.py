@@ -8,6 +8,10 @@ evaluate DIR                test metrics and the trust calibration (written to D
 plot DIR                    DIR/prediction.png (target, prediction, error) and DIR/loss.png
 cache [--clear]             where this task's datasets are cached, and their sizes; --clear deletes them
 
+``train`` runs on several processes (hosts) when given ``--coordinator HOST:PORT --processes N
+--process-id I`` (or their environment variables, or ``--cluster``): the same command on each
+process, ``processes.initialize`` joining them; process 0 alone writes DIR and evaluates.
+
 ``evaluate`` and ``plot`` refuse a run of another task. A run directory is held by one process at a
 time: a second ``train``, ``evaluate`` or ``plot`` of a run in use fails at once.
 """
@@ -26,6 +30,7 @@ from funcformer.learning._files import METRICS, RunInUse, default_cache, holding
 from funcformer.learning.checkpoints import load
 from funcformer.learning.loop import TrainingDiverged, train
 from funcformer.learning.problem import Problem
+from funcformer.learning.processes import ENVIRONMENT, from_owner, initialize, is_owner, owning
 from funcformer.learning.settings import RunConfig, read_run
 
 __all__ = ["main"]
@@ -93,6 +98,25 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
     )
     t.add_argument("--test-size", type=_positive(int), default=1024, help="test samples (default 1024)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    several = t.add_argument_group(
+        "several processes",
+        "one run on several processes (hosts), each with its devices, joined by jax.distributed: start the same "
+        "command on each, with its own --process-id. Process 0 alone writes --out.",
+    )
+    several.add_argument(
+        "--coordinator", metavar="HOST:PORT", help=f"process 0's address (default ${ENVIRONMENT['coordinator']})"
+    )
+    several.add_argument(
+        "--processes", type=_positive(int), help=f"how many processes (default ${ENVIRONMENT['processes']})"
+    )
+    several.add_argument(
+        "--process-id", type=int, help=f"this process's number, from 0 (default ${ENVIRONMENT['process_id']})"
+    )
+    several.add_argument(
+        "--cluster",
+        action="store_true",
+        help="take what is not given from the cluster JAX detects (Slurm, Open MPI, Cloud TPU, Kubernetes)",
+    )
 
     e = commands.add_parser("evaluate", help="test metrics of a trained run")
     e.add_argument("run", type=Path, help="run directory")
@@ -127,11 +151,15 @@ def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
     if args.resume and _given(args):
         raise ValueError(f"--resume continues {args.out}'s own configuration; drop {', '.join(_given(args))}")
     run = None if args.resume else _run_from(problem, args)  # a bad flag is refused before anything is written
-    if run is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-    with holding_run(args.out):  # through training and its evaluation
-        train(run or read_run(args.out, problem), args.out, resume=args.resume, progress=not args.quiet)
-        _print_metrics(evaluate(args.out, problem, args.test_size))
+    initialize(args.coordinator, args.processes, args.process_id, cluster=args.cluster)
+    with owning(args.out, create=not args.resume):  # through training and its evaluation
+        if run is None:
+            run = RunConfig.from_json(
+                from_owner(lambda: read_run(args.out, problem).to_json().encode()).decode(), problem, str(args.out)
+            )
+        train(run, args.out, resume=args.resume, progress=not args.quiet)
+        if is_owner():
+            _print_metrics(evaluate(args.out, problem, args.test_size))
 
 
 def _print_metrics(metrics: dict[str, Any]) -> None:

@@ -27,9 +27,10 @@ import numpy as np
 from jax.sharding import NamedSharding
 from tqdm.auto import tqdm
 
-from funcformer.learning._files import CHECKPOINT, CONFIG, holding_run, write_atomically
-from funcformer.learning.checkpoints import NoStoredScale, State, load, save
+from funcformer.learning._files import CHECKPOINT, CONFIG, write_atomically
+from funcformer.learning.checkpoints import NoStoredScale, State, from_bytes, save
 from funcformer.learning.data import output_scale, training_arrays
+from funcformer.learning.processes import agree, from_owner, is_owner, owning
 from funcformer.learning.settings import RunConfig, read_run
 from funcformer.learning.steps import data_parallel, epoch_order, make_step, optimiser, place
 from funcformer.model import init
@@ -60,32 +61,64 @@ def train(
     Resuming a run saved before runs stored their output scale computes it (as its training did),
     stores it in the checkpoint and warns. ``interrupt_after`` (for tests) stops abruptly after that
     many steps of this call, writing nothing more, as a kill would.
+
+    After ``jax.distributed.initialize`` (``processes.initialize``), every process calls ``train`` with
+    the same arguments: process 0 alone holds, reads and writes ``directory`` (the others need not see
+    it), and a process whose training data, run or initial state differs from process 0's is refused
+    before the first step, on every process (``processes``).
     """
     out = Path(directory)
     _, replicated = data_parallel(run.batch)  # refuses a batch the devices cannot split, before any write
-    if not resume:
-        out.mkdir(parents=True, exist_ok=True)
-    with holding_run(out):
+    with owning(out, create=not resume):
+        stored = from_owner(lambda: _opened(run, out, resume))
         if resume:
-            state = _resumed(run, out)
+            state = _resumed(run, out, stored)
         else:
-            if (out / CHECKPOINT).exists():
-                raise FileExistsError(f"{out} already holds a run: pass --resume, or another --out")
             model = init(run.seed, run.model)
             state = State(model, optimiser(run).init(model), 0, [], output_scale(run.problem, run.task))
         x, t = training_arrays(run, state.scale)
-        if not resume:
+        _agree(run, state, x, t)
+        if not resume and is_owner():
             write_atomically(out / CONFIG, run.to_json())
             save(out, run, state)  # a run killed before its first interval resumes from here
         try:
             return _steps(run, out, state, x, t, replicated, progress, interrupt_after)
         except BaseException:
-            if not resume and _checkpoint_step(out) == 0:
+            if not resume and is_owner() and _checkpoint_step(out) == 0:
                 # Stopped before its first checkpoint (a diverging first step, an interrupt): nothing
                 # of it is worth resuming, and nothing of it may block a rerun.
                 (out / CHECKPOINT).unlink(missing_ok=True)
                 (out / CONFIG).unlink(missing_ok=True)
             raise
+
+
+def _opened(run: RunConfig, out: Path, resume: bool) -> bytes:
+    """On the owner: the checkpoint of the run to resume (its config checked), or nothing for a new run
+    in a directory that holds none."""
+    if not resume:
+        if (out / CHECKPOINT).exists():
+            raise FileExistsError(f"{out} already holds a run: pass --resume, or another --out")
+        return b""
+    if read_run(out, run.problem) != run:
+        raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
+    if not (out / CHECKPOINT).exists():
+        raise FileNotFoundError(f"no checkpoint at {out / CHECKPOINT}")
+    return (out / CHECKPOINT).read_bytes()
+
+
+def _agree(run: RunConfig, state: State, x: np.ndarray, t: np.ndarray) -> None:
+    """Every process holds process 0's run, training data and initial state (``processes.agree``)."""
+    cache = run.problem.invocation("cache --clear", "funcformer.learning.default_cache()")
+    agree("run configurations", run.to_json(), advice="give every process the same settings")
+    agree(
+        "training data",
+        x,
+        t,
+        advice="every process must generate the same data: the same code and library versions on every host, "
+        f"and no stale dataset cache (clear it with {cache})",
+    )
+    leaves = jax.tree_util.tree_leaves((state.model, state.opt_state))
+    agree("initial states", map(np.asarray, leaves), advice="run the same code and library versions on every host")
 
 
 def _checkpoint_step(directory: Path) -> int | None:
@@ -96,19 +129,18 @@ def _checkpoint_step(directory: Path) -> int | None:
         return None
 
 
-def _resumed(run: RunConfig, out: Path) -> State:
-    if read_run(out, run.problem) != run:
-        raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
+def _resumed(run: RunConfig, out: Path, stored: bytes) -> State:
     try:
-        return load(out, run)
+        return from_bytes(stored, run, out)
     except NoStoredScale:
-        state = load(out, run, scale=output_scale(run.problem, run.task))
-        save(out, run, state)
-        warnings.warn(
-            f"{out / CHECKPOINT} held no output scale (a run saved before scales were stored): "
-            f"computed it as the run's training did ({state.scale!r}) and stored it",
-            stacklevel=3,
-        )
+        state = from_bytes(stored, run, out, scale=output_scale(run.problem, run.task))
+        if is_owner():
+            save(out, run, state)
+            warnings.warn(
+                f"{out / CHECKPOINT} held no output scale (a run saved before scales were stored): "
+                f"computed it as the run's training did ({state.scale!r}) and stored it",
+                stacklevel=3,
+            )
         return state
 
 
@@ -125,7 +157,10 @@ def _steps(
     """The training loop, from ``state`` to ``run.steps``, checkpointing into ``out``."""
     step_fn = make_step(run)
     per_epoch = run.train_size // run.batch
-    model, opt_state = jax.device_put((state.model, state.opt_state), replicated)
+    # placed leaf by leaf from the host: device_put would compare every array across the processes
+    model, opt_state = jax.tree_util.tree_map(
+        lambda a: place(np.asarray(a), replicated), (state.model, state.opt_state)
+    )
     inputs, targets = place(x, replicated), place(t, replicated)
     start, first = time.perf_counter() - state.seconds, state.step
     losses, pending = list(state.losses), list[jax.Array]()  # read, and not yet read back from the device
@@ -145,8 +180,12 @@ def _steps(
                 )
             losses.append(value)
 
-    # tqdm.auto: a text bar in a terminal, a widget in a notebook.
-    bar = tqdm(total=run.steps, initial=first, desc="train", unit="step", disable=not progress, mininterval=0.5)
+    # tqdm.auto: a text bar in a terminal, a widget in a notebook; the owner's alone. On several processes
+    # the losses are read at the checkpoints only, where every process reads them: a non-finite one
+    # stops all of them at the same step, and none is left waiting in a collective.
+    shown_here = progress and is_owner()
+    bar = tqdm(total=run.steps, initial=first, desc="train", unit="step", disable=not shown_here, mininterval=0.5)
+    read_between = progress and jax.process_count() == 1
     with bar:
         for step in range(first, run.steps):
             if interrupt_after is not None and step - first == interrupt_after:
@@ -160,9 +199,10 @@ def _steps(
             if (step + 1) % run.checkpoint_every == 0 or step + 1 == run.steps:
                 read(len(pending))
                 state = State(model, opt_state, step + 1, losses, state.scale, time.perf_counter() - start)
-                save(out, run, state)
+                if is_owner():
+                    save(out, run, state)
                 saved_step = state.step
-            elif progress and time.perf_counter() - shown > _SHOW_EVERY:
+            elif read_between and time.perf_counter() - shown > _SHOW_EVERY:
                 read(len(pending) - 1)  # the newest step still runs meanwhile
                 shown = time.perf_counter()
             if losses:

@@ -1,0 +1,158 @@
+"""Training on several processes: JAX's own runtime (``jax.distributed``) joins them, one owns the run.
+
+A run on several processes (hosts, or several processes of one host) is the one-process run with
+its minibatches split over every process's devices (``steps.data_parallel``): each process builds
+the same training data, model and optimiser state, and the jitted step's collectives keep them in
+step. Process 0, the *owner*, alone touches the run directory: it holds it (``_files.holding_run``),
+reads a resumed run's config and checkpoint and hands them to the others (``from_owner``), and writes
+the config, the checkpoints, the metrics and the plots. The other processes never write, so the run
+directory need only exist on the owner's host, a shared file system works as well, and a crash of
+any process leaves the owner's last checkpoint, which ``--resume`` continues on any number of
+processes. Before the first step every process's data, configuration and initial state are
+compared by a SHA-256 (``agree``): processes that differ are refused by number.
+
+With one process (``jax.process_count() == 1``) every function here is the identity or a no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import jax
+import numpy as np
+from jax.experimental import multihost_utils
+
+from funcformer.learning._files import RunInUse, holding_run
+
+__all__ = ["agree", "from_owner", "initialize", "is_owner", "owning"]
+
+ENVIRONMENT = {
+    "coordinator": "JAX_COORDINATOR_ADDRESS",
+    "processes": "JAX_NUM_PROCESSES",
+    "process_id": "JAX_PROCESS_ID",
+}
+"""The environment variables ``initialize`` reads where an argument is None (the first is JAX's own)."""
+
+
+def initialize(
+    coordinator: str | None = None,
+    processes: int | None = None,
+    process_id: int | None = None,
+    *,
+    cluster: bool = False,
+) -> bool:
+    """Join this process to a run on several (``jax.distributed.initialize``), before JAX uses a device.
+
+    ``coordinator`` is process 0's ``host:port``, reachable from every process; ``processes`` how many
+    take part; ``process_id`` this one's number, 0 to ``processes - 1``. An argument that is None is
+    read from its environment variable (``ENVIRONMENT``). With none of the three given anywhere and
+    ``cluster`` False, nothing happens (a one-process run) and False is returned; with ``cluster``,
+    JAX fills in what is missing from the cluster it detects (Slurm, Open MPI, a Cloud TPU, a
+    Kubernetes job with ``jax[k8s]``). True once joined.
+    """
+    coordinator = coordinator or os.environ.get(ENVIRONMENT["coordinator"])
+    processes = processes if processes is not None else _integer(ENVIRONMENT["processes"])
+    process_id = process_id if process_id is not None else _integer(ENVIRONMENT["process_id"])
+    if (coordinator, processes, process_id) == (None, None, None) and not cluster:
+        return False
+    if processes is not None and processes < 1:
+        raise ValueError(f"the number of processes must be positive, got {processes}")
+    if process_id is not None and processes is not None and not 0 <= process_id < processes:
+        raise ValueError(f"the process id must be in 0..{processes - 1} for {processes} processes, got {process_id}")
+    jax.distributed.initialize(coordinator, processes, process_id)
+    return True
+
+
+def _integer(name: str) -> int | None:
+    text = os.environ.get(name)
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"${name} must be an integer, got {text!r}") from None
+
+
+def is_owner() -> bool:
+    """Whether this process owns the run directory: process 0 (the only one, in a one-process run)."""
+    return jax.process_index() == 0
+
+
+# The errors ``from_owner`` raises again on the other processes by kind; any other as a RuntimeError.
+_KINDS: dict[str, type[Exception]] = {
+    kind.__name__: kind for kind in (ValueError, TypeError, FileNotFoundError, FileExistsError, RunInUse)
+}
+
+
+def from_owner(make: Callable[[], bytes]) -> bytes:
+    """``make()`` run on the owner, its bytes on every process.
+
+    An exception of ``make`` is raised on the owner as it is and, on every other process, as an
+    exception of the same kind (``ValueError``, ``FileNotFoundError``, ``FileExistsError``,
+    ``RunInUse``, ``TypeError``; else ``RuntimeError``) whose message starts with "process 0: ", so
+    that no process waits for a collective the owner never joins.
+    """
+    if jax.process_count() == 1:
+        return make()
+    error, message = None, b""
+    if is_owner():
+        try:
+            message = b"\0" + make()
+        except Exception as caught:
+            error, message = caught, b"\1" + f"{type(caught).__name__}\n{caught}".encode()
+    received = _broadcast(message)
+    if error is not None:
+        raise error
+    if received[:1] == b"\1":
+        kind, _, text = received[1:].decode().partition("\n")
+        raise _KINDS.get(kind, RuntimeError)(f"process 0: {text}")
+    return received[1:]
+
+
+def _broadcast(data: bytes) -> bytes:
+    """The owner's ``data`` on every process (the others pass anything): its length, then its bytes."""
+    size = int(multihost_utils.broadcast_one_to_all(np.array([len(data)], np.int32))[0])
+    buffer = np.frombuffer(data, np.uint8) if is_owner() else np.zeros(size, np.uint8)
+    return bytes(multihost_utils.broadcast_one_to_all(buffer))
+
+
+@contextlib.contextmanager
+def owning(directory: Path, *, create: bool) -> Iterator[None]:
+    """On the owner, hold the run ``directory`` for this block (``holding_run``; ``create`` makes it
+    first); every process learns whether it could (``from_owner``: a run in use is refused on all)."""
+    with contextlib.ExitStack() as stack:
+
+        def hold() -> bytes:
+            if create:
+                directory.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(holding_run(directory))
+            return b""
+
+        from_owner(hold)
+        yield
+
+
+def agree(what: str, *parts: str | np.ndarray | Iterable[np.ndarray], advice: str) -> None:
+    """Refuse, on every process, when the processes' ``parts`` (texts and arrays) differ: a ValueError
+    that names ``what`` and the processes that differ from process 0, and ends with ``advice``. They
+    are compared by a SHA-256 of each array's dtype, shape and bytes, computed only on several processes."""
+    if jax.process_count() == 1:
+        return
+    digest = hashlib.sha256()
+    for part in parts:
+        for item in [part] if isinstance(part, str | np.ndarray) else part:
+            array = np.ascontiguousarray(np.frombuffer(item.encode(), np.uint8) if isinstance(item, str) else item)
+            digest.update(f"{array.dtype.str}{array.shape}".encode())
+            digest.update(array.tobytes())
+    digests = np.asarray(multihost_utils.process_allgather(np.frombuffer(digest.digest(), np.uint8)))
+    differ = [i for i in range(len(digests)) if not np.array_equal(digests[i], digests[0])]
+    if differ:
+        several = len(differ) > 1
+        raise ValueError(
+            f"the {len(digests)} processes hold different {what}: process{'es' if several else ''} "
+            f"{', '.join(map(str, differ))} differ{'' if several else 's'} from process 0; {advice}"
+        )

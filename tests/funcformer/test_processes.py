@@ -1,0 +1,246 @@
+"""A run on two processes, as it will be used: ``python -m funcformer.poisson train`` started twice on this
+machine, joined by ``jax.distributed`` (127.0.0.1, CPU collectives over gloo), one CPU device each.
+
+The reference is the same run in one process with two devices (``--xla_force_host_platform_device_count=2``),
+whose checkpoint the two processes must reproduce bit for bit: weights, optimiser state and losses. Every
+process is started in its own session and killed by its own id if it outlives its time, so no test can
+leave one behind or wait on a collective for ever. The runs are marked slow (about a minute on two cores):
+CI runs them. The functions of ``processes`` are also checked in one process, where they change nothing.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from funcformer.learning import RunConfig, processes
+from funcformer.poisson import PROBLEM
+
+ROOT = Path(__file__).parents[2]
+STEPS = 240
+FLAGS = [
+    *("--steps", str(STEPS), "--batch", "4", "--train-size", "16", "--warmup", "0", "--checkpoint-every", "2"),
+    *("--channels", "2", "--heads", "1", "--head-channels", "1", "--hidden-channels", "2", "--layers", "1"),
+    *("--quiet", "--test-size", "8"),
+]
+TIMEOUT = 180.0
+"""Seconds a process may take before the test kills it (a run here takes about 10)."""
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _start(arguments: Sequence[str], cache: Path, devices: int = 1) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+        "FUNCFORMER_CACHE": str(cache),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "funcformer.poisson", "train", *arguments],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _two(arguments: Sequence[Sequence[str]], caches: Sequence[Path]) -> list[subprocess.Popen[str]]:
+    """Processes 0 and 1 of one run, each with its own further ``arguments`` and dataset cache."""
+    port = _port()
+    return [
+        _start([*a, "--coordinator", f"127.0.0.1:{port}", "--processes", "2", "--process-id", str(i)], cache)
+        for i, (a, cache) in enumerate(zip(arguments, caches, strict=True))
+    ]
+
+
+def _kill(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
+
+
+def _finish(processes: Sequence[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
+    """Each process's (exit status, stdout, stderr); one still running after ``TIMEOUT`` is killed."""
+    deadline, results = time.monotonic() + TIMEOUT, []
+    for process in processes:
+        try:
+            out, err = process.communicate(timeout=max(deadline - time.monotonic(), 1.0))
+        except subprocess.TimeoutExpired:
+            for p in processes:
+                _kill(p)
+            pytest.fail(f"a process of the run was still running after {TIMEOUT:.0f} s: killed")
+        results.append((process.returncode, out, err))
+    return results
+
+
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen[str]]]:
+    """The processes a test starts: any left running at its end is killed by its own id."""
+    running: list[subprocess.Popen[str]] = []
+    yield running
+    for process in running:
+        _kill(process)
+
+
+def _checkpoint(directory: Path) -> dict[str, np.ndarray]:
+    """A run's checkpoint without its training time (the one field that differs between equal runs)."""
+    with np.load(directory / "checkpoint.npz", allow_pickle=False) as stored:
+        return {name: stored[name] for name in stored.files if name != "seconds"}
+
+
+def _step(directory: Path) -> int:
+    try:
+        return int(_checkpoint(directory)["step"])
+    except (OSError, ValueError, KeyError):  # not written yet (each checkpoint appears whole: os.replace)
+        return -1
+
+
+def _assert_bitwise_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    assert sorted(a) == sorted(b)
+    differ = [name for name in a if not np.array_equal(a[name], b[name])]
+    assert not differ, f"arrays differ: {differ}"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    """The checkpoint of the run in one process with two devices, uninterrupted."""
+    root = tmp_path_factory.mktemp("reference")
+    process = _start(["--out", str(root / "run"), *FLAGS], root / "cache", devices=2)
+    [(status, _, err)] = _finish([process])
+    assert status == 0, err
+    return _checkpoint(root / "run")
+
+
+@pytest.mark.slow
+def test_two_processes_sharing_a_run_directory_train_as_one_process_with_two_devices(
+    tmp_path: Path, reference: dict[str, np.ndarray], started: list[subprocess.Popen[str]]
+) -> None:
+    out = tmp_path / "shared"  # both processes are given the same --out, as on a shared file system
+    started += _two([["--out", str(out), *FLAGS]] * 2, [tmp_path / "cache0", tmp_path / "cache1"])
+    (status0, report, err0), (status1, silent, err1) = _finish(started)
+    assert (status0, status1) == (0, 0), err0 + err1
+    _assert_bitwise_equal(_checkpoint(out), reference)
+    assert len(reference["losses"]) == STEPS
+    assert "test relative L2 error (8 held-out samples)" in report  # the owner evaluates and reports
+    assert "test relative" not in silent  # the other only trains (gloo may print its connection)
+    assert sorted(path.name for path in out.iterdir()) == [".lock", "checkpoint.npz", "config.json", "metrics.json"]
+
+
+@pytest.mark.slow
+def test_a_run_whose_processes_are_killed_resumes_to_the_uninterrupted_run_bit_for_bit(
+    tmp_path: Path, reference: dict[str, np.ndarray], started: list[subprocess.Popen[str]]
+) -> None:
+    owner, other = tmp_path / "owner", tmp_path / "other"  # each process its own --out: the other never writes
+    caches = [tmp_path / "cache0", tmp_path / "cache1"]
+
+    def kill_midway(which: int, arguments: Sequence[Sequence[str]]) -> int:
+        """Start the two processes, kill process ``which`` once a checkpoint two steps on is written, then
+        the survivor (waiting on a collective that will never complete); the step the run is left at."""
+        start = max(_step(owner), 0)
+        started[:] = _two(arguments, caches)
+        while _step(owner) < start + 4:
+            assert started[0].poll() is None, started[0].communicate()[1]
+            time.sleep(0.01)
+        for process in (started[which], started[1 - which]):
+            _kill(process)
+        left = _step(owner)
+        assert start < left < STEPS, "the run ended before it could be killed: raise STEPS"
+        return left
+
+    first = kill_midway(1, [["--out", str(owner), *FLAGS], ["--out", str(other), *FLAGS]])
+    assert not other.exists()
+    second = kill_midway(0, [["--out", str(d), "--resume", "--quiet"] for d in (owner, other)])
+    assert first < second
+    # and the rest on one process with two devices: a run resumes on any number of processes
+    [(status, _, err)] = _finish([_start(["--out", str(owner), "--resume", "--quiet"], caches[0], devices=2)])
+    assert status == 0, err
+    _assert_bitwise_equal(_checkpoint(owner), reference)
+
+
+@pytest.mark.slow
+def test_processes_whose_training_data_differ_are_refused_by_number(
+    tmp_path: Path, started: list[subprocess.Popen[str]]
+) -> None:
+    # process 1's dataset cache holds the training set with its inputs scaled by 1.5: a stale or foreign
+    # cache, or another version of the data's code, as a silent difference between hosts would be
+    caches = [tmp_path / "cache0", tmp_path / "cache1"]
+    PROBLEM.dataset(caches[1], RunConfig.of(PROBLEM).task, 0, 16, False)  # the training set of seed 0
+    [training] = caches[1].glob("poisson_*_seed0_truncated.npz")
+    with np.load(training) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    np.savez(training, **{**arrays, "f": 1.5 * arrays["f"]})
+    out = tmp_path / "run"
+    started += _two([["--out", str(out), *FLAGS]] * 2, caches)
+    results = _finish(started)
+    assert [status for status, _, _ in results] == [1, 1]
+    for _, _, err in results:
+        assert "the 2 processes hold different training data: process 1 differs from process 0" in err
+    assert sorted(path.name for path in out.iterdir()) == [".lock"]  # refused before anything is written
+
+
+@pytest.mark.slow
+def test_an_error_of_the_owner_reaches_every_process_at_once(
+    tmp_path: Path, started: list[subprocess.Popen[str]]
+) -> None:
+    missing = tmp_path / "missing"  # --resume of a run that does not exist: the owner finds out, and says so
+    started += _two([["--out", str(missing), "--resume", "--quiet"]] * 2, [tmp_path / "cache"] * 2)
+    (status0, _, err0), (status1, _, err1) = _finish(started)
+    assert (status0, status1) == (1, 1)
+    assert f"error: no trained run at {missing}: no such directory" in err0
+    assert f"error: process 0: no trained run at {missing}: no such directory" in err1
+
+
+# In one process
+
+
+def test_one_process_initializes_nothing_and_its_functions_are_the_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in processes.ENVIRONMENT.values():
+        monkeypatch.delenv(name, raising=False)
+    assert processes.initialize() is False
+    assert processes.is_owner()
+    assert processes.from_owner(lambda: b"config") == b"config"
+
+    def missing() -> bytes:
+        raise FileNotFoundError("no run")
+
+    with pytest.raises(FileNotFoundError, match=r"^no run$"):  # raised as it is: no "process 0: " prefix
+        processes.from_owner(missing)
+    processes.agree("training data", np.zeros(3), "text", advice="never refused: one process agrees with itself")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "environment", "message"),
+    [
+        ((None, 2, 2), {}, r"the process id must be in 0\.\.1 for 2 processes, got 2"),
+        ((None, 0, None), {}, "the number of processes must be positive, got 0"),
+        ((None, None, None), {"JAX_NUM_PROCESSES": "two"}, r"\$JAX_NUM_PROCESSES must be an integer, got 'two'"),
+        ((None, None, None), {"JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "-1"}, "must be in 0..1 .* got -1"),
+    ],
+)
+def test_bad_process_settings_are_refused_by_name_before_jax_is_joined(
+    arguments: tuple[str | None, int | None, int | None],
+    environment: dict[str, str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in processes.ENVIRONMENT.values():
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=message):
+        processes.initialize(*arguments)
