@@ -12,7 +12,8 @@ checkpoint. The minibatches of step s depend only on (seed, s), so a run resumed
 checkpoint continues exactly as an uninterrupted one would. A non-finite loss stops the run at the
 next read; the last good checkpoint stays, as no checkpoint is written past a non-finite loss. A
 run stopped before its first checkpoint after step 0 leaves nothing behind. One process at a time
-holds a run directory (``holding_run``).
+holds a run directory (``holding_run``); in a run on several processes, process 0 alone holds, reads
+and writes it (``processes``).
 """
 
 from __future__ import annotations
