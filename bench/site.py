@@ -8,18 +8,29 @@ On each page it checks, in the browser, after MathJax has finished:
   page is served from this machine only, and any request the server could not answer is reported);
 - no table, code block, signature or displayed formula reaches past the right edge of the content
   column, and whatever is wider than its box scrolls (``overflow-x: auto``), so nothing is cut;
+- tables wrap: their cells wrap their text (no ``white-space: nowrap``), no cell is wider than the
+  column unless its table scrolls, and no table is wider than the column when its cells could wrap
+  to fit (a table wider than the column is one whose narrowest layout, ``width: min-content``, is);
+- code is highlighted: every code block is marked up by Pygments, those with keywords, comments,
+  strings, numbers or prompts (a plain-text block has none), and some signature of an API page,
+  have spans that Pygments' stylesheet colours differently from the block's text;
+- the page has one title: one ``h1``, which no other heading repeats (the API pages' module name);
 - the page as a whole does not scroll sideways.
 
-It writes, per page, a screenshot of the window at the top of the page, and one of the widest
-table or code block and of the first formula, to the output directory (default /tmp/site_shots).
+It prints, per page, the widest table's width beside the column's, and writes a screenshot of
+the window at the top of the page, one of the widest table, of the widest scrolling table or code
+block, of the first highlighted code block and of the first formula, to the output directory
+(default /tmp/site_shots).
 
     python bench/site.py                        # build the site, check and shoot the default pages
+    python bench/site.py --api                  # ... and every API page
     python bench/site.py --out shots --pages design/ api/linalg/
 
 Needs Chromium and its driver (Debian: ``apt-get install chromium chromium-driver``) and the
 selenium package (``pip install selenium``), neither of which the project installs: this script is
 run by hand, not by CI (tests/test_site.py checks the built HTML without a browser). The last
-line is ``site: N pages, N formulas typeset, N problems``; the exit status is 1 if there is a problem.
+line is ``site: N pages, N formulas typeset, N code blocks highlighted, widest table N px in a N px
+column, N problems``; the exit status is 1 if there is a problem.
 """
 
 from __future__ import annotations
@@ -35,15 +46,17 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where used, so that ``--help`` runs without selenium
     from selenium import webdriver
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-# the home page, a page of formulas and tables, the task pages, the wide-table page, API pages with
-# the formula table and long signatures
-PAGES = ["", "design/", "poisson/", "darcy/", "mutants/", "api/linalg/", "api/nn/"]
+# the home page, the tour (its layout table of sentences), a page of formulas and tables, the task
+# pages and the trees page (their result tables), the wide-table page, API pages with the formula
+# table and long signatures
+PAGES = ["", "tour/", "design/", "poisson/", "darcy/", "trees/", "mutants/", "api/linalg/", "api/nn/"]
 CHROMIUM_FLAGS = [
     "--headless=new",
     "--no-sandbox",
@@ -56,11 +69,21 @@ CHROMIUM_FLAGS = [
     "--hide-scrollbars",
 ]
 
-# Resolves once MathJax has typeset the page (or at once where there is no MathJax).
+# Resolves once MathJax has typeset the page, or "no MathJax" if it has not started 20 s after the
+# page loaded (it may start a little after the load event, so it is polled for).
 WAIT_FOR_MATHJAX = """
 const done = arguments[arguments.length - 1];
-if (!window.MathJax || !MathJax.startup || !MathJax.startup.promise) { done("no MathJax"); return; }
-MathJax.startup.promise.then(() => done("ok"), (error) => done("MathJax failed: " + error));
+const since = Date.now();
+const wait = () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    MathJax.startup.promise.then(() => done("ok"), (error) => done("MathJax failed: " + error));
+  } else if (Date.now() - since > 20000) {
+    done("no MathJax");
+  } else {
+    setTimeout(wait, 50);
+  }
+};
+wait();
 """
 
 # What a reader would see wrong on the page, as a list of lines, and how many formulas MathJax typeset.
@@ -90,10 +113,91 @@ for (const el of column.querySelectorAll("table, pre, pre > code, .doc-signature
     problems.push(`cut (${el.scrollWidth}px in ${el.clientWidth}px, overflow-x ${overflow}): ${describe(el)}`);
   }
 }
+
+// Tables wrap: cells that wrap, none wider than the column unless the table scrolls, no table wider
+// than the column where its narrowest layout would fit.
+const columnWidth = column.clientWidth;
+const wraps = ["normal", "pre-wrap", "pre-line", "break-spaces"];
+let widestTable = null;
+for (const table of column.querySelectorAll("table")) {
+  const scrolls = ["auto", "scroll"].includes(getComputedStyle(table).overflowX);
+  const cells = [...table.querySelectorAll("td, th")];
+  const nowrap = cells.filter((cell) => !wraps.includes(getComputedStyle(cell).whiteSpace));
+  if (nowrap.length) {
+    const value = getComputedStyle(nowrap[0]).whiteSpace;
+    problems.push(`${nowrap.length} of ${cells.length} cells do not wrap (white-space ${value}): ${describe(table)}`);
+  }
+  for (const cell of cells) {
+    const width = cell.getBoundingClientRect().width;
+    if (width > columnWidth + 1 && !scrolls) {
+      const size = `${Math.round(width)}px wide in a ${columnWidth}px column`;
+      problems.push(`a cell ${size}, its table does not scroll: ${describe(cell)}`);
+    }
+  }
+  const width = table.scrollWidth;
+  const saved = table.style.cssText;
+  table.style.width = "min-content";
+  table.style.maxWidth = "none";
+  const narrowest = table.getBoundingClientRect().width;
+  table.style.cssText = saved;
+  if (width > columnWidth + 1 && narrowest < width - 1) {
+    const size = `${width}px wide in a ${columnWidth}px column, where it could be ${Math.round(narrowest)}px`;
+    problems.push(`a table ${size}: ${describe(table)}`);
+  }
+  if (!widestTable || width > widestTable.width) {
+    widestTable = {width: width, narrowest: Math.round(narrowest), text: describe(table)};
+  }
+}
+
+// Code highlighted: every code block marked up by Pygments (div.highlight); those with keywords,
+// comments, strings, numbers or prompts among its tokens (a plain-text block has no tokens) have
+// spans whose colour is not the block's own, and so does some signature of an API page.
+const coloured = (code) => {
+  const colour = getComputedStyle(code).color;
+  const spans = [...code.querySelectorAll("span")];
+  return spans.some((span) => span.textContent.trim() && getComputedStyle(span).color !== colour);
+};
+const tokens = "span:is(.k, .kn, .kd, .kc, .c, .c1, .s, .s1, .s2, .mi, .mf, .gp, .nf, .nc)";
+let highlighted = 0;
+let signatures = 0;
+let colouredSignatures = 0;
+for (const code of column.querySelectorAll("pre > code")) {
+  const block = code.closest(".highlight");
+  const isColoured = coloured(code);
+  highlighted += isColoured ? 1 : 0;
+  if (!block) {
+    problems.push(`code not marked up by Pygments: ${describe(code)}`);
+  } else if (block.classList.contains("doc-signature")) {
+    signatures += 1;
+    colouredSignatures += isColoured ? 1 : 0;
+  } else if (!isColoured && code.querySelector(tokens)) {
+    problems.push(`code not coloured: ${describe(code)}`);
+  }
+}
+if (signatures && !colouredSignatures) {
+  problems.push(`none of the ${signatures} signatures is highlighted`);
+}
+
+// One title: one h1, which no other heading repeats.
+const headingText = (heading) => {
+  const copy = heading.cloneNode(true);
+  copy.querySelectorAll(".headerlink").forEach((link) => link.remove());
+  return copy.textContent.trim().replace(/\\s+/g, " ");
+};
+const titles = [...column.querySelectorAll("h1")].map(headingText);
+if (titles.length !== 1) {
+  problems.push(`${titles.length} h1 titles: ${titles.join(" | ")}`);
+}
+for (const heading of column.querySelectorAll("h2, h3, h4, h5, h6")) {
+  if (titles.includes(headingText(heading))) {
+    problems.push(`the title is repeated by an ${heading.tagName.toLowerCase()}: ${headingText(heading)}`);
+  }
+}
+
 if (document.documentElement.scrollWidth > window.innerWidth + 1) {
   problems.push(`the page scrolls sideways: ${document.documentElement.scrollWidth}px in ${window.innerWidth}px`);
 }
-return {problems: problems, typeset: typeset};
+return {problems: problems, typeset: typeset, highlighted: highlighted, column: columnWidth, widestTable: widestTable};
 """
 
 # The widest scrolling table or code block of the page (null if none is wider than its box).
@@ -104,6 +208,20 @@ for (const el of document.querySelectorAll("[itemprop=articleBody] :is(table, pr
   if (excess > 1 && (!best || excess > best.scrollWidth - best.clientWidth)) best = el;
 }
 return best;
+"""
+
+# The widest table of the page (null if it has none).
+WIDEST_TABLE = """
+let best = null;
+for (const el of document.querySelectorAll("[itemprop=articleBody] table")) {
+  if (!best || el.scrollWidth > best.scrollWidth) best = el;
+}
+return best;
+"""
+
+# The first code block that Pygments highlighted (null if none).
+FIRST_CODE = """
+return document.querySelector("[itemprop=articleBody] .highlight:not(.doc-signature) pre:has(span[class])");
 """
 
 
@@ -155,8 +273,31 @@ def browser(chromium: str, chromedriver: str, width: int, height: int, profile: 
     return driver
 
 
-def check_page(driver: webdriver.Chrome, url: str, name: str, out: pathlib.Path) -> tuple[list[str], int]:
-    """Open one page, wait for its math, screenshot it; return its problems and how many formulas were typeset."""
+@dataclass
+class Table:
+    """A table as drawn: its width (with what scrolls), its narrowest layout, the column's width."""
+
+    width: int
+    narrowest: int
+    column: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.width}px in a {self.column}px column"
+
+
+@dataclass
+class Page:
+    """What the checks of one page found."""
+
+    problems: list[str]
+    typeset: int  # formulas
+    highlighted: int  # code blocks and signatures with coloured spans
+    widest_table: Table | None
+
+
+def check_page(driver: webdriver.Chrome, url: str, name: str, out: pathlib.Path) -> Page:
+    """Open one page, wait for its math, check it and screenshot it."""
     from selenium.webdriver.common.by import By
 
     driver.get(url)
@@ -165,16 +306,24 @@ def check_page(driver: webdriver.Chrome, url: str, name: str, out: pathlib.Path)
     problems: list[str] = list(result["problems"])
     if state != "ok":
         problems.insert(0, str(state))
+    table = result["widestTable"]
+    widest_table = table and Table(int(table["width"]), int(table["narrowest"]), int(result["column"]), table["text"])
     driver.save_screenshot(str(out / f"{name}.png"))
-    widest = driver.execute_script(WIDEST)
-    if widest is not None:
-        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", widest)
-        widest.screenshot(str(out / f"{name}-widest.png"))
+    for script, suffix in [(WIDEST_TABLE, "table"), (WIDEST, "widest"), (FIRST_CODE, "code")]:
+        element = driver.execute_script(script)
+        if element is not None:
+            driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", element)
+            element.screenshot(str(out / f"{name}-{suffix}.png"))
     formulas = driver.find_elements(By.CSS_SELECTOR, ".arithmatex")
     if formulas:
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", formulas[0])
         driver.save_screenshot(str(out / f"{name}-math.png"))
-    return problems, int(result["typeset"])
+    return Page(problems, int(result["typeset"]), int(result["highlighted"]), widest_table)
+
+
+def api_pages(site: pathlib.Path) -> list[str]:
+    """The API pages of a built site, as paths under its root."""
+    return sorted(f"{path.parent.relative_to(site).as_posix()}/" for path in site.glob("api/*/index.html"))
 
 
 def main() -> int:
@@ -182,6 +331,7 @@ def main() -> int:
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("/tmp/site_shots"))
     parser.add_argument("--site", type=pathlib.Path, help="a site already built (default: build one)")
     parser.add_argument("--pages", nargs="+", default=PAGES, help="paths under the site's root")
+    parser.add_argument("--api", action="store_true", help="check every API page too")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--chromedriver", default="/usr/bin/chromedriver")
     parser.add_argument("--width", type=int, default=1280)
@@ -198,19 +348,28 @@ def main() -> int:
         site = args.site or pathlib.Path(tmp) / "site"
         if args.site is None:
             build(site)
-        total_problems = total_formulas = 0
+        pages = list(dict.fromkeys([*args.pages, *(api_pages(site) if args.api else [])]))
+        total_problems = total_formulas = total_highlighted = 0
+        widest: Table | None = None
         with serve(site) as (base, failures):
             driver = browser(
                 args.chromium, args.chromedriver, args.width, args.height, str(pathlib.Path(tmp) / "profile")
             )
             try:
-                for page in args.pages:
+                for page in pages:
                     name = page.strip("/").replace("/", "_") or "home"
-                    problems, formulas = check_page(driver, base + page, name, args.out)
-                    total_formulas += formulas
-                    total_problems += len(problems)
-                    print(f"{page or '/'}: {formulas} formulas typeset, {len(problems)} problems")
-                    for problem in problems:
+                    found = check_page(driver, base + page, name, args.out)
+                    total_formulas += found.typeset
+                    total_highlighted += found.highlighted
+                    total_problems += len(found.problems)
+                    table = found.widest_table
+                    if table and (widest is None or table.width - table.column > widest.width - widest.column):
+                        widest = table
+                    print(
+                        f"{page or '/'}: {found.typeset} formulas typeset, {found.highlighted} code blocks "
+                        f"highlighted, widest table {table or 'none'}, {len(found.problems)} problems"
+                    )
+                    for problem in found.problems:
                         print(f"    {problem}")
             finally:
                 driver.quit()
@@ -218,7 +377,12 @@ def main() -> int:
                 print(f"request not answered: {failure}")
             total_problems += len(failures)
     print(f"screenshots in {args.out}")
-    print(f"site: {len(args.pages)} pages, {total_formulas} formulas typeset, {total_problems} problems")
+    if widest:
+        print(f"widest table: {widest}, {widest.narrowest}px at its narrowest: {widest.text}")
+    print(
+        f"site: {len(pages)} pages, {total_formulas} formulas typeset, {total_highlighted} code blocks highlighted, "
+        f"widest table {widest or 'none'}, {total_problems} problems"
+    )
     return 1 if total_problems else 0
 
 

@@ -1,6 +1,7 @@
 """The documentation site as a reader gets it: built once as CI builds it (mkdocs, warnings as errors),
 then read as HTML. Whole one-line summaries, no empty ones, no type variables documented as
-attributes, math typeset by a MathJax the site ships, wide tables and code in scrolling boxes, site
+attributes, math typeset by a MathJax the site ships, wide tables and code in scrolling boxes, table
+cells that wrap, code highlighted by Pygments when the site is built, one title per API page, site
 pages cited as links, and a home page that lists every page.
 
 bench/site.py opens the same site in headless Chromium and checks what is drawn.
@@ -132,19 +133,64 @@ def resolve(page: str, href: str) -> str:
     return url.path.lstrip("/") + (f"#{url.fragment}" if url.fragment else "")
 
 
+def css_rules(css: str) -> list[tuple[str, dict[str, str]]]:
+    """The rules of a stylesheet, one per selector: (selector, its declarations by property)."""
+    rules: list[tuple[str, dict[str, str]]] = []
+    for selectors, block in re.findall(r"([^{}]+)\{([^{}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S)):
+        declarations = {
+            name.strip().lower(): value.strip()
+            for name, _, value in (declaration.partition(":") for declaration in block.split(";"))
+            if value.strip()
+        }
+        rules.extend((" ".join(selector.split()), declarations) for selector in selectors.split(","))
+    return rules
+
+
+def specificity(selector: str) -> tuple[int, int, int]:
+    """A simple selector list's specificity: (ids, classes and attributes and pseudo-classes, types)."""
+    selector = re.sub(r"::[\w-]+", "", selector)
+    types = len(re.findall(r"(?:^|[\s>+~])[a-zA-Z][\w-]*", selector))
+    return selector.count("#"), len(re.findall(r"[.\[]|:(?!:)", selector)), types
+
+
+def subject(selector: str) -> str:
+    """What a selector selects: its last compound selector (``td``, ``th.field-name``, ``.field-name``)."""
+    return re.split(r"[\s>+~]+", selector.strip())[-1]
+
+
+def stylesheets(site: Site, page: str) -> list[str]:
+    """The stylesheets a page links, in order, as paths under the site's root."""
+    document = site.pages[page]
+    return [
+        resolve(page, link.attrs["href"])
+        for link in document.select("link")
+        if "stylesheet" in link.attrs.get("rel", "")
+    ]
+
+
 def first_paragraphs(site: Site) -> dict[str, str | None]:
-    """For every object documented on the API pages (by page and anchor): its docstring's first paragraph."""
+    """For every object documented on the API pages (by page and anchor): its docstring's first paragraph.
+
+    The module an API page is about has no heading of its own: its docstring comes first, under the
+    page's title, which carries the module's anchor.
+    """
     paragraphs: dict[str, str | None] = {}
     for page in site.api_pages():
-        for heading in site.pages[page].iter():
-            if "doc-heading" not in heading.classes or "id" not in heading.attrs or heading.parent is None:
+        body = site.body(page)
+        untitled = 0
+        for element in body.iter():
+            if "doc-object" not in element.classes:
                 continue
-            contents = next(
-                c for c in heading.parent.children if isinstance(c, Element) and "doc-contents" in c.classes
-            )
+            children = [c for c in element.children if isinstance(c, Element)]
+            heading = next((c for c in children if "doc-heading" in c.classes), None)
+            if heading is None:
+                untitled += 1
+                heading = body.select("h1")[0]
+            contents = next(c for c in children if "doc-contents" in c.classes)
             docstring = [c for c in contents.children if isinstance(c, Element) and "doc-class-bases" not in c.classes]
             first = docstring[0] if docstring else None
             paragraphs[f"{page}#{heading.attrs['id']}"] = first.text() if first and first.tag == "p" else None
+        assert untitled == 1, f"{page}: {untitled} objects without a heading, not just the page's module"
     return paragraphs
 
 
@@ -264,16 +310,124 @@ def test_wide_tables_code_and_formulas_scroll_inside_the_content_column(site: Si
         for selector in selectors.split(",")
     }
     assert {".rst-content table", ".rst-content pre", ".rst-content div.arithmatex"} <= scrolling
-    for page, document in site.pages.items():
-        styles = [
-            resolve(page, link.attrs["href"])
-            for link in document.select("link")
-            if "stylesheet" in link.attrs.get("rel", "")
-        ]
-        assert "css/site.css" in styles, page
+    for page in site.pages:
+        assert "css/site.css" in stylesheets(site, page), page
         for element in site.body(page).iter():
             if element.tag in {"table", "pre"}:
                 assert any("rst-content" in a.classes for a in element.ancestors()), page
+
+
+def test_table_cells_wrap(site: Site) -> None:
+    # The theme keeps a table's cells on one line (white-space: nowrap), so that a table of
+    # sentences (the tour's layout table) ran to three times the column's width. Every such rule of
+    # the theme's stylesheets is overridden by one of site.css, as specific and linked after it.
+    for page in site.pages:
+        styles = stylesheets(site, page)
+        assert styles[-1] == "css/site.css", f"{page}: site.css comes last, to override the theme: {styles}"
+    theme = [
+        rule
+        for name in stylesheets(site, "")[:-1]
+        if (site.root / name).is_file()  # not one from another host (another test checks there is none)
+        for rule in css_rules((site.root / name).read_text())
+    ]
+    ours = css_rules((site.root / "css/site.css").read_text())
+    cell = re.compile(r"t[dh](\.[\w-]+)*|\.field-name")  # td, th, th.field-name, .field-name
+    nowrap = [
+        selector
+        for selector, declarations in theme
+        if declarations.get("white-space") == "nowrap" and "table" in selector and cell.fullmatch(subject(selector))
+    ]
+    assert ".wy-table-responsive table td" in nowrap, "the theme's rule for the cells of its responsive tables"
+    wrapping = [selector for selector, declarations in ours if declarations.get("white-space") == "normal"]
+    for selector in nowrap:
+        overrides = [
+            s
+            for s in wrapping
+            if subject(s).split(".")[0] == subject(selector).split(".")[0]
+            and set(subject(selector).split(".")[1:]) <= set(subject(s).split(".")[1:])
+            and specificity(s) >= specificity(selector)
+        ]
+        assert overrides, f"the theme's {selector} {{white-space: nowrap}} is not overridden by site.css"
+    assert not [s for s, d in ours if d.get("white-space") == "nowrap" and subject(s) in {"td", "th"}]
+    # what is still wider than the column scrolls (test above), and a number is not broken at the
+    # hyphen of its exponent: the hook docs/_ext/table_numbers.py marks the numbers of table cells
+    assert any(d.get("white-space") == "nowrap" for s, d in ours if subject(s) == ".number")
+    exponent = re.compile(r"\d[eE][-+\N{MINUS SIGN}]?\d")
+    for name in ["poisson/", "darcy/"]:
+        cells = [c for table in site.body(name).select("table") for c in table.iter() if c.tag in {"td", "th"}]
+        numbers = [span.text() for c in cells for span in c.select("span", "number")]
+        assert len(numbers) > 20, f"{name}: its results tables' numbers are marked"
+        assert all(exponent.search(number) for number in numbers), numbers
+        loose = [c.text(skip=lambda e: "number" in e.classes or in_code(e)) for c in cells]
+        assert not [text for text in loose if exponent.search(text)], f"{name}: a number in a table cell is not marked"
+
+
+def test_code_is_highlighted_by_pygments_when_the_site_is_built(site: Site) -> None:
+    # Highlighted by Pygments (pymdownx.highlight), coloured by css/pygments.css, not by highlight.js
+    # from a CDN: the site works offline.
+    pygments = css_rules((site.root / "css/pygments.css").read_text())
+    colours = {selector: d["color"] for selector, d in pygments if "color" in d}
+    for token in [".k", ".kn", ".c1", ".s1", ".mf", ".gp", ".nf", ".nc"]:  # keywords, comments, ..., prompts
+        assert f".highlight {token}" in colours, token
+    for page, document in site.pages.items():
+        assert "css/pygments.css" in stylesheets(site, page), page
+        links = [e.attrs.get("href", "") for e in document.select("link")] + [
+            e.attrs.get("src", "") for e in document.select("script")
+        ]
+        assert not [link for link in links if link.startswith(("http:", "https:", "//"))], f"{page}: {links}"
+        assert "hljs" not in document.text(), page
+        # every code block is Pygments' div.highlight > pre > code
+        for pre in site.body(page).select("pre"):
+            assert pre.parent is not None
+            assert "highlight" in pre.parent.classes, f"{page}: {pre.text()[:80]}"
+
+    def tokens(block: Element) -> set[str]:
+        return {c for span in block.select("span") for c in span.classes}
+
+    # every Python block of the tour, in the order of docs/tour.md
+    fences = re.findall(r"^```(\w*)$.*?^```$", (ROOT / "docs/tour.md").read_text(), re.MULTILINE | re.DOTALL)
+    blocks = site.body("tour/").select("div", "highlight")
+    assert len(blocks) == len(fences) > 0
+    for language, block in zip(fences, blocks, strict=True):
+        if language == "python":
+            assert {"kn", "n", "p"} <= tokens(block), block.text()[:80]
+        elif not language:
+            assert not tokens(block), block.text()[:80]  # plain text: no tokens
+    # an API page: the signatures, and the doctests (>>> prompts), as Python
+    signatures = site.body("api/linalg/").select("div", "doc-signature")
+    assert len(signatures) > 5
+    assert all("highlight" in s.classes and "nf" in tokens(s) for s in signatures if "(" in s.text())
+    doctests = [b for b in site.body("api/linalg/").select("div", "highlight") if b.text().startswith(">>>")]
+    assert doctests
+    assert all({"gp", "kn"} <= tokens(b) for b in doctests)
+
+
+def test_each_api_page_has_one_title(site: Site) -> None:
+    # The page's title names its module and carries its anchor; mkdocstrings does not repeat it as a
+    # heading of its own (show_root_heading: false on the page's first ::: block).
+    def heading_text(heading: Element) -> str:
+        return heading.text(skip=lambda e: "headerlink" in e.classes)
+
+    for page in site.pages:
+        assert len(site.body(page).select("h1")) == 1, page
+    for page in site.api_pages():
+        body = site.body(page)
+        (title,) = body.select("h1")
+        module = heading_text(title)
+        assert title.attrs.get("id") == module, f"{page}: its title {module!r} is not its module's anchor"
+        assert re.fullmatch(r"(applicative|funcformer)(\.\w+)*", module), module
+        headings = [e for e in body.iter() if re.fullmatch(r"h[2-6]", e.tag)]
+        repeated = [heading_text(h) for h in headings if heading_text(h) == module]
+        assert not repeated, f"{page}: the title {module!r} is repeated by a heading"
+        assert headings, f"{page}: its members have headings"
+    # other pages' links to a module's anchor land on its title
+    links = {
+        resolve(page, a.attrs["href"])
+        for page in site.api_pages()
+        for a in site.body(page).select("a")
+        if "autorefs" in a.classes
+    }
+    assert {"api/linalg/#applicative.linalg", "api/instances/#applicative.instances"} <= links
 
 
 def test_site_pages_are_cited_as_links_not_as_repository_paths(site: Site) -> None:
@@ -306,8 +460,8 @@ def test_the_home_page_lists_every_page_of_the_navigation(site: Site) -> None:
     assert not navigation - listed, f"pages missing from the home page's list: {sorted(navigation - listed)}"
 
 
-def _extension() -> object:
-    spec = importlib.util.spec_from_file_location("plain_docstrings", ROOT / "docs/_ext/plain_docstrings.py")
+def _extension(name: str = "plain_docstrings") -> object:
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"docs/_ext/{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -338,3 +492,17 @@ def test_a_summary_is_the_first_sentence(paragraph: str, first: str) -> None:
     summary_first: Callable[[str], str] = getattr(extension, "summary_first")  # noqa: B009
     wrapped = textwrap.fill(paragraph, 12, break_long_words=False, break_on_hyphens=False)  # over lines
     assert summary_first(wrapped + "\n\nMore.").splitlines()[0] == first
+
+
+def test_numbers_in_table_cells_are_kept_whole_but_not_in_code_or_math() -> None:
+    keep_numbers: Callable[[str], str] = getattr(_extension("table_numbers"), "keep_numbers")  # noqa: B009
+    table = (
+        "<table><tr><td>1.21e-6, \N{MINUS SIGN}2E+3 and 0.99</td><td><code>1e-3</code></td>"
+        '<td><span class="arithmatex">\\(10^{-3} <span>1e-3</span> 2e-3\\)</span> x1e-3 4e-4.</td></tr></table>'
+    )
+    assert keep_numbers(table) == (
+        '<table><tr><td><span class="number">1.21e-6</span>, <span class="number">\N{MINUS SIGN}2E+3</span> and '
+        "0.99</td><td><code>1e-3</code></td>"
+        '<td><span class="arithmatex">\\(10^{-3} <span>1e-3</span> 2e-3\\)</span> x1e-3 '
+        '<span class="number">4e-4</span>.</td></tr></table>'
+    )
