@@ -29,7 +29,7 @@ points, and 2-D series in the ``chebval2d`` convention, C[i, j] multiplying T_i(
     lobatto_derivative(m)          D: values at the points -> the interpolant's derivative there (collocation)
     lobatto_to_coefficients(m)     values at the points -> the interpolant's m coefficients (a DCT-I)
     dirichlet_derivatives(m)       (D1, D2): D and D^2 on the interior points, for u = 0 at +-1
-    dirichlet_eigen(m, ascending)  (l, V, V^-1) with D2 = V diag(l) V^-1: the fast diagonalisation of the
+    dirichlet_eigen(m)             (l, V, V^-1) with D2 = V diag(l) V^-1: the fast diagonalisation of the
                                    Dirichlet Laplacian, U = V ((V^-1 F V^-T) / (l_i + l_j)) V^T
     derivative_matrix(n, order)    G with G @ c = ``derivative(c, order)`` (``chebder`` padded), as a matrix
     vandermonde(x, n)              V[p, j] = T_j(x_p) (``chebvander``)
@@ -343,7 +343,7 @@ def dirichlet_derivatives(m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @functools.cache
-def dirichlet_eigen(m: int, *, ascending: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def dirichlet_eigen(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(l, V, V^-1): the eigendecomposition D2 = V diag(l) V^-1 of the Dirichlet second derivative D2 of
     ``dirichlet_derivatives(m)`` (shapes (m - 2,), (m - 2, m - 2), (m - 2, m - 2)). It diagonalises the
     Dirichlet Laplacian on the interior tensor grid: u_xx + u_yy = f there is D2 U + U D2^T = F, so
@@ -351,16 +351,12 @@ def dirichlet_eigen(m: int, *, ascending: bool = False) -> tuple[np.ndarray, np.
 
     The spectrum is real and negative (Gottlieb & Lustman): the eigenvalue nearest zero tends to -pi^2 / 4 (that
     of d^2/dx^2 on [-1, 1] with u(+-1) = 0), the largest in size grows like -(m - 1)^4 / 21; rounding-level
-    imaginary parts of ``numpy.linalg.eig``'s result would be dropped. The eigenpairs are in eig's order, or
-    by ascending l if ``ascending``: both are kept because the order changes a solver's rounding, and the tasks'
-    cached datasets were made with one each (Poisson ascending, Darcy eig's). Float64, read-only (cached).
-    m >= 3, else a ValueError."""
+    imaginary parts of ``numpy.linalg.eig``'s result would be dropped. The eigenpairs are in ascending order
+    of l. Float64, read-only (cached). m >= 3, else a ValueError."""
     _, d2 = dirichlet_derivatives(m)
     eigenvalues, vectors = np.linalg.eig(d2)
-    lam, v = eigenvalues.real, vectors.real
-    if ascending:
-        order = np.argsort(lam)
-        lam, v = lam[order], v[:, order]
+    order = np.argsort(eigenvalues.real)
+    lam, v = eigenvalues.real[order], vectors.real[:, order]
     arrays = (lam, v, np.linalg.inv(v))
     for a in arrays:
         a.flags.writeable = False
@@ -368,25 +364,15 @@ def dirichlet_eigen(m: int, *, ascending: bool = False) -> tuple[np.ndarray, np.
 
 
 @functools.cache
-def derivative_matrix(n: int, order: int = 1, *, exact: bool = True) -> np.ndarray:
+def derivative_matrix(n: int, order: int = 1) -> np.ndarray:
     """The n x n matrix G with G @ c = ``derivative(c, order)`` (float64, read-only, cached).
 
     G @ c holds the coefficients of d^order f / dx^order for f = sum_j c_j T_j, ``chebder`` padded with
-    zeros (T_j' = 2 j sum_{i < j, i + j odd} T_i, halved at i = 0; exact integers). G @ C differentiates a
-    2-D series in x (axis 0), C @ G^T in y.
-
-    ``exact=False`` gives ``numpy.polynomial.chebyshev.chebder(np.eye(n), order, axis=0)`` zero-padded to
-    n x n instead, bit for bit: chebder's recurrence divides (c_{j-2} += j c_j / (j - 2)), so from n = 16 its
-    entries are off the integers by rounding (3.6e-15 at n = 16, 8.5e-14 at n = 64). Darcy's reference solver
-    keeps it, so that its datasets stay bit-identical to those made before. n >= 1 and order >= 0, else a
-    ValueError."""
+    zeros (T_j' = 2 j sum_{i < j, i + j odd} T_i, halved at i = 0; exact integers, where chebder's
+    recurrence, which divides, is off them by rounding from n = 16). G @ C differentiates a 2-D series in x
+    (axis 0), C @ G^T in y. n >= 1 and order >= 0, else a ValueError."""
     what = "chebyshev.derivative_matrix"
-    n, order = _size(n, 1, what), _order(order, what)
-    if exact:
-        g = _derivative_matrix(n, order).copy()
-    else:
-        g = np.zeros((n, n))
-        g[: max(n - order, 0)] = np.polynomial.chebyshev.chebder(np.eye(n), order, axis=0)
+    g = _derivative_matrix(_size(n, 1, what), _order(order, what)).copy()
     g.flags.writeable = False
     return g
 

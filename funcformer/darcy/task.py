@@ -89,8 +89,9 @@ TRAIN_SEED = 0
 TEST_SEED = 2**31 - 2
 """The held-out test seed (not Poisson's); training must never use it (``Problem.check_train_seed``)."""
 
-_FORMAT = 1
-"""Version of the cached file layout and of the generator; bump it to invalidate old caches."""
+_FORMAT = 2
+"""Version of the cached file layout and of the generator; bump it to invalidate old caches (2: the exact
+derivative matrix and the eigenpairs by ascending eigenvalue, which change the solutions' last bits)."""
 _CHUNK = 256
 """Samples whose coefficients are evaluated at the nodes at once (GMRES then solves them one by one)."""
 _DENSE_CHUNK = 16
@@ -162,8 +163,8 @@ def normalise(kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @functools.cache
 def _operator(fine: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(d1, d2, V, V^-1, 1 / (l_i + l_j)) on the fine - 1 interior nodes per axis, u = 0 on the boundary:
-    the first and second differentiation matrices and the eigendecomposition d2 = V diag(l) V^-1, in
-    ``numpy.linalg.eig``'s order (``dirichlet_derivatives``, ``dirichlet_eigen``)."""
+    the first and second differentiation matrices and the eigendecomposition d2 = V diag(l) V^-1
+    (``dirichlet_derivatives``, ``dirichlet_eigen``)."""
     d1, d2 = dirichlet_derivatives(fine + 1)
     lam, v, vi = dirichlet_eigen(fine + 1)
     inverse = 1.0 / np.add.outer(lam, lam)
@@ -233,8 +234,7 @@ def solve(kappa: np.ndarray, fine: int = FINE, f: np.ndarray | None = None, dens
     f = np.asarray(f, dtype=np.float64)
     if f.ndim != 3 or f.shape[1] != f.shape[2] or f.shape[0] != batch:
         raise ValueError(f"solve: f must have shape ({batch}, m, m), got {f.shape}")
-    # G @ c = chebder(c) as numpy's chebder rounds it (exact=False): the cached datasets were made with it.
-    g = derivative_matrix(n, exact=False)
+    g = derivative_matrix(n)  # G @ c = chebder(c)
     values = np.zeros((batch, fine + 1, fine + 1))
     interior = values[:, 1:-1, 1:-1]  # a view: the boundary values stay zero
     chunk = _DENSE_CHUNK if dense else _CHUNK
@@ -270,7 +270,7 @@ def _fields(name: str, kappa: np.ndarray, u: np.ndarray, fine: int) -> tuple[np.
 
 def _interior(c: np.ndarray, fine: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values, x-derivative values, y-derivative values) of (B, n, n) coefficients at the interior nodes."""
-    g = derivative_matrix(c.shape[1], exact=False)
+    g = derivative_matrix(c.shape[1])
     return _interior_values(c, fine), _interior_values(g @ c, fine), _interior_values(c @ g.T, fine)
 
 
@@ -311,7 +311,7 @@ def strong_residual(kappa: np.ndarray, u: np.ndarray, fine: int = FINE) -> np.nd
     (boundary included); kappa and u (B, n, n) coefficients. The boundary values of u are not part of it."""
     kappa, u = _fields("strong_residual", kappa, u, fine)
     x = lobatto_points(fine + 1)
-    g = derivative_matrix(u.shape[1], exact=False)
+    g = derivative_matrix(u.shape[1])
 
     def at_nodes(c: np.ndarray) -> np.ndarray:
         return evaluate_grid(c, x, x)

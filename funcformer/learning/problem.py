@@ -158,9 +158,6 @@ class Problem(Generic[T]):
     command: str | None = None
     """The task's command line (``python -m funcformer.poisson``), named in messages that say how to
     resume or evaluate a run; None for a problem that has none, whose messages name the Python call."""
-    reads_unnamed_runs: bool = False
-    """Whether a config.json that names no task is a run of this one (true of Poisson's alone: runs
-    were saved without their task's name before there was a second task)."""
 
     def check_train_seed(self, seed: int) -> int:
         """``seed``, or a ValueError if it is the held-out ``test_seed``."""

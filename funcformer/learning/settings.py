@@ -10,8 +10,8 @@ A run's settings come in three records, each named for what it holds, and a task
   and solve its data, with its defaults. It is code, saved in config.json by name only.
 
 ``RunConfig.from_json`` and ``read_run`` read a config back against the ``Problem`` the caller hands
-them: a run of another task is refused by name, and a config that names no task (saved before runs
-named their task) is read only by a problem that ``reads_unnamed_runs``.
+them: a run of another task is refused by name, and so is a config that names no task (an older
+format, saved before runs named their task).
 """
 
 from __future__ import annotations
@@ -94,16 +94,17 @@ class RunConfig:
     @staticmethod
     def from_json(text: str, problem: Problem[Any], source: str = "config") -> RunConfig:
         """The run of ``problem`` that a config.json holds; a ValueError naming ``source`` if it holds
-        no valid run, a run of another task, or names no task and ``problem`` does not read such runs."""
+        no valid run, a run of another task, or names no task (an older format)."""
         try:
             raw = json.loads(text)
             name = raw.pop("problem", None)
         except (ValueError, TypeError, AttributeError) as error:
             raise ValueError(f"{source}: not a valid run configuration ({error})") from error
-        if name is None and not problem.reads_unnamed_runs:
+        if name is None:
+            again = problem.invocation("train --out DIR", "funcformer.learning.train(run, DIR)")
             raise ValueError(
-                f"{source} names no task (a run saved before runs named their task): not a {problem.title} run; "
-                "load it with the task that wrote it"
+                f"{source} names no task: a run configuration of an older format (saved before runs named their "
+                f"task), which this version does not read; train the run again ({again}, with these settings)"
             )
         if name is not None and name != problem.name:
             raise ValueError(

@@ -105,8 +105,7 @@ def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False)
     predictions against: ``check`` raises a ValueError for it.
 
     Loading reads ``config.json``, ``checkpoint.npz`` (and with ``check``, ``metrics.json``) only,
-    and generates no data. A run saved before runs stored their output scale raises
-    ``checkpoints.NoStoredScale``, which says how to add it.
+    and generates no data.
     """
     directory = Path(path)
     check_problem(problem, f"load_solver({directory})")

@@ -46,7 +46,6 @@ PROBLEM: Problem[DataConfig] = Problem(
     solve=_solve,
     residual=_residual,
     command="python -m funcformer.poisson",
-    reads_unnamed_runs=True,
 )
 """The Poisson task for the training layer: ``RunConfig.of(PROBLEM, steps=...)`` is a run of it."""
 

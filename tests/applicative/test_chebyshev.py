@@ -379,22 +379,19 @@ def test_dirichlet_eigen_reconstructs_d2_with_a_real_negative_spectrum(m: int) -
     np.testing.assert_allclose(vi @ v, np.eye(m - 2), rtol=0, atol=1e-12)
     assert lam.dtype == v.dtype == np.float64
     assert np.all(lam < 0)
-    up, v_up, vi_up = chebyshev.dirichlet_eigen(m, ascending=True)
-    assert np.all(np.diff(up) >= 0)
-    np.testing.assert_array_equal(np.sort(lam), up)  # the same eigenpairs, reordered
-    np.testing.assert_allclose(v_up @ np.diag(up) @ vi_up, d2, rtol=0, atol=1e-12 * scale)
-    np.testing.assert_allclose(up[-1], -(np.pi**2) / 4, rtol=1e-2)  # d^2/dx^2's first Dirichlet eigenvalue
+    assert np.all(np.diff(lam) >= 0)  # ascending
+    np.testing.assert_allclose(np.sort(np.linalg.eigvals(d2).real), lam, rtol=1e-10)  # numpy's spectrum
+    np.testing.assert_allclose(lam[-1], -(np.pi**2) / 4, rtol=1e-2)  # d^2/dx^2's first Dirichlet eigenvalue
     assert not v.flags.writeable  # cached: shared by every caller
 
 
 @pytest.mark.parametrize("n", [1, 4, 20])
 @pytest.mark.parametrize("order", [0, 1, 2])
-def test_derivative_matrix_is_chebder_exact_or_bit_for_bit(n: int, order: int) -> None:
+def test_derivative_matrix_is_chebder_in_exact_integers(n: int, order: int) -> None:
     eye = np.eye(n)
     expected = np.zeros((n, n))
     expected[: max(n - order, 0)] = C.chebder(eye, order, axis=0)[: max(n - order, 0)]
     np.testing.assert_allclose(chebyshev.derivative_matrix(n, order), expected, rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(chebyshev.derivative_matrix(n, order, exact=False), expected)
     exact = chebyshev.derivative_matrix(n, order)
     np.testing.assert_array_equal(exact, np.round(exact))  # integers, where chebder's recurrence rounds
     np.testing.assert_array_equal(exact, np.asarray(chebyshev.derivative(eye, order)))

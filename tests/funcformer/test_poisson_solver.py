@@ -11,7 +11,6 @@ import pytest
 
 from funcformer.learning import RunConfig, load, loop, train
 from funcformer.learning._files import CHECKPOINT
-from funcformer.learning.checkpoints import NoStoredScale
 from funcformer.learning.cli import main as cli_main
 from funcformer.learning.solver import as_solver, evaluate
 from funcformer.model import ModelConfig
@@ -97,26 +96,20 @@ def test_loading_a_run_generates_no_data(trained: Path, tmp_path: Path, monkeypa
     assert any(name.endswith(f"_seed{RUN.seed}_truncated.npz") for name in names)
 
 
-def test_a_run_saved_before_scales_were_stored_says_how_to_fix_it(
+def test_a_checkpoint_of_the_older_format_is_refused_saying_to_train_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     train(RUN, tmp_path, progress=False)
-    f = sources(DataConfig(), 9, 3)
-    before = load_solver(tmp_path)(f)
     path = tmp_path / CHECKPOINT
-    with np.load(path) as stored:  # the checkpoint as the previous version wrote it
+    with np.load(path) as stored:  # as versions before stored scales wrote it
         arrays = {key: stored[key] for key in stored.files if key != "output_scale"}
     np.savez(path, **arrays)
-    fix = f"python -m funcformer.poisson train --out {tmp_path} --resume"
-    with pytest.raises(NoStoredScale, match=re.escape(f"{path} was written before runs stored their output scale")):
-        load_solver(tmp_path)
+    message = f"{path} is a checkpoint of an older format (saved before runs stored their output scale)"
+    for attempt in (lambda: load_solver(tmp_path), lambda: train(RUN, tmp_path, resume=True, progress=False)):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            attempt()
     assert main(["evaluate", str(tmp_path), "--test-size", "8"]) == 1
-    assert fix in capsys.readouterr().err
-    with pytest.warns(UserWarning, match="held no output scale .* computed it as the run's training did"):
-        train(RUN, tmp_path, resume=True, progress=False)
-    with np.load(path) as stored:
-        assert "output_scale" in stored.files
-    np.testing.assert_array_equal(load_solver(tmp_path)(f), before)
+    assert "train the run again (`python -m funcformer.poisson train --out DIR`" in capsys.readouterr().err
 
 
 # Predictions for sources of any size

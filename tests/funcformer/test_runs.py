@@ -312,22 +312,18 @@ def test_a_diverging_later_step_keeps_the_last_checkpoint(tmp_path: Path) -> Non
     assert f"(step {saved}) is kept" in str(error.value)
 
 
-def test_a_run_saved_before_runs_named_their_task_loads_as_poisson_only(
+def test_a_run_saved_before_runs_named_their_task_is_refused_saying_to_train_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Runs were saved without their task's name before Darcy existed: Poisson reads them, Darcy refuses."""
     train(RUN, tmp_path, progress=False)
-    f = np.random.default_rng(3).standard_normal((2, 16, 16))
-    before = load_solver(tmp_path)(f)
     unnamed = {key: value for key, value in json.loads(RUN.to_json()).items() if key != "problem"}
     (tmp_path / CONFIG).write_text(json.dumps(unnamed))
-    with np.load(tmp_path / CHECKPOINT) as stored:
-        arrays = {key: stored[key] for key in stored.files}
-    np.savez(tmp_path / CHECKPOINT, **{**arrays, "run": np.asarray(json.dumps(unnamed))})
-    np.testing.assert_array_equal(load_solver(tmp_path)(f), before)
-    assert read_run(tmp_path, PROBLEM) == RUN
-    assert cli_main(DARCY, ["evaluate", str(tmp_path)]) == 1
-    assert "names no task (a run saved before runs named their task): not a Darcy run" in capsys.readouterr().err
+    message = "names no task: a run configuration of an older format (saved before runs named their task)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_solver(tmp_path)
+    for problem in (PROBLEM, DARCY):
+        assert cli_main(problem, ["evaluate", str(tmp_path)]) == 1
+        assert "train the run again (`python -m funcformer." in capsys.readouterr().err
 
 
 # What a checkpoint holds, read back at its boundaries
@@ -339,7 +335,6 @@ def test_a_checkpoint_reads_back_its_step_losses_seconds_and_stored_scale(tmp_pa
     save(tmp_path, RUN, state)
     back = load(tmp_path, RUN)
     assert (back.step, back.losses, back.scale, back.seconds) == (3, [0.5, 0.25, 0.125], 0.75, 12.5)
-    assert load(tmp_path, RUN, scale=2.0).scale == 0.75  # a stored scale is always the one used
     for bad in (0.0, -0.75, np.inf):  # a zero scale would make every prediction zero
         save(tmp_path, RUN, dataclasses.replace(state, scale=bad))
         with pytest.raises(ValueError, match=re.escape(f"stored output scale is {bad}, not a positive finite number")):
