@@ -21,7 +21,7 @@ The test seed is ``data.SCALE_SEED``: training refuses the test seed, so the one
 seed without the exact outputs (``fine`` false) is ``output_scale``'s, answered from the training set;
 with them (``fine`` true) it is the test set's.
 
-The task saved in a run's config.json is an ``ArraysDataConfig``: the resolutions, the sizes of the two
+The data configuration saved in a run's config.json is an ``ArraysDataConfig``: the resolutions, the sizes of the two
 sets and a fingerprint of the arrays (a hash of their float64 values), so a run is read back only by
 a problem built from the same arrays; any other is refused (ValueError) by ``read_run``,
 ``load_solver``, ``evaluate``, ``train(..., resume=True)`` and ``checkpoints.load``.
@@ -34,7 +34,7 @@ given); a ``normalise`` with ``Problem.normalise``'s contract may be passed inst
 
 >>> x = np.random.default_rng(0).standard_normal((10, 4, 4))
 >>> problem = from_arrays("doubling", x, 2.0 * x, test_size=2)
->>> problem.task().train_samples, problem.task().test_samples
+>>> problem.data_config().train_samples, problem.data_config().test_samples
 (8, 2)
 """
 
@@ -44,7 +44,6 @@ import dataclasses
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -67,7 +66,7 @@ _BATCH = cast(int, next(f.default for f in dataclasses.fields(RunConfig) if f.na
 
 @dataclass(frozen=True)
 class ArraysDataConfig:
-    """What identifies a problem's arrays (saved as the task of its runs' config.json)."""
+    """What identifies a problem's arrays (saved as the data configuration of its runs' config.json)."""
 
     n: int
     """Chebyshev coefficients per axis of the inputs, the model's resolution."""
@@ -82,6 +81,16 @@ class ArraysDataConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
+
+    @property
+    def solution_size(self) -> int:
+        """Coefficients per axis of the exact outputs: ``m``."""
+        return self.m
+
+    @property
+    def solver(self) -> int:
+        """``m``: the problem has no exact solver to hand it to."""
+        return self.m
 
 
 def unnormalised(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -172,7 +181,7 @@ def from_arrays(
         array.flags.writeable = False
     label = title or name
 
-    def task(**fields: Any) -> ArraysDataConfig:
+    def data_config(**fields: Any) -> ArraysDataConfig:
         if not fields:
             return data
         given = ArraysDataConfig(**fields)
@@ -185,11 +194,8 @@ def from_arrays(
             )
         return data
 
-    def dataset(
-        cache_dir: Path, given: ArraysDataConfig, seed: int, count: int, fine: bool
-    ) -> Dataset[ArraysDataConfig]:
-        del cache_dir  # the arrays are in memory
-        task(**dataclasses.asdict(given))
+    def stored(given: ArraysDataConfig, seed: int, count: int, fine: bool) -> Dataset[ArraysDataConfig]:
+        data_config(**dataclasses.asdict(given))
         if seed == SCALE_SEED and fine:
             if count > data.test_samples:
                 raise ValueError(
@@ -213,11 +219,11 @@ def from_arrays(
         title=label,
         input=input,
         output=output,
-        task=task,
+        data_config=data_config,
         model=ModelConfig(n=n, mixers="k") if model is None else model,
-        dataset=dataset,
         test_seed=SCALE_SEED,
         normalise=unnormalised if normalise is None else normalise,
+        stored=stored,
         defaults={"train_size": train, "batch": min(_BATCH, train)},
     )
 

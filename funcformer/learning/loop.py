@@ -74,7 +74,7 @@ def train(
             state = from_bytes(stored, run, out)
         else:
             model = init(run.seed, run.model)
-            state = State(model, optimiser(run).init(model), 0, [], output_scale(run.problem, run.task))
+            state = State(model, optimiser(run).init(model), 0, [], output_scale(run.problem, run.data_config))
         x, t = training_arrays(run, state.scale)
         _agree(run, state, x, t)
         if not resume and is_owner():

@@ -115,7 +115,7 @@ def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False)
     state = load(directory, run)
     if not check:
         return as_solver(state.model, state.scale, run, directory)
-    calibration = read_calibration(directory / METRICS, run.task.n)
+    calibration = read_calibration(directory / METRICS, run.data_config.n)
     if calibration is None:
         warnings.warn(
             f"load_solver({directory}, check=True): the run holds no trust calibration (its {METRICS} is "
@@ -150,7 +150,7 @@ def as_checked_solver(
 
     def solver(x: np.ndarray) -> Checked:
         result, inputs, unit = predict(x)
-        residuals = residual(inputs, unit, run.task)
+        residuals = residual(inputs, unit, run.data_config.solver)
         if calibration is None:
             return Checked(result, residuals, np.full(len(result), np.nan))
         distances = calibration.distance(inputs)
@@ -174,7 +174,7 @@ def as_checked_solver(
     return solver
 
 
-def _residual(problem: Problem[Any], name: str) -> Callable[[np.ndarray, np.ndarray, Any], np.ndarray]:
+def _residual(problem: Problem[Any], name: str) -> Callable[[np.ndarray, np.ndarray, int], np.ndarray]:
     """The problem's ``residual``, or a ValueError naming ``name`` if it has none."""
     if problem.residual is None:
         raise ValueError(
@@ -190,7 +190,7 @@ def _predictor(
     """The validated prediction of a batch: (the predictions, in the input's dtype and count; the model's
     inputs x' (n x n); the predictions before the factor c, scale * model(x') in float64 or wider, zero
     where c = 0 (n x n))."""
-    n = run.task.n
+    n = run.data_config.n
     problem = run.problem
     model_dtype = np.dtype(jax.tree_util.tree_leaves(model)[0].dtype)
     name = f"load_solver({directory})"
@@ -331,8 +331,8 @@ def _evaluate(directory: Path, problem: Problem[Any], test_size: int) -> dict[st
     run = read_run(directory, problem)
     state = load(directory, run)
     solver = as_solver(state.model, state.scale, run, directory)
-    test = run.problem.dataset(default_cache(), run.task, run.problem.test_seed, test_size, True)
-    train = run.problem.dataset(default_cache(), run.task, run.seed, run.train_size, False)
+    test = run.problem.dataset(default_cache(), run.data_config, run.problem.test_seed, test_size, True)
+    train = run.problem.dataset(default_cache(), run.data_config, run.seed, run.train_size, False)
     solver(test.inputs)  # compile
     start = time.perf_counter()
     predicted = solver(test.inputs)
@@ -340,14 +340,14 @@ def _evaluate(directory: Path, problem: Problem[Any], test_size: int) -> dict[st
     seconds_per_solve: float | None = None
     if run.problem.solve is not None:
         start = time.perf_counter()
-        run.problem.solve(test.inputs, run.task)
+        run.problem.solve(test.inputs, run.data_config.solver)
         seconds_per_solve = (time.perf_counter() - start) / test_size
     mean_target = np.broadcast_to(train.u.mean(axis=0), test.u.shape)
     linear = apply_linear(fit_least_squares(train.inputs, train.u), test.inputs)
     metrics: dict[str, Any] = {
         "problem": run.problem.name,
         "test": summary(relative_l2(predicted, test.exact())),
-        "truncation_floor": truncation_floor(test.exact(), run.task.n),
+        "truncation_floor": truncation_floor(test.exact(), run.data_config.n),
         "mean_predictor": summary(relative_l2(mean_target, test.exact())),
         "least_squares": summary(relative_l2(linear, test.exact())),
         "test_size": test_size,

@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 
 from funcformer.darcy import PROBLEM as DARCY
-from funcformer.learning import RunConfig, TrainingDiverged, load, loop, read_run, steps, train
+from funcformer.learning import RunConfig, TrainingDiverged, load, load_solver, loop, read_run, steps, train
 from funcformer.learning._files import CHECKPOINT, CONFIG, LOCK, RunInUse
 from funcformer.learning.checkpoints import State, save
 from funcformer.learning.cli import main as cli_main
 from funcformer.model import ModelConfig, init
-from funcformer.poisson import PROBLEM, load_solver
+from funcformer.poisson import PROBLEM
 
 TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
 RUN = RunConfig.of(PROBLEM, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
@@ -233,17 +233,17 @@ def test_a_config_that_is_not_utf8_or_has_a_float_width_is_refused_by_name(tmp_p
     text = config.read_text()
     config.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
     with pytest.raises(ValueError, match=re.escape(f"{config} is not a run configuration: not UTF-8 text")):
-        load_solver(tmp_path)
+        load_solver(tmp_path, PROBLEM)
     fields = json.loads(text)
     fields["model"]["channels"] = 8.0
     config.write_text(json.dumps(fields))
     with pytest.raises(ValueError, match=re.escape(f"{config}: not a valid run configuration "
                                                    "(ModelConfig.channels must be an int, got 8.0)")):  # fmt: skip
-        load_solver(tmp_path)
+        load_solver(tmp_path, PROBLEM)
     fields["model"]["channels"], fields["steps"] = 2, True
     config.write_text(json.dumps(fields))
     with pytest.raises(ValueError, match=r"RunConfig\.steps must be an int, got True"):
-        load_solver(tmp_path)
+        load_solver(tmp_path, PROBLEM)
 
 
 @pytest.mark.parametrize("damage", ["NaN weights", "an extra array", "an int array", "a complex array"])
@@ -290,7 +290,7 @@ def test_plotting_one_sample_generates_no_dataset_the_size_of_its_index(
 def test_the_cache_command_locates_lists_and_clears_the_tasks_datasets(
     tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    PROBLEM.dataset(cache, PROBLEM.task(), 7, 3, True)
+    PROBLEM.dataset(cache, PROBLEM.data_config(), 7, 3, True)
     other = cache / "darcy_v1_other.npz"  # another task's file: not this task's to clear
     other.write_bytes(b"")
     assert main(["cache"]) == 0
@@ -318,9 +318,9 @@ def test_a_run_saved_before_runs_named_their_task_is_refused_saying_to_train_aga
     train(RUN, tmp_path, progress=False)
     unnamed = {key: value for key, value in json.loads(RUN.to_json()).items() if key != "problem"}
     (tmp_path / CONFIG).write_text(json.dumps(unnamed))
-    message = "names no task: a run configuration of an older format (saved before runs named their task)"
+    message = "is a run configuration of an older format (saved before runs named their task"
     with pytest.raises(ValueError, match=re.escape(message)):
-        load_solver(tmp_path)
+        load_solver(tmp_path, PROBLEM)
     for problem in (PROBLEM, DARCY):
         assert cli_main(problem, ["evaluate", str(tmp_path)]) == 1
         assert "train the run again (`python -m funcformer." in capsys.readouterr().err
