@@ -92,6 +92,7 @@ TEST_LOOP = (
 )
 DT, LW, PD = "applicative/instances/dense_tree.py", "applicative/laws.py", "applicative/protocols/dense.py"
 ST, LA = "applicative/stacked.py", "applicative/linalg.py"
+FP, OP = "applicative/fast_paths.py", "applicative/operands.py"
 TDT, TSM, TLW = TA + "test_dense_tree.py::", TA + "test_shape_and_measure.py::", TA + "test_laws.py::"
 TEST_DT_DENSE_ONLY = (
     TDT + "test_pairing_trees_of_one_known_shape_is_a_zip",
@@ -234,7 +235,7 @@ MUTANTS = [
     mutant("mul-mmt-layout", "applicative/linalg.py",
            '"mul_mmt", "fg,hg->hf"', '"mul_mmt", "fg,hg->fh"',
            "dense mul_mmt returns the transposed result", TA + "test_linalg.py"),
-    mutant("gram-transposed", "applicative/linalg.py",
+    mutant("gram-transposed", FP,
            "jnp.tensordot(array, gram, axes=[[i], [0]])", "jnp.tensordot(array, gram, axes=[[i], [1]])",
            "a Gram matrix applied transposed", TA + "test_fast_paths.py",
            equivalent="Gram matrices are symmetric: G^T = G"),
@@ -696,29 +697,29 @@ MUTANTS = [
            "return True",
            "stacked trees summed leaf by leaf (their layouts added)",
            TDT + "test_ordinary_arithmetic_adds_trees_through_pair"),
-    # linalg: levels that meet, coordinates, alike elements
-    mutant("meet-capacity-raises", LA,
+    # The dense formulas and the operand checks: levels that meet, coordinates, alike elements
+    mutant("meet-capacity-raises", FP,
            "(x.size == y.size or x.shape is not None)", "x.size == y.size",
            "trees of different capacities raise a dimension mismatch instead of refining",
            TDT + "test_pair_is_the_common_refinement"),
-    mutant("meet-size-ignored", LA,
+    mutant("meet-size-ignored", FP,
            "x.kind == y.kind and x.tag == y.tag and (x.size == y.size or x.shape is not None)",
            "x.kind == y.kind and x.tag == y.tag",
            "levels of different sizes take the generic definition instead of raising",
            TA + "test_linalg.py::test_dimension_mismatches_name_both_sides",
            TA + "test_fast_paths.py::test_mismatched_levels_are_named"),
-    mutant("coordinates-numpy-refused", LA,
+    mutant("coordinates-numpy-refused", FP,
            "if not isinstance(x, jax.Array | np.ndarray) or x.ndim", "if not isinstance(x, jax.Array) or x.ndim",
            "numpy coordinates take the generic definition", *TEST_SM_NUMPY),
-    mutant("coordinates-asarray-dropped", LA,
+    mutant("coordinates-asarray-dropped", FP,
            "    x = jnp.asarray(x)  # numpy coordinates", "    pass  # numpy coordinates",
            "numpy coordinates enter the formula as numpy arrays", *TEST_SM_NUMPY,
            equivalent="every later use is a jnp function (einsum, tensordot, moveaxis, a product with a jnp array), "
            "which converts a numpy array as jnp.asarray does; shape, ndim, size and dtype read the same on both"),
-    mutant("one-kind-shaped-unmatched", LA,
+    mutant("one-kind-shaped-unmatched", OP,
            "            if type(u) is not type(w):\n                return False\n", "",
            "a tree and another Shaped structure (or an array) pass for one kind", *TEST_DT_ADD_KINDS),
-    mutant("one-kind-shaped-structure", LA,
+    mutant("one-kind-shaped-structure", OP,
            "tree_structure(x, is_leaf=_is_shaped)\n"
            "    if structure != jax.tree_util.tree_structure(y, is_leaf=_is_shaped)",
            "tree_structure(x)\n    if structure != jax.tree_util.tree_structure(y)",
