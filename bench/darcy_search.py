@@ -24,7 +24,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the r
 
 from _report import SMOKE_MODEL, SMOKE_RUN, SMOKE_TEST_SIZE, trial  # bench/, the script's directory
 
-from applicative.instances.chebyshev import evaluate_grid, vandermonde
+from applicative.instances.collocation import evaluate_grid, vandermonde
 from funcformer.darcy import PROBLEM, normalise
 from funcformer.learning import Problem
 

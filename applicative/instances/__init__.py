@@ -1,6 +1,7 @@
 """The structures: ``Vec``, ``Cheb`` (and its functional core ``chebyshev``), ``Compose``, ``Tree``,
 ``DenseTree`` (and its functional core ``dyadic``), ``Distribution`` and ``Quantum``, and the ``Vec``
-sequence helpers. Instances import the protocols, never each other (``Compose`` composes any
+sequence helpers; beside them ``collocation``, the numpy float64 kit of the tasks' reference solvers
+(over ``chebyshev``). Instances import the protocols, never each other (``Compose`` composes any
 two), but for ``DenseTree``, which converts to and from ``Tree``, its specification."""
 
 from applicative.instances.cheb import Cheb as Cheb

@@ -11,14 +11,15 @@ Functions are 2-D Chebyshev series in the ``numpy.polynomial.chebyshev.chebval2d
 Poisson: C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y. The metric, the grid and
 the truncation are the shared layer's (``funcformer.learning.metric``, Poisson's too), re-exported here; the
 numerics (Lobatto points, collocation derivatives, the DCT-I, the fast diagonalisation, the norm) are the
-functional core's, ``applicative.instances.chebyshev``.
+numpy collocation kit's, ``applicative.instances.collocation`` (the derivative matrix and the integral
+weights, ``applicative.instances.chebyshev``'s).
 
     permeabilities  kappa = sum_{i,j < k} b_ij T_i(x) T_j(y), b_ij = g_ij / ((1+i)(1+j)); a = exp(kappa)
     solve           -div(a grad u) = f (default 1), u = 0 on the boundary, by collocation of
                     -a (u_xx + u_yy) - a_x u_x - a_y u_y = f at the (degree + 1)^2 Chebyshev-Gauss-Lobatto
                     points, divided by a: -(u_xx + u_yy) - kappa_x u_x - kappa_y u_y = f / a, solved for
                     the (degree - 1)^2 interior unknowns by scipy's GMRES preconditioned with the exact
-                    inverse Laplacian (the fast diagonalisation, ``chebyshev.dirichlet_eigen``); a dense
+                    inverse Laplacian (the fast diagonalisation, ``collocation.dirichlet_eigen``); a dense
                     LU as the fallback
     residual        ||e|| / ||u|| for a predicted u: e the residual of the divided equation through that
                     inverse Laplacian, e = -u on the boundary (an estimate of the prediction's error)
@@ -41,12 +42,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, gmres
 
-from applicative.instances.chebyshev import (
-    derivative_matrix,
+from applicative.instances.chebyshev import derivative_matrix, integral_weights
+from applicative.instances.collocation import (
     dirichlet_derivatives,
     dirichlet_eigen,
     evaluate_grid,
-    integral_weights,
     lobatto_points,
     lobatto_to_coefficients,
     norm2d,
@@ -294,7 +294,7 @@ def _interior(c: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def residual(kappa: np.ndarray, u: np.ndarray, degree: int = SOLVER_DEGREE) -> np.ndarray:
     """The a-posteriori check of pressures u predicted for log-permeabilities kappa (``Problem.residual``):
-    (B,) relative residuals ||e|| / ||u||, L2 norms on [-1, 1]^2 (``chebyshev.norm2d``), kappa and u
+    (B,) relative residuals ||e|| / ||u||, L2 norms on [-1, 1]^2 (``collocation.norm2d``), kappa and u
     (B, n, n) coefficients, n <= degree + 1.
 
     With r = -(u_xx + u_yy) - kappa_x u_x - kappa_y u_y - exp(-kappa), the residual of the equation

@@ -48,7 +48,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from applicative.instances.chebyshev import lobatto_to_coefficients
+from applicative.instances.collocation import lobatto_to_coefficients
 from funcformer._fields import check_fields
 from funcformer.learning.data import SCALE_SAMPLES, SCALE_SEED
 from funcformer.learning.metric import real_array, series_norm, truncate
@@ -103,8 +103,8 @@ def unnormalised(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def lobatto_coefficients(values: np.ndarray) -> np.ndarray:
     """The coefficients of the interpolants of values on the Lobatto grid: (B, p, q) -> (B, p, q), float64.
 
-    values[b, k, l] = f_b(x_k, y_l) with x = ``chebyshev.lobatto_points(p)``, y = ``lobatto_points(q)``
-    (each decreasing from 1 to -1) -> C_b = A_p V_b A_q^T (``chebyshev.lobatto_to_coefficients``), the
+    values[b, k, l] = f_b(x_k, y_l) with x = ``collocation.lobatto_points(p)``, y = ``lobatto_points(q)``
+    (each decreasing from 1 to -1) -> C_b = A_p V_b A_q^T (``collocation.lobatto_to_coefficients``), the
     coefficients of the polynomial of degree < p in x and < q in y through those values, in the
     ``chebval2d`` convention: exactly f_b's own where f_b is such a polynomial. A batch of other shape,
     p or q below 2, or values that are not real numbers raise a ValueError or a TypeError."""
@@ -242,7 +242,7 @@ def from_values(
 ) -> Problem[ArraysDataConfig]:
     """``from_arrays`` of samples given as values on Lobatto grids: inputs (B, n, n) on the n x n grid and
     outputs (B, m, m) on the m x m grid, m >= n >= 2 (values[b, k, l] at (x_k, y_l), x = y =
-    ``chebyshev.lobatto_points``), through ``lobatto_coefficients``. The model's inputs and outputs are
+    ``collocation.lobatto_points``), through ``lobatto_coefficients``. The model's inputs and outputs are
     the interpolants' coefficients: a solver loaded from a run takes ``lobatto_coefficients`` of values."""
     return from_arrays(
         name,

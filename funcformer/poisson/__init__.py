@@ -19,8 +19,8 @@ C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y.
 The solver is linear, so it is precomputed into two matrices per (n, points): coefficients of u =
 R ((E f E^T) / (l_i + l_j)) R^T with E = V^-1 (T_j at interior points) and R = (values -> coefficients) V.
 
-The numerics (Lobatto points, the DCT-I, the fast diagonalisation, the norm) are the functional core's,
-``applicative.instances.chebyshev``; the solver's accuracy and cost are in docs/poisson.md.
+The numerics (Lobatto points, the DCT-I, the fast diagonalisation, the norm) are the numpy collocation
+kit's, ``applicative.instances.collocation``; the solver's accuracy and cost are in docs/poisson.md.
 
 >>> data = make_dataset(PROBLEM, DataConfig(), seed=1, count=2)
 >>> data.inputs.shape, data.u.shape, data.u_fine.shape
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from applicative.instances.chebyshev import (
+from applicative.instances.collocation import (
     dirichlet_eigen,
     lobatto_points,
     lobatto_to_coefficients,
@@ -223,7 +223,7 @@ def _pair(name: str, f: np.ndarray, u: np.ndarray, points: int | None = None) ->
 
 def residual(f: np.ndarray, u: np.ndarray, points: int = SOLVER_POINTS) -> np.ndarray:
     """The a-posteriori check of potentials u predicted for sources f (``Problem.residual``): (B,)
-    relative residuals ||e|| / ||u||, L2 norms on [-1, 1]^2 (``chebyshev.norm2d``), f (B, n, n) and
+    relative residuals ||e|| / ||u||, L2 norms on [-1, 1]^2 (``collocation.norm2d``), f (B, n, n) and
     u (B, m, m) coefficients, n, m <= points.
 
     e solves e_xx + e_yy = f - (u_xx + u_yy) inside, e = -u on the boundary (collocated at ``points``

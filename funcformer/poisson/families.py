@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.polynomial.chebyshev as chebyshev
 
-from applicative.instances.chebyshev import vandermonde
+from applicative.instances.collocation import vandermonde
 from funcformer.learning.metric import apply_linear, fit_least_squares
 from funcformer.poisson import SOLVER_POINTS, DataConfig, K, phi_basis, sources
 
