@@ -146,7 +146,7 @@ def _given(args: argparse.Namespace) -> list[str]:
 
 
 def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
-    from funcformer.learning.solver import evaluate
+    from funcformer.learning.evaluation import evaluate
 
     if args.resume and _given(args):
         raise ValueError(f"--resume continues {args.out}'s own configuration; drop {', '.join(_given(args))}")
@@ -187,7 +187,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
 
 
 def _evaluate(problem: Problem[Any], args: argparse.Namespace) -> None:
-    from funcformer.learning.solver import evaluate
+    from funcformer.learning.evaluation import evaluate
 
     _print_metrics(evaluate(args.run, problem, args.test_size))
 

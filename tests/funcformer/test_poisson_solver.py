@@ -12,7 +12,8 @@ import pytest
 from funcformer.learning import RunConfig, load, load_solver, loop, train
 from funcformer.learning._files import CHECKPOINT
 from funcformer.learning.cli import main as cli_main
-from funcformer.learning.solver import as_solver, evaluate
+from funcformer.learning.evaluation import evaluate
+from funcformer.learning.solver import as_solver
 from funcformer.model import ModelConfig
 from funcformer.poisson import PROBLEM, TEST_SEED, DataConfig, make_dataset, sources
 

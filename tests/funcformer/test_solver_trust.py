@@ -21,7 +21,8 @@ from funcformer.darcy import PROBLEM as DARCY
 from funcformer.learning import RunConfig, Solver, State, load, load_solver
 from funcformer.learning._files import CONFIG, METRICS, write_atomically
 from funcformer.learning.checkpoints import save
-from funcformer.learning.solver import as_checked_solver, as_solver, evaluate
+from funcformer.learning.evaluation import evaluate
+from funcformer.learning.solver import as_checked_solver, as_solver
 from funcformer.learning.steps import optimiser
 from funcformer.learning.trust import (
     FLOOR,
