@@ -218,13 +218,13 @@ MUTANTS = [
            TA + "test_dense_tree.py::test_attention_and_the_encoder_agree_with_the_specification",
            equivalent="padding holds a copy of the first leaf, so the maximum is the same; and the softmax "
            "is invariant under the shift, which only keeps exp in range"),
-    mutant("finite-pair-transposed", "applicative/instances/finite.py",
+    mutant("distribution-pair-transposed", "applicative/instances/distribution.py",
            "(self.weights[:, None] * o.weights[None, :])", "(self.weights[None, :] * o.weights[:, None])",
            "pair's weights transposed against its outcomes", TA + "test_distribution.py"),
-    mutant("quantum-no-conjugate", "applicative/instances/finite.py",
+    mutant("quantum-no-conjugate", "applicative/instances/distribution.py",
            "jnp.real(jnp.conj(self.weights) * together)", "jnp.real(self.weights * together)",
            "traced Born rule without the complex conjugate", TA + "test_distribution.py"),
-    mutant("finite-total-one-sided", "applicative/instances/finite.py",
+    mutant("distribution-total-one-sided", "applicative/instances/distribution.py",
            "if abs(total - 1.0) > TOLERANCE:", "if total - 1.0 > TOLERANCE:",
            "a total below one is accepted", TA + "test_distribution.py", TA + "test_bad_input.py"),
     # Linear algebra, stacked storage, records

@@ -12,11 +12,11 @@ from applicative.instances.compose import ComposeOf as ComposeOf
 from applicative.instances.dense_tree import DenseTree as DenseTree
 from applicative.instances.dense_tree import DenseTreeOf as DenseTreeOf
 from applicative.instances.dense_tree import as_dense_tree as as_dense_tree
-from applicative.instances.finite import Distribution as Distribution
-from applicative.instances.finite import DistributionOf as DistributionOf
-from applicative.instances.finite import Quantum as Quantum
-from applicative.instances.finite import QuantumOf as QuantumOf
-from applicative.instances.finite import mixture as mixture
+from applicative.instances.distribution import Distribution as Distribution
+from applicative.instances.distribution import DistributionOf as DistributionOf
+from applicative.instances.distribution import Quantum as Quantum
+from applicative.instances.distribution import QuantumOf as QuantumOf
+from applicative.instances.distribution import mixture as mixture
 from applicative.instances.sequence import causal_mask as causal_mask
 from applicative.instances.sequence import one_hot as one_hot
 from applicative.instances.sequence import padding_mask as padding_mask
