@@ -98,7 +98,7 @@ def trial(problem: Problem[Any], model: dict[str, Any], options: dict[str, Any],
         except TrainingDiverged:
             return f"diverged                        {time.perf_counter() - start:5.0f} s"
         seconds = time.perf_counter() - start
-        test = problem.dataset(default_cache(), run.task, problem.test_seed, test_size, True)
+        test = problem.dataset(default_cache(), run.data_config, problem.test_seed, test_size, True)
         # as_solver, not load_solver: ``problem`` may be a variant of a task's PROBLEM (another normalisation)
         solver = as_solver(state.model, state.scale, run, Path(out))
         s = summary(relative_l2(solver(test.inputs), test.exact()))

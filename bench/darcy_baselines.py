@@ -7,10 +7,10 @@ Everything below is measured in this one invocation:
 - in distribution: the truncation floor (the exact u cut to 16 x 16); the mean predictor (the
   training set's mean u for every input); least squares: the 256 x 256 linear map from kappa's
   coefficients to u's (``numpy.linalg.lstsq`` on the first 2000 and all 8192 samples of the default
-  training set); two baselines that know the exact shift symmetry (``darcy.task.normalise``): the
+  training set); two baselines that know the exact shift symmetry (``darcy.normalise``): the
   mean of u / c and the affine least-squares map on the normalised inputs, scaled back by c; one
   row per RUN_DIR (``load_solver``).
-- speed: the exact solver (``task.solve``: GMRES with the fast-diagonalisation preconditioner, and
+- speed: the exact solver (``darcy.solve``: GMRES with the fast-diagonalisation preconditioner, and
   the dense LU of the (M - 1)^2 collocation system) and each run's ``load_solver``, per sample at batch
   256, one after the other; the ratio is the solver's time over the run's.
 - out of distribution: kappa with twice the amplitude (2 kappa, 1024 inputs of TEST_SEED, solved
@@ -40,9 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 import numpy as np
 from _report import duration, errors, header, run_facts, seconds_of  # bench/, the script's directory
 
-from funcformer.darcy import PROBLEM, load_solver
-from funcformer.darcy.task import TEST_SEED, load_dataset, normalise, solve
-from funcformer.learning import RunConfig, Solver, default_cache, read_run
+from funcformer.darcy import PROBLEM, TEST_SEED, normalise, solve
+from funcformer.learning import RunConfig, Solver, default_cache, load_solver, read_run
 from funcformer.learning.metric import apply_linear, fit_least_squares, relative_l2, summary, truncation_floor
 
 TEST_SIZE = 1024
@@ -55,7 +54,7 @@ TRAIN_SIZE = RunConfig.of(PROBLEM).train_size
 
 def normalised_predictors(kappa: np.ndarray, u: np.ndarray) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
     """Baselines that know the exact shift symmetry: fitted to u / c on the normalised inputs
-    (``darcy.task.normalise``), their predictions scaled back by c. The mean of u / c, and the affine
+    (``darcy.normalise``), their predictions scaled back by c. The mean of u / c, and the affine
     least-squares map (an intercept column beside the flattened inputs)."""
     inputs, log2 = normalise(kappa)
     targets = (u / np.exp2(log2)[:, None, None]).reshape(len(u), -1)
@@ -123,28 +122,28 @@ def main() -> None:
 
     run = RunConfig.of(PROBLEM)
     for directory in args.runs:
-        trained_on = read_run(Path(directory), PROBLEM).task
-        if trained_on != run.task:
-            raise SystemExit(f"{directory}: trained on {trained_on}, not the default {run.task}")
-    test = load_dataset(default_cache(), run.task, TEST_SEED, TEST_SIZE)
-    train = load_dataset(default_cache(), run.task, run.seed, TRAIN_SIZE, fine=False)
+        trained_on = read_run(Path(directory), PROBLEM).data_config
+        if trained_on != run.data_config:
+            raise SystemExit(f"{directory}: trained on {trained_on}, not the default {run.data_config}")
+    test = PROBLEM.dataset(default_cache(), run.data_config, TEST_SEED, TEST_SIZE)
+    train = PROBLEM.dataset(default_cache(), run.data_config, run.seed, TRAIN_SIZE, fine=False)
     directories = {directory: Path(directory) for directory in args.runs}
-    solvers = {name: load_solver(path) for name, path in directories.items()}
+    solvers = {name: load_solver(path, PROBLEM) for name, path in directories.items()}
 
     mean_u = train.u.mean(axis=0)
     predictors: dict[str, Callable[[np.ndarray], np.ndarray]] = {
         f"mean predictor (mean u of {len(train.u)} training samples)": lambda k: np.broadcast_to(mean_u, k.shape),
     }
     for count in LEAST_SQUARES_SAMPLES:
-        least_squares = fit_least_squares(train.kappa[:count], train.u[:count])
+        least_squares = fit_least_squares(train.inputs[:count], train.u[:count])
         predictors[f"least squares, kappa -> u ({count} samples)"] = functools.partial(apply_linear, least_squares)
-    predictors.update(normalised_predictors(train.kappa, train.u))
+    predictors.update(normalised_predictors(train.inputs, train.u))
     predictors.update({f"Funcformer `{name}`": solver for name, solver in solvers.items()})
-    accuracy("In distribution", test.kappa, test.exact(), predictors)
-    speed(test.kappa, run.task.fine, solvers, directories)
-    doubled = 2.0 * test.kappa
+    accuracy("In distribution", test.inputs, test.exact(), predictors)
+    speed(test.inputs, run.data_config.solver_degree, solvers, directories)
+    doubled = 2.0 * test.inputs
     solve_start = time.perf_counter()
-    exact = solve(doubled, run.task.fine)
+    exact = solve(doubled, run.data_config.solver_degree)
     print(f"\n(2 kappa: {len(doubled)} samples solved in {time.perf_counter() - solve_start:.1f} s)")
     accuracy("Out of distribution, kappa with twice the amplitude", doubled, exact, predictors)
     print(f"\ntotal {time.perf_counter() - start:.0f} s")

@@ -24,9 +24,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the r
 
 from _report import SMOKE_MODEL, SMOKE_RUN, SMOKE_TEST_SIZE, trial  # bench/, the script's directory
 
-from applicative.instances.chebyshev import evaluate_grid, vandermonde
-from funcformer.darcy import PROBLEM
-from funcformer.darcy.task import normalise
+from applicative.instances.collocation import evaluate_grid, vandermonde
+from funcformer.darcy import PROBLEM, normalise
 from funcformer.learning import Problem
 
 
@@ -49,7 +48,7 @@ VARIANTS: dict[str, Problem[Any]] = {
     "none": dataclasses.replace(PROBLEM, normalise=_identity),
     "1/a": dataclasses.replace(PROBLEM, normalise=_inverse_permeability),
 }
-"""Other normalisations, for the trials that ask whether ``darcy.task.normalise`` matters."""
+"""Other normalisations, for the trials that ask whether ``darcy.normalise`` matters."""
 
 KM: dict[str, Any] = {"mixers": "km", "axes": "xxyy", "layers": 4, "channels": 8, "hidden_channels": 16}
 SHORT: dict[str, Any] = {"steps": 1000, "batch": 32, "learning_rate": 1e-2}

@@ -46,8 +46,7 @@ from _timing import race
 from funcformer import Funcformer, ModelConfig, init, parameter_count, weights
 from funcformer.learning import RunConfig
 from funcformer.learning.steps import l2_norm, optimiser, series_relative_l2
-from funcformer.poisson import PROBLEM
-from funcformer.poisson.task import DataConfig, solve, sources, truncate
+from funcformer.poisson import PROBLEM, DataConfig, solve, sources, truncate
 
 SEED = 1
 ATTENTION = dataclasses.replace(PROBLEM.model, mixers="a")
@@ -89,7 +88,7 @@ def data(task: DataConfig, batch: int) -> tuple[jax.Array, jax.Array]:
     """Sources scaled to unit norm, as training feeds them to the model, and their targets."""
     f = sources(task, SEED, batch)
     f = f / np.asarray(l2_norm(jnp.asarray(f)))[:, None, None]
-    u = truncate(solve(f, task.fine), task.n)
+    u = truncate(solve(f, task.solver_points), task.n)
     return jnp.asarray(f, jnp.float32), jnp.asarray(u, jnp.float32)
 
 
@@ -155,7 +154,7 @@ def main() -> None:
         run = RunConfig.of(PROBLEM, model=ATTENTION, batch=args.batch)
         wide = dataclasses.replace(ATTENTION, channels=16, hidden_channels=32)
         sizes = {"8 channels": ATTENTION, "16 channels": wide}
-    f, u = data(run.task, run.batch)
+    f, u = data(run.data_config, run.batch)
     print(
         f"jax {jax.__version__} on {jax.devices()[0].platform}; train step (loss, value_and_grad, optax update, "
         f"one jit), batch {run.batch}, float32"

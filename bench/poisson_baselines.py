@@ -5,7 +5,7 @@ fine solution ``solve(f)``, mean / median / p95 over 1024 sources of TEST_SEED. 
 measured in this one invocation:
 
 - in distribution: the truncation floor (the exact u cut to 16 x 16); the exact spectral solver's time
-  (``task.solve`` at fine = 64: the reference itself, error 0 by definition); the mean
+  (``poisson.solve`` at 64 points: the reference itself, error 0 by definition); the mean
   predictor (the training set's mean u for every source); least squares: the 256 x 256 linear map from f
   to u coefficients fitted by ``numpy.linalg.lstsq`` on the first k sources of the default training set
   (``RunConfig.of(PROBLEM).seed``, ``RunConfig.of(PROBLEM).train_size``, the set ``train`` fits on); one row per RUN_DIR
@@ -45,21 +45,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 import numpy as np
 from _report import duration, errors, header, run_facts, seconds_of  # bench/, the script's directory
 
-from funcformer.learning import RunConfig, default_cache, read_run
+from funcformer.learning import RunConfig, default_cache, load_solver, read_run
+from funcformer.learning.problem import Dataset
 from funcformer.learning.solver import Solver
-from funcformer.poisson import PROBLEM, load_solver
-from funcformer.poisson.families import FAMILIES, apply_linear, fit_least_squares
-from funcformer.poisson.task import (
+from funcformer.poisson import (
+    PROBLEM,
     TEST_SEED,
     DataConfig,
-    Dataset,
-    load_dataset,
     relative_l2,
     solve,
     summary,
     truncate,
-    truncation_floor,
 )
+from funcformer.poisson.families import FAMILIES, apply_linear, fit_least_squares
 
 TEST_SIZE = 1024
 LEAST_SQUARES_SAMPLES: tuple[int, ...] = (50, 90, 100, 110, 200, 1000, 8192)
@@ -73,19 +71,17 @@ TRAIN_SIZE = RunConfig.of(PROBLEM).train_size
 
 
 def in_distribution(
-    test: Dataset, train: Dataset, solvers: dict[str, Solver], directories: dict[str, Path]
+    test: Dataset[DataConfig], train: Dataset[DataConfig], solvers: dict[str, Solver], directories: dict[str, Path]
 ) -> dict[str, np.ndarray]:
     """Table 1 (accuracy, fit or training cost, time at batch 1024); returns least squares' maps by k."""
-    f = test.f
+    f, n = test.inputs, test.data_config.n
     print(f"\n## In distribution: {TEST_SIZE} test sources (TEST_SEED), relative L2 error\n")
     print(f"| predictor | mean | median | p95 | fit / training | parameters | per source, batch {TEST_SIZE} |")
     print("|---|---|---|---|---|---|---|")
+    print(f"| truncation floor: exact u cut to {n} x {n} | {errors(test.truncation_floor())} | | | |")
+    solve_seconds = seconds_of(lambda: solve(f, test.data_config.solver_points), 5) / len(f)
     print(
-        f"| truncation floor: exact u cut to {test.task.n} x {test.task.n} | {errors(truncation_floor(test))} | | | |"
-    )
-    solve_seconds = seconds_of(lambda: solve(f, test.task.fine), 5) / len(f)
-    print(
-        f"| exact spectral solver (`solve`, fine {test.task.fine}): the reference | 0 | 0 | 0 | none | "
+        f"| exact spectral solver (`solve`, fine {test.data_config.solver_points}): the reference | 0 | 0 | 0 | none | "
         f"| {duration(solve_seconds)} |"
     )
     mean_u = np.mean(train.u, axis=0)
@@ -94,7 +90,7 @@ def in_distribution(
 
     maps: dict[str, np.ndarray] = {}
     for k in LEAST_SQUARES_SAMPLES:
-        fk, uk = train.f[:k], train.u[:k]
+        fk, uk = train.inputs[:k], train.u[:k]
         fit_seconds = seconds_of(functools.partial(fit_least_squares, fk, uk), 3)
         m = fit_least_squares(fk, uk)
         maps[f"least squares, k = {k}"] = m
@@ -121,7 +117,7 @@ def in_distribution(
     return maps
 
 
-def timing(test: Dataset, least_squares: np.ndarray, solvers: dict[str, Solver]) -> None:
+def timing(test: Dataset[DataConfig], least_squares: np.ndarray, solvers: dict[str, Solver]) -> None:
     """Table 2: seconds per source at batch 1 and 256, each beside the exact solver at that batch."""
     print("\n## Prediction time per source (ratio: time / the exact solver's time at the same batch)\n")
     columns = " | ".join(f"batch {b} | ratio" for b in BATCHES)
@@ -129,9 +125,9 @@ def timing(test: Dataset, least_squares: np.ndarray, solvers: dict[str, Solver])
     print("|---|" + "---|---|" * len(BATCHES))
     rows: dict[str, list[str]] = {}
     for batch in BATCHES:
-        f = np.ascontiguousarray(test.f[:batch])
+        f = np.ascontiguousarray(test.inputs[:batch])
         cases: dict[str, Callable[[], Any]] = {
-            "exact spectral solver": functools.partial(solve, f, test.task.fine),
+            "exact spectral solver": functools.partial(solve, f, test.data_config.solver_points),
             f"least squares, k = {OOD_SAMPLES}": functools.partial(apply_linear, least_squares, f),
         }
         for name, solver in solvers.items():
@@ -154,7 +150,7 @@ def out_of_distribution(task: DataConfig, least_squares: np.ndarray, solvers: di
     print("|---|---|---|---|---|")
     for family_name, family in FAMILIES.items():
         f = family(task.n, TEST_SEED, TEST_SIZE)
-        u = solve(f, task.fine)
+        u = solve(f, task.solver_points)
         rows = {
             "truncation floor": truncate(u, task.n),
             f"least squares, k = {OOD_SAMPLES}": apply_linear(least_squares, f),
@@ -177,17 +173,17 @@ def main() -> None:
     start = time.perf_counter()
 
     run = RunConfig.of(PROBLEM)
-    task = run.task
+    task = run.data_config
     for directory in args.runs:
-        trained_on = read_run(Path(directory), PROBLEM).task
+        trained_on = read_run(Path(directory), PROBLEM).data_config
         if trained_on != task:
             raise SystemExit(f"{directory}: trained on {trained_on}, not the default {task}")
-    test = load_dataset(default_cache(), task, TEST_SEED, TEST_SIZE)
-    train = load_dataset(default_cache(), task, run.seed, TRAIN_SIZE, fine=False)
-    if max(LEAST_SQUARES_SAMPLES) > len(train.f):
-        raise SystemExit(f"the training set has {len(train.f)} sources, fewer than {max(LEAST_SQUARES_SAMPLES)}")
+    test = PROBLEM.dataset(default_cache(), task, TEST_SEED, TEST_SIZE)
+    train = PROBLEM.dataset(default_cache(), task, run.seed, TRAIN_SIZE, fine=False)
+    if max(LEAST_SQUARES_SAMPLES) > len(train.inputs):
+        raise SystemExit(f"the training set has {len(train.inputs)} sources, fewer than {max(LEAST_SQUARES_SAMPLES)}")
     directories = {directory: Path(directory) for directory in args.runs}
-    solvers = {name: load_solver(path) for name, path in directories.items()}
+    solvers = {name: load_solver(path, PROBLEM) for name, path in directories.items()}
 
     maps = in_distribution(test, train, solvers, directories)
     least_squares = maps[f"least squares, k = {OOD_SAMPLES}"]

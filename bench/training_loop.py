@@ -117,7 +117,7 @@ def measure(problem: Problem[Any], steps: int, batch: int, repeats: int, smoke: 
     run = RunConfig.of(problem, steps=steps, batch=batch)
     if smoke:
         run = RunConfig.of(problem, model=smoke_model(problem.model), **SMOKE_RUN)
-    x, t = training_arrays(run, output_scale(problem, run.task))
+    x, t = training_arrays(run, output_scale(problem, run.data_config))
     cases = {"step": step_alone(run, x, t), "loop": loop(run), "host loop": host_loop(run, x, t)}
     for go in cases.values():  # compile, warm the caches
         go()

@@ -6,7 +6,7 @@ on sets in and out of the training distribution, against the exact solutions:
 
 - Poisson: 1024 held-out in-distribution sources (TEST_SEED samples 1024 to 2047; the run's calibration
   used samples 0 to 1023), and 1024 sources of TEST_SEED of each out-of-distribution family of
-  ``funcformer.poisson.families`` (exact: ``task.solve`` at 64 points).
+  ``funcformer.poisson.families`` (exact: ``poisson.solve`` at 64 points).
 - Darcy: 1024 held-out in-distribution kappa (TEST_SEED samples 1024 to 2047); the same kappa doubled
   (2 kappa, solved at M = 32, as ``bench/darcy_baselines.py``); and the first 256 of them scaled so that
   max |kappa| on the metric's 64 x 64 grid is 20 (solved at M = 64: on 8 of them, M = 32 was off by up
@@ -56,13 +56,11 @@ from _report import SMOKE_RUN, SMOKE_TEST_SIZE, duration, header, seconds_of, sm
 from scipy.stats import spearmanr
 
 from funcformer import darcy, poisson
-from funcformer.darcy import task as darcy_task
 from funcformer.learning import Problem, RunConfig, default_cache, evaluate, read_run, train
 from funcformer.learning._files import CHECKPOINT, METRICS
 from funcformer.learning.metric import grid_values, relative_l2, truncate
 from funcformer.learning.solver import load_solver
 from funcformer.learning.trust import QUANTILE, UntrustedPrediction, read_calibration
-from funcformer.poisson import task as poisson_task
 from funcformer.poisson.families import FAMILIES
 
 HELD_OUT = 1024
@@ -108,7 +106,7 @@ def ready(problem: Problem[Any], directory: Path, smoke: bool = False) -> None:
         run = RunConfig.of(problem, model=smoke_model(problem.model), **SMOKE_RUN) if smoke else RunConfig.of(problem)
         train(run, directory, progress=False)
     run = read_run(directory, problem)
-    if read_calibration(directory / METRICS, run.task.n) is None:
+    if read_calibration(directory / METRICS, run.data_config.n) is None:
         print(f"\n(calibrating {directory}: evaluate)")
         if smoke:
             evaluate(directory, problem, test_size=SMOKE_TEST_SIZE)
@@ -116,25 +114,25 @@ def ready(problem: Problem[Any], directory: Path, smoke: bool = False) -> None:
             evaluate(directory, problem)
 
 
-def poisson_cases(task: poisson_task.DataConfig) -> list[Case]:
-    held_out = poisson_task.sources(task, poisson_task.TEST_SEED, 2 * HELD_OUT)[HELD_OUT:]
-    cases = [Case("in distribution (held out)", held_out, poisson_task.solve(held_out, task.fine))]
+def poisson_cases(task: poisson.DataConfig) -> list[Case]:
+    held_out = poisson.sources(task, poisson.TEST_SEED, 2 * HELD_OUT)[HELD_OUT:]
+    cases = [Case("in distribution (held out)", held_out, poisson.solve(held_out, task.solver_points))]
     for name, family in FAMILIES.items():
         if name != "in_distribution":
-            f = family(task.n, poisson_task.TEST_SEED, HELD_OUT)
-            cases.append(Case(name.replace("_", " "), f, poisson_task.solve(f, task.fine)))
+            f = family(task.n, poisson.TEST_SEED, HELD_OUT)
+            cases.append(Case(name.replace("_", " "), f, poisson.solve(f, task.solver_points)))
     return cases
 
 
-def darcy_cases(task: darcy_task.DataConfig) -> list[Case]:
-    data = darcy_task.load_dataset(default_cache(), task, darcy_task.TEST_SEED, 2 * HELD_OUT)
-    kappa, exact = data.kappa[HELD_OUT:], data.exact()[HELD_OUT:]
+def darcy_cases(task: darcy.DataConfig) -> list[Case]:
+    data = darcy.PROBLEM.dataset(default_cache(), task, darcy.TEST_SEED, 2 * HELD_OUT)
+    kappa, exact = data.inputs[HELD_OUT:], data.exact()[HELD_OUT:]
     doubled = 2.0 * kappa
     wide = kappa[:WIDE] * (WIDE_RANGE / np.abs(grid_values(kappa[:WIDE])).max(axis=(1, 2)))[:, None, None]
     return [
         Case("in distribution (held out)", kappa, exact),
-        Case("2 kappa", doubled, darcy_task.solve(doubled, task.fine)),
-        Case(f"kappa scaled to +-{WIDE_RANGE:.0f} (exact at M = {WIDE_FINE})", wide, darcy_task.solve(wide, WIDE_FINE)),
+        Case("2 kappa", doubled, darcy.solve(doubled, task.solver_degree)),
+        Case(f"kappa scaled to +-{WIDE_RANGE:.0f} (exact at M = {WIDE_FINE})", wide, darcy.solve(wide, WIDE_FINE)),
     ]
 
 
@@ -153,13 +151,13 @@ def measured(case: Case, checked: Callable[[np.ndarray], Any], strong: Callable[
 
 def report(problem: Problem[Any], directory: Path, cases: list[Case], strong: Callable[..., np.ndarray]) -> None:
     run = read_run(directory, problem)
-    calibration = read_calibration(directory / METRICS, run.task.n)
+    calibration = read_calibration(directory / METRICS, run.data_config.n)
     assert calibration is not None
     checked = load_solver(directory, problem, check=True)
     plain = load_solver(directory, problem)
     sets = [measured(case, checked, strong) for case in cases]
     # the other rules' thresholds, from the calibration set (TEST_SEED samples 0 to 1023, as the run's)
-    calibration_set = problem.dataset(default_cache(), run.task, problem.test_seed, calibration.samples, True)
+    calibration_set = problem.dataset(default_cache(), run.data_config, problem.test_seed, calibration.samples, True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UntrustedPrediction)
         calibrated = checked(calibration_set.inputs)
@@ -238,7 +236,7 @@ def report(problem: Problem[Any], directory: Path, cases: list[Case], strong: Ca
     times = {
         "prediction (`load_solver(DIR)`)": seconds_of(functools.partial(plain, batch), 5, warmup=2),
         "checked prediction (`load_solver(DIR, check=True)`)": seconds_of(quiet_checked, 5, warmup=2),
-        "exact solver (`task.solve`)": seconds_of(functools.partial(problem.solve, batch, run.task), 3),
+        "exact solver (`solve`)": seconds_of(functools.partial(problem.solve, batch, run.data_config.solver), 3),
     }
     print(f"\n## {problem.title}: time per sample at batch {BATCH}\n")
     print("| | per sample |")
@@ -269,8 +267,8 @@ def main() -> None:
     start = time.perf_counter()
     for problem, directory in ((poisson.PROBLEM, args.poisson), (darcy.PROBLEM, args.darcy)):
         ready(problem, directory, args.smoke)
-    report(poisson.PROBLEM, args.poisson, poisson_cases(poisson_task.DataConfig()), poisson_task.strong_residual)
-    report(darcy.PROBLEM, args.darcy, darcy_cases(darcy_task.DataConfig()), darcy_task.strong_residual)
+    report(poisson.PROBLEM, args.poisson, poisson_cases(poisson.DataConfig()), poisson.strong_residual)
+    report(darcy.PROBLEM, args.darcy, darcy_cases(darcy.DataConfig()), darcy.strong_residual)
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
 
 

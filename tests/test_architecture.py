@@ -1,6 +1,10 @@
-"""The file tree reads as the architecture: imports run down the layers, never up or sideways.
+"""The file tree reads as the architecture: imports run down the layers, never up or sideways, and never
+in a circle.
 
-applicative knows nothing of funcformer; funcformer's shared operator-learning layer
+applicative knows nothing of funcformer; within it the structures (``instances``) know nothing of the
+linear algebra (``linalg``, its dense formulas ``fast_paths`` and its operand checks ``operands``) nor
+of ``nn``, and the linear algebra knows no structure (docs/design.md); the numpy collocation kit
+(``instances/collocation.py``) imports no JAX. funcformer's shared operator-learning layer
 (``funcformer.learning``) knows no task, and is handed each one as a value; the tasks
 (``funcformer.poisson``, ``funcformer.darcy``) never import each other. The tests mirror the packages,
 and ``tests/applicative`` likewise knows nothing of funcformer. Read from the source with
@@ -16,15 +20,17 @@ ROOT = Path(__file__).parent.parent
 
 
 def imports(package: str) -> dict[str, set[str]]:
-    """Every module of ``package`` (a folder under the root) -> the modules it imports."""
+    """Every module of ``package`` (a folder under the root, or one file) -> the modules it imports."""
     found = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
+    root = ROOT / package
+    for path in [root] if root.is_file() else sorted(root.rglob("*.py")):
         names = set()
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 names |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names.add(node.module)
+                # each name too: ``from applicative import linalg`` imports applicative.linalg
+                names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
         found[str(path.relative_to(ROOT))] = names
     return found
 
@@ -38,10 +44,19 @@ def offending(package: str, forbidden: tuple[str, ...]) -> list[str]:
     ]
 
 
+LINEAR_ALGEBRA = ("applicative.linalg", "applicative.fast_paths", "applicative.operands")
+
+
 @pytest.mark.parametrize(
     ("package", "forbidden"),
     [
         ("applicative", ("funcformer",)),
+        ("applicative/protocols", ("applicative.instances", *LINEAR_ALGEBRA, "applicative.nn")),
+        ("applicative/instances", (*LINEAR_ALGEBRA, "applicative.nn", "applicative.laws", "applicative.strategies")),
+        ("applicative/linalg.py", ("applicative.instances", "applicative.nn")),
+        ("applicative/fast_paths.py", ("applicative.instances", "applicative.nn", "applicative.linalg")),
+        ("applicative/operands.py", ("applicative.instances", "applicative.nn", "applicative.linalg")),
+        ("applicative/instances/collocation.py", ("jax",)),
         ("tests/applicative", ("funcformer", "tests.funcformer")),
         ("funcformer/learning", ("funcformer.poisson", "funcformer.darcy")),
         ("funcformer/poisson", ("funcformer.darcy",)),
@@ -56,3 +71,58 @@ def test_the_check_sees_imports() -> None:
     """The scan finds what it forbids: each task imports the shared layer."""
     assert offending("funcformer/poisson", ("funcformer.learning",))
     assert offending("funcformer/darcy", ("funcformer.learning",))
+
+
+def test_no_imports_run_in_a_circle() -> None:
+    """No module of applicative or funcformer imports, through others, a module that imports it.
+    ``from package import module`` imports that module; ``from package import name``, the package."""
+    modules = {}
+    for package in ("applicative", "funcformer"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                submodules = {f"{node.module}.{alias.name}" for alias in node.names} & modules.keys()
+                imported |= submodules or {node.module}
+        graph[name] = (imported & modules.keys()) - {name}
+    assert _circles(graph) == []
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: each strongly connected component of more than one module
+    (Tarjan's algorithm), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = stack[stack.index(v) :]
+            del stack[stack.index(v) :]
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_the_circle_check_sees_circles() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []

@@ -55,7 +55,7 @@ def scales(shared: Path) -> Path:
     with FileLock(shared / "scales.lock"), pytest.MonkeyPatch.context() as patch:
         patch.setenv("FUNCFORMER_CACHE", str(shared / "datasets"))
         for problem in (POISSON, DARCY):
-            output_scale(problem, problem.task())
+            output_scale(problem, problem.data_config())
     return shared
 
 

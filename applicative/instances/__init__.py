@@ -1,6 +1,7 @@
 """The structures: ``Vec``, ``Cheb`` (and its functional core ``chebyshev``), ``Compose``, ``Tree``,
 ``DenseTree`` (and its functional core ``dyadic``), ``Distribution`` and ``Quantum``, and the ``Vec``
-sequence helpers. Instances import the protocols, never each other (``Compose`` composes any
+sequence helpers; beside them ``collocation``, the numpy float64 kit of the tasks' reference solvers
+(over ``chebyshev``). Instances import the protocols, never each other (``Compose`` composes any
 two), but for ``DenseTree``, which converts to and from ``Tree``, its specification."""
 
 from applicative.instances.cheb import Cheb as Cheb
@@ -11,11 +12,11 @@ from applicative.instances.compose import ComposeOf as ComposeOf
 from applicative.instances.dense_tree import DenseTree as DenseTree
 from applicative.instances.dense_tree import DenseTreeOf as DenseTreeOf
 from applicative.instances.dense_tree import as_dense_tree as as_dense_tree
-from applicative.instances.finite import Distribution as Distribution
-from applicative.instances.finite import DistributionOf as DistributionOf
-from applicative.instances.finite import Quantum as Quantum
-from applicative.instances.finite import QuantumOf as QuantumOf
-from applicative.instances.finite import mixture as mixture
+from applicative.instances.distribution import Distribution as Distribution
+from applicative.instances.distribution import DistributionOf as DistributionOf
+from applicative.instances.distribution import Quantum as Quantum
+from applicative.instances.distribution import QuantumOf as QuantumOf
+from applicative.instances.distribution import mixture as mixture
 from applicative.instances.sequence import causal_mask as causal_mask
 from applicative.instances.sequence import one_hot as one_hot
 from applicative.instances.sequence import padding_mask as padding_mask

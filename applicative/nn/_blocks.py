@@ -25,12 +25,13 @@ from typing import Any, Generic, TypeVar
 import jax
 from jax import Array
 
-from applicative.linalg import add, check_nesting
+from applicative.linalg import add
 from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit, features_of
 from applicative.nn._base import Draw, Matrix, Variance, by_measure, compiled_init, floating_template
 from applicative.nn._linear import outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
 from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, of_kind
+from applicative.operands import check_nesting
 from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured

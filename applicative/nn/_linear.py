@@ -7,9 +7,10 @@ from typing import Generic, TypeVar
 import jax
 from jax import Array
 
-from applicative.linalg import add, check_nesting, mul_mmt, mul_mv, outer
+from applicative.linalg import add, mul_mmt, mul_mv, outer
 from applicative.nn._base import Draw, Matrix, Std, Variance, as_draw, by_measure, floating_template
 from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested
+from applicative.operands import check_nesting
 from applicative.protocols.algebra import arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured

@@ -44,7 +44,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from applicative.linalg import check_nesting
+from applicative.operands import check_nesting
 from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.dense import Axis, Dense
 

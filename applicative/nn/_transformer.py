@@ -38,13 +38,14 @@ import jax
 from jax import Array
 from typing_extensions import TypeVar as TypeVar_
 
-from applicative.linalg import add, check_nesting
+from applicative.linalg import add
 from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit, features_of
 from applicative.nn._base import Draw, Matrix, Variance, as_draw, by_measure, compiled_init
 from applicative.nn._blocks import NORM, CrossAttentionBlock, FeedForward, SelfAttentionBlock, check_blocks, norm_each
 from applicative.nn._linear import Linear, inputs_of, outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
 from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested, of_kind
+from applicative.operands import check_nesting
 from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured

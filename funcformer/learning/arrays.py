@@ -21,7 +21,7 @@ The test seed is ``data.SCALE_SEED``: training refuses the test seed, so the one
 seed without the exact outputs (``fine`` false) is ``output_scale``'s, answered from the training set;
 with them (``fine`` true) it is the test set's.
 
-The task saved in a run's config.json is an ``ArraysDataConfig``: the resolutions, the sizes of the two
+The data configuration saved in a run's config.json is an ``ArraysDataConfig``: the resolutions, the sizes of the two
 sets and a fingerprint of the arrays (a hash of their float64 values), so a run is read back only by
 a problem built from the same arrays; any other is refused (ValueError) by ``read_run``,
 ``load_solver``, ``evaluate``, ``train(..., resume=True)`` and ``checkpoints.load``.
@@ -34,7 +34,7 @@ given); a ``normalise`` with ``Problem.normalise``'s contract may be passed inst
 
 >>> x = np.random.default_rng(0).standard_normal((10, 4, 4))
 >>> problem = from_arrays("doubling", x, 2.0 * x, test_size=2)
->>> problem.task().train_samples, problem.task().test_samples
+>>> problem.data_config().train_samples, problem.data_config().test_samples
 (8, 2)
 """
 
@@ -44,12 +44,11 @@ import dataclasses
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
-from applicative.instances.chebyshev import lobatto_to_coefficients
+from applicative.instances.collocation import lobatto_to_coefficients
 from funcformer._fields import check_fields
 from funcformer.learning.data import SCALE_SAMPLES, SCALE_SEED
 from funcformer.learning.metric import real_array, series_norm, truncate
@@ -67,7 +66,7 @@ _BATCH = cast(int, next(f.default for f in dataclasses.fields(RunConfig) if f.na
 
 @dataclass(frozen=True)
 class ArraysDataConfig:
-    """What identifies a problem's arrays (saved as the task of its runs' config.json)."""
+    """What identifies a problem's arrays (saved as the data configuration of its runs' config.json)."""
 
     n: int
     """Chebyshev coefficients per axis of the inputs, the model's resolution."""
@@ -83,6 +82,16 @@ class ArraysDataConfig:
     def __post_init__(self) -> None:
         check_fields(self)
 
+    @property
+    def solution_size(self) -> int:
+        """Coefficients per axis of the exact outputs: ``m``."""
+        return self.m
+
+    @property
+    def solver(self) -> int:
+        """``m``: the problem has no exact solver to hand it to."""
+        return self.m
+
 
 def unnormalised(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """No normalisation, ``from_arrays``' default: (x, 0), x (B, n, n) -> the model's inputs x itself and
@@ -94,8 +103,8 @@ def unnormalised(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def lobatto_coefficients(values: np.ndarray) -> np.ndarray:
     """The coefficients of the interpolants of values on the Lobatto grid: (B, p, q) -> (B, p, q), float64.
 
-    values[b, k, l] = f_b(x_k, y_l) with x = ``chebyshev.lobatto_points(p)``, y = ``lobatto_points(q)``
-    (each decreasing from 1 to -1) -> C_b = A_p V_b A_q^T (``chebyshev.lobatto_to_coefficients``), the
+    values[b, k, l] = f_b(x_k, y_l) with x = ``collocation.lobatto_points(p)``, y = ``lobatto_points(q)``
+    (each decreasing from 1 to -1) -> C_b = A_p V_b A_q^T (``collocation.lobatto_to_coefficients``), the
     coefficients of the polynomial of degree < p in x and < q in y through those values, in the
     ``chebval2d`` convention: exactly f_b's own where f_b is such a polynomial. A batch of other shape,
     p or q below 2, or values that are not real numbers raise a ValueError or a TypeError."""
@@ -172,7 +181,7 @@ def from_arrays(
         array.flags.writeable = False
     label = title or name
 
-    def task(**fields: Any) -> ArraysDataConfig:
+    def data_config(**fields: Any) -> ArraysDataConfig:
         if not fields:
             return data
         given = ArraysDataConfig(**fields)
@@ -185,11 +194,8 @@ def from_arrays(
             )
         return data
 
-    def dataset(
-        cache_dir: Path, given: ArraysDataConfig, seed: int, count: int, fine: bool
-    ) -> Dataset[ArraysDataConfig]:
-        del cache_dir  # the arrays are in memory
-        task(**dataclasses.asdict(given))
+    def stored(given: ArraysDataConfig, seed: int, count: int, fine: bool) -> Dataset[ArraysDataConfig]:
+        data_config(**dataclasses.asdict(given))
         if seed == SCALE_SEED and fine:
             if count > data.test_samples:
                 raise ValueError(
@@ -213,11 +219,11 @@ def from_arrays(
         title=label,
         input=input,
         output=output,
-        task=task,
+        data_config=data_config,
         model=ModelConfig(n=n, mixers="k") if model is None else model,
-        dataset=dataset,
         test_seed=SCALE_SEED,
         normalise=unnormalised if normalise is None else normalise,
+        stored=stored,
         defaults={"train_size": train, "batch": min(_BATCH, train)},
     )
 
@@ -236,7 +242,7 @@ def from_values(
 ) -> Problem[ArraysDataConfig]:
     """``from_arrays`` of samples given as values on Lobatto grids: inputs (B, n, n) on the n x n grid and
     outputs (B, m, m) on the m x m grid, m >= n >= 2 (values[b, k, l] at (x_k, y_l), x = y =
-    ``chebyshev.lobatto_points``), through ``lobatto_coefficients``. The model's inputs and outputs are
+    ``collocation.lobatto_points``), through ``lobatto_coefficients``. The model's inputs and outputs are
     the interpolants' coefficients: a solver loaded from a run takes ``lobatto_coefficients`` of values."""
     return from_arrays(
         name,

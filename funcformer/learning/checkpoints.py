@@ -24,7 +24,7 @@ from funcformer.learning.settings import RunConfig
 from funcformer.learning.steps import optimiser
 from funcformer.model import Funcformer, init
 
-__all__ = ["NoStoredScale", "State", "from_bytes", "load", "save", "template"]
+__all__ = ["State", "from_bytes", "load", "save", "template"]
 
 
 @dataclass
@@ -39,10 +39,6 @@ class State:
     """The run's ``data.output_scale``, computed when it started."""
     seconds: float = 0.0
     """Training time so far (all sessions of a resumed run)."""
-
-
-class NoStoredScale(ValueError):
-    """A checkpoint written before runs stored their output scale; ``train --resume`` adds it."""
 
 
 def template(run: RunConfig) -> tuple[Funcformer, optax.OptState]:
@@ -70,21 +66,20 @@ def save(directory: Path, run: RunConfig, state: State) -> None:
         np.savez(file, allow_pickle=False, **arrays)
 
 
-def load(directory: Path, run: RunConfig, *, scale: float | None = None) -> State:
+def load(directory: Path, run: RunConfig) -> State:
     """The checkpoint in ``directory``, checked against ``run`` and the shapes it implies (``template``).
 
-    A checkpoint written before runs stored their output scale raises ``NoStoredScale``, unless
-    ``scale`` gives one (``train --resume`` passes ``output_scale``'s, as that run's training
-    computed it); a stored scale is always the one used. An unreadable file (truncated, not a zip,
-    a missing or damaged array) raises a ValueError naming it.
+    An unreadable file (truncated, not a zip, a missing or damaged array) raises a ValueError naming
+    it, and so does a checkpoint of an older format (one without its output scale), saying to train
+    the run again.
     """
     path = directory / CHECKPOINT
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    return from_bytes(path.read_bytes(), run, directory, scale=scale)
+    return from_bytes(path.read_bytes(), run, directory)
 
 
-def from_bytes(data: bytes, run: RunConfig, directory: Path, *, scale: float | None = None) -> State:
+def from_bytes(data: bytes, run: RunConfig, directory: Path) -> State:
     """``load`` of the checkpoint ``data`` read from ``directory`` (named in its errors): what the owner of
     a run on several processes reads and hands to the others (``processes.from_owner``)."""
     path = directory / CHECKPOINT
@@ -103,15 +98,11 @@ def from_bytes(data: bytes, run: RunConfig, directory: Path, *, scale: float | N
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         raise ValueError(f"{path} is corrupt or not a checkpoint ({type(error).__name__}: {error})") from error
     if stored_scale is None:
-        if scale is None:
-            resume = run.problem.invocation(
-                f"train --out {directory} --resume", f"funcformer.learning.train(run, {str(directory)!r}, resume=True)"
-            )
-            raise NoStoredScale(
-                f"{path} was written before runs stored their output scale; run {resume} once: it "
-                "computes the scale as the run's training did and stores it (loading a run generates no data)"
-            )
-        stored_scale = scale
+        again = run.problem.invocation("train --out DIR", "funcformer.learning.train(run, DIR)")
+        raise ValueError(
+            f"{path} is a checkpoint of an older format (saved before runs stored their output scale), which this "
+            f"version does not read: train the run again ({again}, with the settings in its config.json)"
+        )
     if not (np.isfinite(stored_scale) and stored_scale > 0):
         raise ValueError(f"{path}: the stored output scale is {stored_scale}, not a positive finite number")
     if saved_run != run:

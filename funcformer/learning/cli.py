@@ -146,7 +146,7 @@ def _given(args: argparse.Namespace) -> list[str]:
 
 
 def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
-    from funcformer.learning.solver import evaluate
+    from funcformer.learning.evaluation import evaluate
 
     if args.resume and _given(args):
         raise ValueError(f"--resume continues {args.out}'s own configuration; drop {', '.join(_given(args))}")
@@ -187,7 +187,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
 
 
 def _evaluate(problem: Problem[Any], args: argparse.Namespace) -> None:
-    from funcformer.learning.solver import evaluate
+    from funcformer.learning.evaluation import evaluate
 
     _print_metrics(evaluate(args.run, problem, args.test_size))
 
@@ -201,7 +201,7 @@ def _plot(problem: Problem[Any], args: argparse.Namespace) -> None:
     with holding_run(args.run):
         run = read_run(args.run, problem)
         state = load(args.run, run)
-        test = problem.dataset(default_cache(), run.task, problem.test_seed, args.test_size, True)
+        test = problem.dataset(default_cache(), run.data_config, problem.test_seed, args.test_size, True)
         x = test.inputs[args.sample : args.sample + 1]
         predicted = as_solver(state.model, state.scale, run, args.run)(x)[0]
         metrics_path = args.run / METRICS
@@ -215,7 +215,7 @@ def _plot(problem: Problem[Any], args: argparse.Namespace) -> None:
 
 def _cache(problem: Problem[Any], args: argparse.Namespace) -> None:
     cache = default_cache()
-    files = sorted(cache.glob(f"{problem.name}_v*.npz"))
+    files = sorted(cache.glob(f"{problem.name}_*.npz"))
     sizes = [path.stat().st_size for path in files]
     for path, size in zip(files, sizes, strict=True):
         print(f"{size / 1e6:10.1f} MB  {path.name}")

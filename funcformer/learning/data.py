@@ -24,12 +24,12 @@ SCALE_SAMPLES = 1024
 """How many inputs ``output_scale`` averages over."""
 
 
-def output_scale(problem: Problem[Any], task: Any) -> float:
+def output_scale(problem: Problem[Any], config: Any) -> float:
     """The typical ||u|| / c, c the normalisation's factor (Poisson: ||u|| / ||f||), as a mean over 1024
     inputs of ``SCALE_SEED``: the model predicts u in this unit, so its outputs start at the right
     size. ``loop.train`` computes it once, when a run starts, and stores it in the checkpoint
     (``checkpoints.State.scale``)."""
-    data = problem.dataset(default_cache(), task, SCALE_SEED, SCALE_SAMPLES, False)
+    data = problem.dataset(default_cache(), config, SCALE_SEED, SCALE_SAMPLES, False)
     _, log2_factors = problem.normalise(data.inputs)
     return float(np.mean(series_norm(data.u) / np.exp2(log2_factors)))
 
@@ -37,7 +37,7 @@ def output_scale(problem: Problem[Any], task: Any) -> float:
 def training_arrays(run: RunConfig, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """The training set as float32 (model inputs x' (train_size, n, n), targets u / (c * scale)
     (train_size, n, n)); a ValueError if an input's normalisation factor is not positive and finite."""
-    data = run.problem.dataset(default_cache(), run.task, run.seed, run.train_size, False)
+    data = run.problem.dataset(default_cache(), run.data_config, run.seed, run.train_size, False)
     inputs, log2_factors = run.problem.normalise(data.inputs)
     factors = np.exp2(log2_factors)
     if not np.all(np.isfinite(factors) & (factors > 0)):

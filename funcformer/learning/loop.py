@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import warnings
 from pathlib import Path
 
 import jax
@@ -29,7 +28,7 @@ from jax.sharding import NamedSharding
 from tqdm.auto import tqdm
 
 from funcformer.learning._files import CHECKPOINT, CONFIG, write_atomically
-from funcformer.learning.checkpoints import NoStoredScale, State, from_bytes, save
+from funcformer.learning.checkpoints import State, from_bytes, save
 from funcformer.learning.data import output_scale, training_arrays
 from funcformer.learning.processes import agree, from_owner, is_owner, owning
 from funcformer.learning.settings import RunConfig, read_run
@@ -59,8 +58,7 @@ def train(
     The directory is held for the whole call (another process's ``train`` or ``evaluate`` of it fails
     at once). Files are written once the data is ready; a run stopped before its first checkpoint
     after step 0 (a diverging first step, an interrupt) removes them, so a rerun is not refused.
-    Resuming a run saved before runs stored their output scale computes it (as its training did),
-    stores it in the checkpoint and warns. ``interrupt_after`` (for tests) stops abruptly after that
+    ``interrupt_after`` (for tests) stops abruptly after that
     many steps of this call, writing nothing more, as a kill would.
 
     After ``jax.distributed.initialize`` (``processes.initialize``), every process calls ``train`` with
@@ -73,10 +71,10 @@ def train(
     with owning(out, create=not resume):
         stored = from_owner(lambda: _opened(run, out, resume))
         if resume:
-            state = _resumed(run, out, stored)
+            state = from_bytes(stored, run, out)
         else:
             model = init(run.seed, run.model)
-            state = State(model, optimiser(run).init(model), 0, [], output_scale(run.problem, run.task))
+            state = State(model, optimiser(run).init(model), 0, [], output_scale(run.problem, run.data_config))
         x, t = training_arrays(run, state.scale)
         _agree(run, state, x, t)
         if not resume and is_owner():
@@ -128,21 +126,6 @@ def _checkpoint_step(directory: Path) -> int | None:
             return int(stored["step"])
     except Exception:  # missing or unreadable: not a step-0 checkpoint of ours
         return None
-
-
-def _resumed(run: RunConfig, out: Path, stored: bytes) -> State:
-    try:
-        return from_bytes(stored, run, out)
-    except NoStoredScale:
-        state = from_bytes(stored, run, out, scale=output_scale(run.problem, run.task))
-        if is_owner():
-            save(out, run, state)
-            warnings.warn(
-                f"{out / CHECKPOINT} held no output scale (a run saved before scales were stored): "
-                f"computed it as the run's training did ({state.scale!r}) and stored it",
-                stacklevel=3,
-            )
-        return state
 
 
 def _steps(

@@ -6,7 +6,7 @@ C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y.
     metric      ||u_pred - u||_2 / ||u||_2 over the uniform 64 x 64 grid x_k = -1 + 2k/63, boundary
                 included, against the exact (fine) solution u
     floor       the metric of the exact solution truncated to n x n: what a perfect n x n model scores
-    norm        ``series_norm``, the L2 norm on [-1, 1]^2 (``applicative.instances.chebyshev.norm2d``)
+    norm        ``series_norm``, the L2 norm on [-1, 1]^2 (``applicative.instances.collocation.norm2d``)
     baselines   the mean of the training targets, and the least-squares linear map from inputs to targets
 
 >>> exact = np.zeros((1, 3, 3)); exact[0, 0, 0] = 1.0  # u = 1
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from applicative.instances.chebyshev import evaluate_grid
-from applicative.instances.chebyshev import norm2d as series_norm
+from applicative.instances.collocation import evaluate_grid
+from applicative.instances.collocation import norm2d as series_norm
 
 __all__ = [
     "GRID",
@@ -88,7 +88,7 @@ def truncate(u: np.ndarray, n: int) -> np.ndarray:
 
 def grid_values(c: np.ndarray, points: int = GRID) -> np.ndarray:
     """(B, m, m) coefficients -> (B, points, points) values on the uniform grid incl. boundary
-    (chebval2d convention: axis 1 is x, axis 2 is y; ``chebyshev.evaluate_grid``)."""
+    (chebval2d convention: axis 1 is x, axis 2 is y; ``collocation.evaluate_grid``)."""
     c = np.asarray(c, dtype=np.float64)
     if c.ndim != 3 or c.shape[1] != c.shape[2]:
         raise ValueError(f"grid_values: need (B, m, m) coefficients, got {c.shape}")

@@ -17,7 +17,7 @@ Darcy: a constant shift of the log-permeability, x' = kappa - mean(kappa), c = e
 leaves the model only the part of the problem that is not. Training and ``load_solver`` use the
 same ``normalise``: one definition, on the host in float64.
 
-Every prediction of a task can be checked a posteriori: ``residual(x, u, task)`` is the task's PDE residual
+Every prediction of a task can be checked a posteriori: ``residual(x, u, solver)`` is the task's PDE residual
 of u mapped through an inverse Laplacian, relative to ||u|| (an estimate of the relative error; each
 task's ``residual`` says how close, and what it costs), and it is invariant under the
 normalisation: residual(x, u) = residual(x', u / c). ``load_solver(DIR, check=True)`` and
@@ -28,7 +28,12 @@ has neither an exact solver nor a residual: ``solve`` and ``residual`` are None.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import inspect
 import reprlib
+import sys
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,22 +41,33 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from funcformer.learning import metric
 from funcformer.learning._files import cached_arrays
 from funcformer.learning.metric import truncate
 from funcformer.model import ModelConfig
 
-__all__ = ["DataConfigLike", "Dataset", "Problem", "cached_dataset", "check_problem"]
+__all__ = ["DataConfigLike", "Dataset", "Problem", "check_problem", "code_digest", "make_dataset"]
 
 
 class DataConfigLike(Protocol):
     """What every task's ``DataConfig`` holds: the parameters that define its datasets (a frozen
-    dataclass of ints), among them the resolution n."""
+    dataclass of ints), among them the resolution n and the size of the exact solutions."""
 
     __dataclass_fields__: ClassVar[dict[str, Any]]
 
     @property
     def n(self) -> int:
         """Chebyshev coefficients per axis of the model's inputs and outputs."""
+        ...
+
+    @property
+    def solver(self) -> int:
+        """The exact solver's resolution, the argument of ``Problem.solve`` and ``Problem.residual``."""
+        ...
+
+    @property
+    def solution_size(self) -> int:
+        """Chebyshev coefficients per axis of the exact solutions (those the metric compares with)."""
         ...
 
 
@@ -62,14 +78,15 @@ T = TypeVar("T", bound=DataConfigLike)
 class Dataset(Generic[T]):
     """``count`` inputs with their truncated targets, and the exact solutions for the metric."""
 
-    task: T
+    data_config: T
     seed: int
     inputs: np.ndarray
     """(count, n, n) inputs."""
     u: np.ndarray
     """(count, n, n) targets: the exact solutions truncated to n x n."""
     u_fine: np.ndarray | None
-    """(count, m, m) exact solutions, m >= n (None in a training set, which needs only u)."""
+    """(count, m, m) exact solutions, m = ``data_config.solution_size`` >= n (None in a training set,
+    which needs only u)."""
 
     def exact(self) -> np.ndarray:
         """The fine solutions, for the metric."""
@@ -77,48 +94,9 @@ class Dataset(Generic[T]):
             raise ValueError("this dataset was made without its fine solutions (fine=False)")
         return self.u_fine
 
-
-D = TypeVar("D", bound=Dataset[Any])
-
-
-def cached_dataset(
-    kind: Callable[[T, int, np.ndarray, np.ndarray, np.ndarray | None], D],
-    cache_dir: str | Path,
-    name: str,
-    version: int,
-    task: T,
-    seed: int,
-    count: int,
-    fine: bool,
-    fine_size: int,
-    make: Callable[[], D],
-    inputs: str = "inputs",
-) -> D:
-    """The dataset ``make()`` draws and solves (``count`` samples of ``seed``, with their (fine_size,
-    fine_size) solutions), through an on-disk cache (``cached_arrays``): one .npz file under ``cache_dir``
-    per dataset, named after ``name``, ``version``, the task's fields and ``seed``, which also stores
-    those numbers to check them by, and holds the largest count asked for (the first samples of a seed
-    do not depend on the count: ``make`` must draw them in order). A missing, stale, corrupt or too
-    small file is regenerated. The file holds the inputs (under ``inputs``) and the solutions, all of
-    them if ``fine``, else only the n x n targets (a training set); ``kind`` builds the result."""
-    fields = dataclasses.asdict(task)
-    stem = "_".join([f"{name}_v{version}", *(f"{key}{value}" for key, value in fields.items())])
-    path = Path(cache_dir) / f"{stem}_seed{seed}{'' if fine else '_truncated'}.npz"
-    m = fine_size if fine else task.n
-
-    def arrays() -> dict[str, np.ndarray]:
-        made = make()
-        return {inputs: made.inputs, "u": truncate(made.exact(), m)}
-
-    stored = cached_arrays(
-        path,
-        np.array([version, *fields.values(), seed, fine], dtype=np.int64),
-        count,
-        {inputs: (task.n, task.n), "u": (m, m)},
-        arrays,
-    )
-    u = stored["u"]
-    return kind(task, seed, stored[inputs], truncate(u, task.n), u if fine else None)
+    def truncation_floor(self) -> dict[str, float]:
+        """The error of the truncated exact solutions: what a perfect n x n model scores on this set."""
+        return metric.truncation_floor(self.exact(), self.data_config.n)
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,31 +114,58 @@ class Problem(Generic[T]):
     """What the inputs are, for figures ("source f")."""
     output: str
     """What the outputs are, for figures ("potential u")."""
-    task: Callable[..., T]
-    """The task's parameters, from their fields (its ``DataConfig`` dataclass)."""
+    data_config: Callable[..., T]
+    """The task's data configuration from its fields (its ``DataConfig`` dataclass; no fields: the default)."""
     model: ModelConfig
     """The default model."""
-    dataset: Callable[[Path, T, int, int, bool], Dataset[T]]
-    """(cache directory, task, seed, count, keep the fine solutions) -> a cached dataset."""
     test_seed: int
     """The held-out seed of the test set; training refuses it."""
     normalise: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
     """float64 inputs (B, n, n) -> (the model's inputs (B, n, n), log2 of the factors (B,)): see the module."""
-    solve: Callable[[np.ndarray, T], np.ndarray] | None = None
-    """The exact solver, (B, n, n) inputs -> (B, m, m) solutions (timed beside the model); None for a
-    problem that has none (``funcformer.learning.arrays``: a user's data), whose runs time no solver."""
-    residual: Callable[[np.ndarray, np.ndarray, T], np.ndarray] | None = None
-    """The a-posteriori check: ((B, n, n) inputs, (B, n, n) predicted outputs, task) -> (B,) relative
+    draw: Callable[[T, int, int], np.ndarray] | None = None
+    """(data config, seed, count) -> (count, n, n) inputs, float64, drawn in order (the first samples of a
+    larger count are a smaller count's); None for a problem of a user's arrays (``stored``)."""
+    solve: Callable[[np.ndarray, int], np.ndarray] | None = None
+    """The exact solver, ((B, n, n) inputs, the config's ``solver``) -> (B, m, m) solutions, m the config's
+    ``solution_size`` (timed beside the model); None for a problem that has none (a user's data,
+    ``funcformer.learning.arrays``), whose runs time no solver."""
+    residual: Callable[[np.ndarray, np.ndarray, int], np.ndarray] | None = None
+    """The a-posteriori check: ((B, n, n) inputs, (B, n, n) predicted outputs, the config's ``solver``) -> (B,) relative
     residuals, float64, invariant under ``normalise`` (see the module); None for a problem that has none,
     whose predictions ``load_solver(DIR, check=True)`` refuses to check and ``evaluate`` does not calibrate."""
+    stored: Callable[[T, int, int, bool], Dataset[T]] | None = None
+    """For a problem of a user's arrays: (data config, seed, count, keep the fine solutions) -> the dataset,
+    from memory; None for a task that draws and solves its data (``draw``, ``solve``)."""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     """The default run's settings where they differ from ``settings.RunConfig``'s."""
     command: str | None = None
     """The task's command line (``python -m funcformer.poisson``), named in messages that say how to
     resume or evaluate a run; None for a problem that has none, whose messages name the Python call."""
-    reads_unnamed_runs: bool = False
-    """Whether a config.json that names no task is a run of this one (true of Poisson's alone: runs
-    were saved without their task's name before there was a second task)."""
+
+    def dataset(self, cache_dir: str | Path, config: T, seed: int, count: int, fine: bool = True) -> Dataset[T]:
+        """The first ``count`` samples of ``seed``: the problem's ``stored`` arrays, or ``make_dataset``'s
+        through an on-disk cache (``cached_arrays``), one .npz file under ``cache_dir`` per dataset, as
+        large as the largest count asked for. Its key is what the data depend on: the task's name, the
+        config's fields, the seed and a SHA-256 of the source code that draws and solves them
+        (``code_digest``), so that a change of the code regenerates them, and a stale dataset is never
+        read. The file holds the inputs and the solutions, all of them if ``fine``, else only the n x n
+        targets (a training set)."""
+        if self.stored is not None:
+            return self.stored(config, seed, count, fine)
+        digest = code_digest(self)
+        fields = dataclasses.asdict(config)
+        stem = "_".join([self.name, digest.hex()[:8], *(f"{key}{value}" for key, value in fields.items())])
+        path = Path(cache_dir) / f"{stem}_seed{seed}{'' if fine else '_truncated'}.npz"
+        n, m = config.n, config.solution_size if fine else config.n
+
+        def arrays() -> dict[str, np.ndarray]:
+            made = make_dataset(self, config, seed, count)
+            return {"inputs": made.inputs, "u": truncate(made.exact(), m)}
+
+        key = np.array([*fields.values(), seed, fine, *np.frombuffer(digest, np.int64)], dtype=np.int64)
+        stored = cached_arrays(path, key, count, {"inputs": (n, n), "u": (m, m)}, arrays)
+        u = stored["u"]
+        return Dataset(config, seed, stored["inputs"], truncate(u, n), u if fine else None)
 
     def check_train_seed(self, seed: int) -> int:
         """``seed``, or a ValueError if it is the held-out ``test_seed``."""
@@ -175,6 +180,35 @@ class Problem(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Problem({self.name!r})"
+
+
+def make_dataset(problem: Problem[T], config: T, seed: int, count: int, fine: bool = True) -> Dataset[T]:
+    """``count`` inputs of ``seed`` drawn by the problem (``Problem.draw``) and solved exactly
+    (``Problem.solve``), uncached; the fine solutions are kept only if ``fine``. A TypeError for a
+    problem that does not draw and solve its data (a user's arrays)."""
+    if problem.draw is None or problem.solve is None:
+        raise TypeError(f"{problem!r} does not draw and solve its data: its datasets are its arrays")
+    inputs = problem.draw(config, seed, count)
+    u_fine = problem.solve(inputs, config.solver)
+    return Dataset(config, seed, inputs, truncate(u_fine, config.n), u_fine if fine else None)
+
+
+@functools.cache
+def code_digest(problem: Problem[Any]) -> bytes:
+    """A SHA-256 of the source of the modules that define the problem's ``draw`` and ``solve``, and of the
+    library modules (``applicative``, ``funcformer``) whose names those modules use: what a dataset's
+    numbers depend on, besides its config and seed."""
+    modules = {f.__module__ for f in (problem.draw, problem.solve) if f is not None}
+    for name in list(modules):
+        for value in vars(sys.modules[name]).values():
+            owner = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+            if isinstance(owner, str) and owner.split(".")[0] in ("applicative", "funcformer"):
+                modules.add(owner)
+    digest = hashlib.sha256()
+    for name in sorted(modules):
+        digest.update(name.encode())
+        digest.update(inspect.getsource(sys.modules[name]).encode())
+    return digest.digest()
 
 
 def check_problem(problem: object, what: str) -> None:

@@ -10,8 +10,8 @@ A run's settings come in three records, each named for what it holds, and a task
   and solve its data, with its defaults. It is code, saved in config.json by name only.
 
 ``RunConfig.from_json`` and ``read_run`` read a config back against the ``Problem`` the caller hands
-them: a run of another task is refused by name, and a config that names no task (saved before runs
-named their task) is read only by a problem that ``reads_unnamed_runs``.
+them: a run of another task is refused by name, and so is a config that names no task (an older
+format, saved before runs named their task).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ class RunConfig:
 
     problem: Problem[Any]
     model: ModelConfig
-    task: Any
-    """The problem's task parameters (its ``DataConfig``)."""
+    data_config: Any
+    """The problem's data configuration (its ``DataConfig``: what defines the datasets)."""
     steps: int = 3000
     batch: int = 32
     learning_rate: float = 1e-2
@@ -71,22 +71,23 @@ class RunConfig:
             raise ValueError(f"RunConfig.steps must be at most 2**31 - 1 (a 32-bit step counter), got {self.steps}")
         if self.batch > self.train_size:
             raise ValueError(f"RunConfig.batch = {self.batch} exceeds RunConfig.train_size = {self.train_size}")
-        if self.model.n != self.task.n:
-            raise ValueError(f"the model's n = {self.model.n} differs from the task's n = {self.task.n}")
+        if self.model.n != self.data_config.n:
+            raise ValueError(
+                f"the model's n = {self.model.n} differs from the data configuration's n = {self.data_config.n}"
+            )
         self.problem.check_train_seed(self.seed)
 
     @staticmethod
     def of(problem: Problem[Any], **changes: Any) -> RunConfig:
-        """The problem's default run (its model, task and ``Problem.defaults``), with ``changes``."""
-        return RunConfig(
-            **{"problem": problem, "model": problem.model, "task": problem.task(), **problem.defaults, **changes}
-        )
+        """The problem's default run (its model, data configuration and ``Problem.defaults``), with ``changes``."""
+        defaults = {"problem": problem, "model": problem.model, "data_config": problem.data_config()}
+        return RunConfig(**{**defaults, **problem.defaults, **changes})
 
     def fields(self) -> dict[str, Any]:
-        """The settings as plain data: the problem by name, the model and task as dicts."""
+        """The settings as plain data: the problem by name, the model and data configuration as dicts."""
         shallow = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        model, task = dataclasses.asdict(self.model), dataclasses.asdict(self.task)
-        return {**shallow, "problem": self.problem.name, "model": model, "task": task}
+        model, data = dataclasses.asdict(self.model), dataclasses.asdict(self.data_config)
+        return {**shallow, "problem": self.problem.name, "model": model, "data_config": data}
 
     def to_json(self) -> str:
         return json.dumps(self.fields(), indent=2, sort_keys=True)
@@ -94,26 +95,27 @@ class RunConfig:
     @staticmethod
     def from_json(text: str, problem: Problem[Any], source: str = "config") -> RunConfig:
         """The run of ``problem`` that a config.json holds; a ValueError naming ``source`` if it holds
-        no valid run, a run of another task, or names no task and ``problem`` does not read such runs."""
+        no valid run, a run of another task, or names no task (an older format)."""
         try:
             raw = json.loads(text)
             name = raw.pop("problem", None)
         except (ValueError, TypeError, AttributeError) as error:
             raise ValueError(f"{source}: not a valid run configuration ({error})") from error
-        if name is None and not problem.reads_unnamed_runs:
+        if name is None or "task" in raw:
+            again = problem.invocation("train --out DIR", "funcformer.learning.train(run, DIR)")
             raise ValueError(
-                f"{source} names no task (a run saved before runs named their task): not a {problem.title} run; "
-                "load it with the task that wrote it"
+                f"{source} is a run configuration of an older format (saved before runs named their task, or "
+                f"their data configuration), which this version does not read; train the run again ({again}, "
+                "with these settings)"
             )
         if name is not None and name != problem.name:
             raise ValueError(
                 f"{source} holds a run of the task {name!r}, not a {problem.title} one: load it with that task's "
-                f"Problem (funcformer's own tasks: python -m funcformer.{name} or funcformer.{name}.load_solver)"
+                f"Problem (funcformer's own tasks: python -m funcformer.{name} or funcformer.{name}.PROBLEM)"
             )
         try:
-            return RunConfig(
-                **{**raw, "problem": problem, "model": ModelConfig(**raw["model"]), "task": problem.task(**raw["task"])}
-            )
+            model, data = ModelConfig(**raw["model"]), problem.data_config(**raw["data_config"])
+            return RunConfig(**{**raw, "problem": problem, "model": model, "data_config": data})
         except (ValueError, TypeError, KeyError, AttributeError) as error:
             raise ValueError(f"{source}: not a valid run configuration ({error})") from error
 

@@ -1,10 +1,10 @@
-"""A trained run as a solver (checked or not), and its evaluation on the held-out test set beside the floor
-and the baselines, with the calibration of its checks."""
+"""A trained run as a solver: ``load_solver(DIR, problem)``, a validating numpy function from input to output
+coefficients, and with ``check=True`` one whose predictions carry their checks (``trust``).
+
+The run's evaluation on its test set, which calibrates those checks, is ``funcformer.learning.evaluation``."""
 
 from __future__ import annotations
 
-import json
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -14,30 +14,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from funcformer.learning._files import METRICS, default_cache, holding_run, write_atomically
+from funcformer.learning._files import METRICS
 from funcformer.learning.checkpoints import load
-from funcformer.learning.metric import (
-    apply_linear,
-    fit_least_squares,
-    real_array,
-    relative_l2,
-    resized,
-    summary,
-    truncation_floor,
-)
+from funcformer.learning.metric import real_array, resized
 from funcformer.learning.problem import Problem, check_problem
 from funcformer.learning.settings import RunConfig, read_run
-from funcformer.learning.trust import (
-    Calibration,
-    Checked,
-    UncalibratedRun,
-    UntrustedPrediction,
-    calibrate,
-    read_calibration,
-)
-from funcformer.model import Funcformer, parameter_count
+from funcformer.learning.trust import Calibration, Checked, UncalibratedRun, UntrustedPrediction, read_calibration
+from funcformer.model import Funcformer
 
-__all__ = ["CheckedSolver", "Solver", "as_checked_solver", "as_solver", "evaluate", "load_solver"]
+__all__ = ["CheckedSolver", "Solver", "as_checked_solver", "as_solver", "load_solver"]
 
 Solver = Callable[[np.ndarray], np.ndarray]
 CheckedSolver = Callable[[np.ndarray], Checked]
@@ -105,8 +90,7 @@ def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False)
     predictions against: ``check`` raises a ValueError for it.
 
     Loading reads ``config.json``, ``checkpoint.npz`` (and with ``check``, ``metrics.json``) only,
-    and generates no data. A run saved before runs stored their output scale raises
-    ``checkpoints.NoStoredScale``, which says how to add it.
+    and generates no data.
     """
     directory = Path(path)
     check_problem(problem, f"load_solver({directory})")
@@ -116,7 +100,7 @@ def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False)
     state = load(directory, run)
     if not check:
         return as_solver(state.model, state.scale, run, directory)
-    calibration = read_calibration(directory / METRICS, run.task.n)
+    calibration = read_calibration(directory / METRICS, run.data_config.n)
     if calibration is None:
         warnings.warn(
             f"load_solver({directory}, check=True): the run holds no trust calibration (its {METRICS} is "
@@ -151,7 +135,7 @@ def as_checked_solver(
 
     def solver(x: np.ndarray) -> Checked:
         result, inputs, unit = predict(x)
-        residuals = residual(inputs, unit, run.task)
+        residuals = residual(inputs, unit, run.data_config.solver)
         if calibration is None:
             return Checked(result, residuals, np.full(len(result), np.nan))
         distances = calibration.distance(inputs)
@@ -175,7 +159,7 @@ def as_checked_solver(
     return solver
 
 
-def _residual(problem: Problem[Any], name: str) -> Callable[[np.ndarray, np.ndarray, Any], np.ndarray]:
+def _residual(problem: Problem[Any], name: str) -> Callable[[np.ndarray, np.ndarray, int], np.ndarray]:
     """The problem's ``residual``, or a ValueError naming ``name`` if it has none."""
     if problem.residual is None:
         raise ValueError(
@@ -191,7 +175,7 @@ def _predictor(
     """The validated prediction of a batch: (the predictions, in the input's dtype and count; the model's
     inputs x' (n x n); the predictions before the factor c, scale * model(x') in float64 or wider, zero
     where c = 0 (n x n))."""
-    n = run.task.n
+    n = run.data_config.n
     problem = run.problem
     model_dtype = np.dtype(jax.tree_util.tree_leaves(model)[0].dtype)
     name = f"load_solver({directory})"
@@ -309,60 +293,3 @@ def _scaled(
         )
     scaled: np.ndarray = result
     return scaled
-
-
-def evaluate(path: str | Path, problem: Problem[Any], test_size: int = 1024) -> dict[str, Any]:
-    """Test metrics of the ``problem`` run in ``path`` (written to its metrics.json): relative L2 error (mean,
-    median, p95) beside the truncation floor and two baselines fitted on the run's training set (the
-    mean target, and the least-squares linear map from inputs to targets), seconds per prediction
-    (batch ``test_size``) vs per exact solve, and the run's trust calibration (``trust.calibrate``:
-    the training set's input statistics and the test set's residual and distance thresholds, under
-    ``"trust"``, which ``load_solver(path, check=True)`` reads); a run of another task is refused.
-    A problem without an exact solver (``Problem.solve`` None) has ``"seconds_per_solve"`` None; one
-    without a residual (``Problem.residual`` None) has no ``"trust"`` entry: there is no residual to
-    take a threshold of, and ``load_solver(path, check=True)`` refuses it.
-    It holds the run directory (``holding_run``): a run in another process's use is refused."""
-    directory = Path(path)
-    check_problem(problem, f"evaluate({directory})")
-    with holding_run(directory):
-        return _evaluate(directory, problem, test_size)
-
-
-def _evaluate(directory: Path, problem: Problem[Any], test_size: int) -> dict[str, Any]:
-    run = read_run(directory, problem)
-    state = load(directory, run)
-    solver = as_solver(state.model, state.scale, run, directory)
-    test = run.problem.dataset(default_cache(), run.task, run.problem.test_seed, test_size, True)
-    train = run.problem.dataset(default_cache(), run.task, run.seed, run.train_size, False)
-    solver(test.inputs)  # compile
-    start = time.perf_counter()
-    predicted = solver(test.inputs)
-    model_seconds = time.perf_counter() - start
-    seconds_per_solve: float | None = None
-    if run.problem.solve is not None:
-        start = time.perf_counter()
-        run.problem.solve(test.inputs, run.task)
-        seconds_per_solve = (time.perf_counter() - start) / test_size
-    mean_target = np.broadcast_to(train.u.mean(axis=0), test.u.shape)
-    linear = apply_linear(fit_least_squares(train.inputs, train.u), test.inputs)
-    metrics: dict[str, Any] = {
-        "problem": run.problem.name,
-        "test": summary(relative_l2(predicted, test.exact())),
-        "truncation_floor": truncation_floor(test.exact(), run.task.n),
-        "mean_predictor": summary(relative_l2(mean_target, test.exact())),
-        "least_squares": summary(relative_l2(linear, test.exact())),
-        "test_size": test_size,
-        "parameters": parameter_count(state.model),
-        "steps": state.step,
-        "train_seconds": state.seconds,
-        "seconds_per_prediction": model_seconds / test_size,
-        "seconds_per_solve": seconds_per_solve,
-    }
-    if run.problem.residual is not None:
-        checked = as_checked_solver(state.model, state.scale, run, directory, None)(test.inputs)
-        calibration = calibrate(
-            run.problem.normalise(train.inputs)[0], run.problem.normalise(test.inputs)[0], checked.residual
-        )
-        metrics["trust"] = calibration.to_json()
-    write_atomically(directory / METRICS, json.dumps(metrics, indent=2))
-    return metrics

@@ -1,7 +1,7 @@
 """When not to trust a prediction: its a-posteriori residual and its input's distance from the training inputs.
 
 Every task knows its exact problem, so every prediction u of an input x carries a check that needs no
-solve, ``Problem.residual(x, u, task)``: the task's PDE residual mapped through the inverse Laplacian
+solve, ``Problem.residual(x, u, solver)``: the task's PDE residual mapped through the inverse Laplacian
 and divided by ||u|| (an estimate of the relative error; see each task's ``residual``). Beside it, how
 far the model's input x' (``Problem.normalise``) lies from the training set's, a z-score:
 

@@ -1,7 +1,7 @@
 """Source families for out-of-distribution tests of a Poisson solver, and the least-squares baseline.
 
 Every family is a function ``(n, seed, count) -> (count, n, n)``: float64 Chebyshev coefficients of
-sources f in the ``chebval2d`` convention of ``funcformer.poisson.task`` (C[i, j] multiplies
+sources f in the ``chebval2d`` convention of ``funcformer.poisson`` (C[i, j] multiplies
 T_i(x) T_j(y)), drawn from ``numpy.random.default_rng(seed)``. With phi_i = T_{i+2} - T_i (so that f
 vanishes on the boundary) and g_ij independent standard normal:
 
@@ -47,9 +47,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.polynomial.chebyshev as chebyshev
 
-from applicative.instances.chebyshev import vandermonde
+from applicative.instances.collocation import vandermonde
 from funcformer.learning.metric import apply_linear, fit_least_squares
-from funcformer.poisson.task import FINE, DataConfig, K, phi_basis, sources
+from funcformer.poisson import SOLVER_POINTS, DataConfig, K, phi_basis, sources
 
 __all__ = [
     "BUMPS",
@@ -84,8 +84,8 @@ WIDTHS = (0.25, 0.4)
 def _check(name: str, n: int, count: int, least_n: int) -> None:
     if count < 0:
         raise ValueError(f"{name}: count = {count} must be >= 0")
-    if not least_n <= n <= FINE // 2:
-        raise ValueError(f"{name}: n = {n} must be between {least_n} and {FINE // 2}")
+    if not least_n <= n <= SOLVER_POINTS // 2:
+        raise ValueError(f"{name}: n = {n} must be between {least_n} and {SOLVER_POINTS // 2}")
 
 
 def in_distribution(n: int, seed: int, count: int) -> np.ndarray:

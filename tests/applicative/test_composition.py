@@ -75,7 +75,7 @@ from applicative import (
     scale,
     sum_mul_mmt,
 )
-from applicative.instances.finite import MIXTURE
+from applicative.instances.distribution import MIXTURE
 from applicative.instances.tree import Shape
 from applicative.laws import DENSE_LAWS, LAWS, Maps, check_law, check_laws, claimed_laws
 from applicative.protocols import applicative as pairing

@@ -1,4 +1,4 @@
-"""Distribution and Quantum (applicative.instances.finite): laws, expectations against
+"""Distribution and Quantum (applicative.instances.distribution): laws, expectations against
 numpy, merging and the canonical form, validation, interference, gradients, jit, and attention
 whose values are distributions."""
 
@@ -25,7 +25,7 @@ from applicative import (
     nn,
     to_array,
 )
-from applicative.instances.finite import MIXTURE, Distribution, Quantum, mixture
+from applicative.instances.distribution import MIXTURE, Distribution, Quantum, mixture
 from applicative.strategies import distribution_triples
 from tests.applicative.dims import Model, Seq
 

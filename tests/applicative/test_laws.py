@@ -26,6 +26,7 @@ from applicative import (
     Vec,
     VecOf,
     as_vec,
+    fast_paths,
     laws,
     linalg,
     record,
@@ -241,13 +242,13 @@ def test_the_dense_check_refuses_an_exactness_that_leaves_nothing_to_compare(mon
 
 def _formula(monkeypatch: pytest.MonkeyPatch, op: str, change: Callable[[Any], Any]) -> None:
     """The linear algebra's dense formula for ``op`` replaced by ``change`` of its result (coordinates, shells)."""
-    original = linalg._dense
+    original = fast_paths.dense_formula
 
     def patched(name: str, spec: str, ring: Any, *operands: object) -> Any:
         out = original(name, spec, ring, *operands)
         return change(out) if out is not None and name == op else out
 
-    monkeypatch.setattr(linalg, "_dense", patched)
+    monkeypatch.setattr(linalg, "dense_formula", patched)
 
 
 @pytest.mark.parametrize("triples", [strategies.vec_triples, strategies.cheb_triples])
@@ -261,8 +262,8 @@ def test_the_dense_check_catches_a_formula_that_transposes_its_result(
 
 
 def test_the_dense_check_catches_a_hook_that_declines_one_operation(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = linalg._dense
-    monkeypatch.setattr(linalg, "_dense", lambda op, *rest: None if op == "mul_vm" else original(op, *rest))
+    original = fast_paths.dense_formula
+    monkeypatch.setattr(linalg, "dense_formula", lambda op, *rest: None if op == "mul_vm" else original(op, *rest))
     with pytest.raises(AssertionError, match=r"dense mul_vm: the dense formula did not run"):
         laws.check_dense(strategies.vec_triples(), max_examples=1)
 
@@ -349,12 +350,12 @@ def test_the_dense_check_catches_a_formula_that_reads_a_matrix_transposed(
 ) -> None:
     """a = outer(x, y) + outer(z, x) and b = outer(y, z) + outer(x, x) are not symmetric: a formula that
     reads a (mul_mv, mul_vm, mul_mm's first operand) or b (mul_mm's second) transposed is caught."""
-    original = linalg._dense
+    original = fast_paths.dense_formula
 
     def transposed(name: str, given: str, ring: Any, *operands: object) -> Any:
         return original(name, spec if name == op else given, ring, *operands)
 
-    monkeypatch.setattr(linalg, "_dense", transposed)
+    monkeypatch.setattr(linalg, "dense_formula", transposed)
     with pytest.raises(AssertionError, match=rf"the Dense hook fails 'dense {op}'"):
         laws.check_dense(_one_triple(_vec), max_examples=1)
 
@@ -367,7 +368,7 @@ def test_the_dense_check_catches_an_outer_product_transposed(monkeypatch: pytest
 
 def test_the_dense_check_catches_a_hook_that_declines_a_product_of_matrices(monkeypatch: pytest.MonkeyPatch) -> None:
     """mul_mm's generic definition runs mul_vm on each row, by mul_vm's dense formula: not mul_mm's."""
-    original = linalg._dense
-    monkeypatch.setattr(linalg, "_dense", lambda op, *rest: None if op == "mul_mm" else original(op, *rest))
+    original = fast_paths.dense_formula
+    monkeypatch.setattr(linalg, "dense_formula", lambda op, *rest: None if op == "mul_mm" else original(op, *rest))
     with pytest.raises(AssertionError, match=r"dense mul_mm: the dense formula did not run .*taken: \['mul_vm'"):
         laws.check_dense(_one_triple(_vec), max_examples=1)

@@ -29,7 +29,6 @@ from funcformer.learning import (
 )
 from funcformer.learning._files import CHECKPOINT
 from funcformer.learning.arrays import ArraysDataConfig, unnormalised
-from funcformer.learning.checkpoints import NoStoredScale
 from funcformer.learning.cli import _print_metrics
 from funcformer.learning.data import output_scale, training_arrays
 from funcformer.model import ModelConfig
@@ -81,7 +80,7 @@ def quadrature_norms(c: np.ndarray) -> np.ndarray:
 def test_the_last_test_size_samples_are_the_test_set_and_every_training_seed_gives_the_rest() -> None:
     x, u = data()
     problem = problem_of(x, u)
-    task = problem.task()
+    task = problem.data_config()
     assert task == ArraysDataConfig(N, M, SAMPLES - TEST, TEST, task.fingerprint)
     test = problem.dataset(Path("unused"), task, problem.test_seed, TEST, True)
     np.testing.assert_array_equal(test.inputs, x[-TEST:])
@@ -113,10 +112,11 @@ def test_the_output_scale_averages_the_training_outputs_of_at_most_1024_samples(
     x, u = data()
     problem = problem_of(x, u)
     expected = np.mean(quadrature_norms(u[: SAMPLES - TEST, :N, :N]))  # all 32, not a test sample
-    np.testing.assert_allclose(output_scale(problem, problem.task()), expected, rtol=1e-12)
+    np.testing.assert_allclose(output_scale(problem, problem.data_config()), expected, rtol=1e-12)
     x, u = data(samples=1100, n=2, m=2)
     problem = from_arrays("big", x, u, test_size=50)
-    np.testing.assert_allclose(output_scale(problem, problem.task()), np.mean(quadrature_norms(u[:1024])), rtol=1e-12)
+    expected = np.mean(quadrature_norms(u[:1024]))
+    np.testing.assert_allclose(output_scale(problem, problem.data_config()), expected, rtol=1e-12)
 
 
 def test_inputs_are_not_normalised_unless_a_normalisation_is_given() -> None:
@@ -140,21 +140,21 @@ def test_inputs_are_not_normalised_unless_a_normalisation_is_given() -> None:
 def test_the_fingerprint_identifies_the_values_and_shapes_of_the_arrays() -> None:
     x, u = data()
     problem = problem_of(x, u)
-    fingerprint = problem.task().fingerprint
+    fingerprint = problem.data_config().fingerprint
     assert 0 <= fingerprint < 2**63
-    assert problem_of(x.copy(), u.copy()).task().fingerprint == fingerprint
+    assert problem_of(x.copy(), u.copy()).data_config().fingerprint == fingerprint
     changed = u.copy()
     changed[3, 5, 5] += 1e-12
-    assert problem_of(x, changed).task().fingerprint != fingerprint
+    assert problem_of(x, changed).data_config().fingerprint != fingerprint
     padded = np.zeros((SAMPLES, M + 1, M + 1))
     padded[:, :M, :M] = u  # the same functions, other shapes: other arrays
-    assert problem_of(x, padded).task().fingerprint != fingerprint
+    assert problem_of(x, padded).data_config().fingerprint != fingerprint
     integers = np.arange(SAMPLES * N * N).reshape(SAMPLES, N, N)  # stored as float64: the same values
-    assert problem_of(integers, u).task() == problem_of(integers.astype(np.float64), u).task()
+    assert problem_of(integers, u).data_config() == problem_of(integers.astype(np.float64), u).data_config()
     first = x[0, 0, 0]
     x[0, 0, 0] += 1.0  # the problem holds its own copy: changing the caller's array changes nothing
-    assert problem.task().fingerprint == fingerprint
-    assert problem.dataset(Path("unused"), problem.task(), 0, 1, False).inputs[0, 0, 0] == first
+    assert problem.data_config().fingerprint == fingerprint
+    assert problem.dataset(Path("unused"), problem.data_config(), 0, 1, False).inputs[0, 0, 0] == first
 
 
 def test_a_run_is_read_back_only_by_a_problem_built_from_its_arrays() -> None:
@@ -162,7 +162,7 @@ def test_a_run_is_read_back_only_by_a_problem_built_from_its_arrays() -> None:
     problem = problem_of(x, u)
     run = RunConfig.of(problem, steps=5, batch=4)
     assert RunConfig.from_json(run.to_json(), problem) == run
-    assert RunConfig.from_json(run.to_json(), problem_of(x.copy(), u.copy())).task == run.task
+    assert RunConfig.from_json(run.to_json(), problem_of(x.copy(), u.copy())).data_config == run.data_config
     changed = u.copy()
     changed[0, 0, 0] = 7.0
     with pytest.raises(ValueError, match=r"a run of other data .*fields differ: fingerprint\)?"):
@@ -200,7 +200,7 @@ def test_from_values_is_from_arrays_of_the_lobatto_coefficients() -> None:
     x_values = np.stack([C.chebgrid2d(px, px, c) for c in x])
     u_values = np.stack([C.chebgrid2d(pu, pu, c) for c in u])
     problem = from_values("toy", x_values, u_values, test_size=TEST, model=TINY)
-    test = problem.dataset(Path("unused"), problem.task(), problem.test_seed, TEST, True)
+    test = problem.dataset(Path("unused"), problem.data_config(), problem.test_seed, TEST, True)
     np.testing.assert_allclose(test.inputs, x[-TEST:], rtol=0, atol=1e-13)
     np.testing.assert_allclose(test.exact(), u[-TEST:], rtol=0, atol=1e-13)
 
@@ -293,12 +293,12 @@ def test_the_neighbours_of_bad_arrays_are_accepted() -> None:
     one = zeros.copy()
     one[3, 1, 1] = 1.0
     problem = from_arrays("ok", np.ones((5, 2, 2)), one, test_size=1)
-    assert output_scale(problem, problem.task()) > 0
+    assert output_scale(problem, problem.data_config()) > 0
     from_arrays("ok", np.full((5, 3, 3), 1e150), np.full((5, 3, 3), -1e150), test_size=1)
-    assert from_arrays("ok", np.ones((2, 3, 3)), np.ones((2, 3, 3)), test_size=1).task().train_samples == 1
+    assert from_arrays("ok", np.ones((2, 3, 3)), np.ones((2, 3, 3)), test_size=1).data_config().train_samples == 1
     x, u = data(samples=3)
     listed = from_arrays("ok", list(x), list(u), test_size=1)  # type: ignore[arg-type]
-    assert listed.task() == from_arrays("ok", x, u, test_size=1).task()
+    assert listed.data_config() == from_arrays("ok", x, u, test_size=1).data_config()
 
 
 def test_arrays_that_are_not_real_numbers_are_refused() -> None:
@@ -428,23 +428,18 @@ def test_a_run_of_other_data_is_refused_by_load_solver_evaluate_and_resume(
     assert load(directory, run).step == 4, "the run itself is untouched"
 
 
-def test_a_problem_without_a_command_line_names_the_python_call_that_fixes_a_run(
+def test_a_problem_without_a_command_line_names_the_python_call_that_trains_a_run_again(
     trained: tuple[Path, Any, RunConfig], tmp_path: Path
 ) -> None:
-    """A run saved before runs stored their output scale: the message says how to add it, in Python."""
-    directory, problem, run = trained
+    """A checkpoint of the older format (no output scale): the message says how to train it again, in Python."""
+    directory, problem, _ = trained
     copy = tmp_path / "run"
     shutil.copytree(directory, copy)
-    with np.load(copy / CHECKPOINT) as stored:  # the checkpoint as the previous version wrote it
+    with np.load(copy / CHECKPOINT) as stored:  # the checkpoint as versions before stored scales wrote it
         arrays = {key: stored[key] for key in stored.files if key != "output_scale"}
     np.savez(copy / CHECKPOINT, **arrays)
-    fix = f"`funcformer.learning.train(run, {str(copy)!r}, resume=True)` once"
-    with pytest.raises(NoStoredScale, match=re.escape(fix)):
+    with pytest.raises(ValueError, match=re.escape("train the run again (`funcformer.learning.train(run, DIR)`")):
         load_solver(copy, problem)
-    with pytest.warns(UserWarning, match="held no output scale"):
-        train(run, copy, resume=True, progress=False)
-    x = data()[0][-TEST:]
-    np.testing.assert_array_equal(load_solver(copy, problem)(x), load_solver(directory, problem)(x))
 
 
 # The page
@@ -483,7 +478,7 @@ def test_an_evaluation_on_fewer_samples_than_the_test_set_takes_its_first_ones(
     metrics = evaluate(directory, problem, test_size=3)
     x, u = data()
     first = slice(SAMPLES - TEST, SAMPLES - TEST + 3)
-    test = problem.dataset(Path("unused"), problem.task(), problem.test_seed, 3, True)
+    test = problem.dataset(Path("unused"), problem.data_config(), problem.test_seed, 3, True)
     np.testing.assert_array_equal(test.inputs, x[first])
     np.testing.assert_array_equal(test.exact(), u[first])
     assert metrics["test_size"] == 3
@@ -492,5 +487,5 @@ def test_an_evaluation_on_fewer_samples_than_the_test_set_takes_its_first_ones(
     floor = metric(u[first][:, :N, :N], u[first])
     np.testing.assert_allclose(metrics["truncation_floor"]["mean"], np.mean(floor), rtol=1e-10)
     # the whole training set, a count equal to its size, is not refused
-    whole = problem.dataset(Path("unused"), problem.task(), 0, SAMPLES - TEST, False)
+    whole = problem.dataset(Path("unused"), problem.data_config(), 0, SAMPLES - TEST, False)
     np.testing.assert_array_equal(whole.inputs, x[: SAMPLES - TEST])

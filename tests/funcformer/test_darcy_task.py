@@ -9,26 +9,24 @@ import numpy.polynomial.chebyshev as C
 import pytest
 
 from applicative.instances.chebyshev import derivative_matrix
-from funcformer.darcy import PROBLEM
-from funcformer.darcy import task as darcy
-from funcformer.darcy.task import (
-    FINE,
+from funcformer import darcy, poisson
+from funcformer.darcy import (
+    PROBLEM,
+    SOLVER_DEGREE,
     TEST_SEED,
     TRAIN_SEED,
     DataConfig,
     K,
     N,
     grid_values,
-    load_dataset,
     make_dataset,
     permeabilities,
     relative_l2,
     solve,
     truncate,
-    truncation_floor,
 )
 from funcformer.learning import metric
-from funcformer.poisson import task as poisson
+from funcformer.learning import problem as problem_module
 from tests.funcformer.test_poisson_task import X, Y, interpolate_2d
 
 
@@ -101,7 +99,7 @@ def test_solver_converged_and_dense_agrees() -> None:
     kappa = permeabilities(DataConfig(), 2, 8)
     # GMRES itself converges (the dense fallback is not what answers)
     nodes = 32
-    g = derivative_matrix(16, exact=False)  # as solve differentiates kappa
+    g = derivative_matrix(16)  # as solve differentiates kappa
     kx, ky = darcy._interior_values(g @ kappa, nodes), darcy._interior_values(kappa @ g.T, nodes)
     rhs = np.exp(-darcy._interior_values(kappa, nodes))
     assert all(darcy._gmres(kx[b], ky[b], rhs[b], nodes)[1] for b in range(8))
@@ -132,7 +130,7 @@ def test_solution_satisfies_pde_and_boundary() -> None:
 def test_solver_validation() -> None:
     with pytest.raises(ValueError, match=r"\(B, n, n\)"):
         solve(np.zeros((16, 16)))
-    with pytest.raises(ValueError, match="fine"):
+    with pytest.raises(ValueError, match="degree"):
         solve(np.zeros((1, 34, 34)), 32)
     with pytest.raises(ValueError, match="f must"):
         solve(np.zeros((2, 16, 16)), 32, np.ones((1, 1, 1)))
@@ -166,9 +164,9 @@ def test_metric_is_the_shared_one() -> None:
 
 def test_truncation_floor() -> None:
     task = DataConfig()
-    test = make_dataset(task, TEST_SEED, 256)
+    test = make_dataset(PROBLEM, task, TEST_SEED, 256)
     np.testing.assert_array_equal(test.u, truncate(test.exact(), N))
-    floor = truncation_floor(test)
+    floor = test.truncation_floor()
     print(f"truncation floor at n = {task.n}, 256 test samples: {floor}")
     # measured mean 5.50e-4, median 4.38e-4, p95 1.36e-3 (DARCY: 5.5e-4, 4.3e-4, 1.5e-3)
     assert 3e-4 < floor["mean"] < 1e-3
@@ -184,36 +182,36 @@ def _only_file(directory: Path) -> Path:
 
 
 def test_make_dataset() -> None:
-    task = DataConfig(n=12, k=6, fine=24)
-    data = make_dataset(task, 4, 5)
-    np.testing.assert_array_equal(data.kappa, permeabilities(task, 4, 5))
-    np.testing.assert_array_equal(data.u_fine, solve(data.kappa, 24))
+    task = DataConfig(n=12, k=6, solver_degree=24)
+    data = make_dataset(PROBLEM, task, 4, 5)
+    np.testing.assert_array_equal(data.inputs, permeabilities(task, 4, 5))
+    np.testing.assert_array_equal(data.u_fine, solve(data.inputs, 24))
     np.testing.assert_array_equal(data.u, data.exact()[:, :12, :12])
 
 
 def test_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    task = DataConfig(n=12, k=6, fine=24)
-    first = load_dataset(tmp_path, task, 3, 7)
+    task = DataConfig(n=12, k=6, solver_degree=24)
+    first = PROBLEM.dataset(tmp_path, task, 3, 7)
     path = _only_file(tmp_path)
-    assert all(s in path.name for s in ("darcy", "n12", "k6", "fine24", "seed3"))
+    assert all(s in path.name for s in ("darcy", "n12", "k6", "solver_degree24", "seed3"))
 
     def forbidden(*args: object) -> None:
         raise AssertionError("regenerated a cached dataset")
 
     with monkeypatch.context() as patch:
-        patch.setattr(darcy, "make_dataset", forbidden)
-        second = load_dataset(tmp_path, task, 3, 7)
-        for name in ("kappa", "u", "u_fine"):
+        patch.setattr(problem_module, "make_dataset", forbidden)
+        second = PROBLEM.dataset(tmp_path, task, 3, 7)
+        for name in ("inputs", "u", "u_fine"):
             np.testing.assert_array_equal(getattr(second, name), getattr(first, name))
         # fewer samples of the seed: the first ones (they do not depend on the count), from the same file
-        np.testing.assert_array_equal(load_dataset(tmp_path, task, 3, 2).u_fine, first.exact()[:2])
-    np.testing.assert_array_equal(make_dataset(task, 3, 2).u_fine, first.exact()[:2])
+        np.testing.assert_array_equal(PROBLEM.dataset(tmp_path, task, 3, 2).u_fine, first.exact()[:2])
+    np.testing.assert_array_equal(make_dataset(PROBLEM, task, 3, 2).u_fine, first.exact()[:2])
     assert _only_file(tmp_path) == path
     content = path.read_bytes()
     path.write_bytes(content[: len(content) // 2])  # a corrupt file is regenerated
-    np.testing.assert_array_equal(load_dataset(tmp_path, task, 3, 7).u_fine, first.u_fine)
+    np.testing.assert_array_equal(PROBLEM.dataset(tmp_path, task, 3, 7).u_fine, first.u_fine)
     assert path.read_bytes() == content
-    small = load_dataset(tmp_path, task, 3, 7, fine=False)
+    small = PROBLEM.dataset(tmp_path, task, 3, 7, fine=False)
     assert small.u_fine is None
     np.testing.assert_array_equal(small.u, first.u)
     with pytest.raises(ValueError, match="without its fine solutions"):
@@ -228,7 +226,7 @@ def test_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ({"k": 0}, "DataConfig.k"),
         ({"n": 7}, "DataConfig.n"),
-        ({"fine": 31}, "DataConfig.fine"),
+        ({"solver_degree": 31}, "DataConfig.solver_degree"),
         ({"n": 16.0}, "DataConfig.n"),
     ],
 )
@@ -238,7 +236,7 @@ def test_task_validation(kwargs: dict[str, object], field: str) -> None:
 
 
 def test_defaults_and_seeds() -> None:
-    assert DataConfig() == DataConfig(n=N, k=K, fine=FINE) == DataConfig(16, 8, 32)
+    assert DataConfig() == DataConfig(n=N, k=K, solver_degree=SOLVER_DEGREE) == DataConfig(16, 8, 32)
     assert TRAIN_SEED != TEST_SEED
     assert TEST_SEED != poisson.TEST_SEED
     assert PROBLEM.check_train_seed(TRAIN_SEED) == TRAIN_SEED

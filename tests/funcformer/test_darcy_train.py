@@ -9,13 +9,11 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
-from funcformer.darcy import PROBLEM, load_solver
-from funcformer.darcy.task import DataConfig, mean_value, normalise, permeabilities, solve
-from funcformer.learning import RunConfig, load, read_run, train
+from funcformer.darcy import PROBLEM, DataConfig, mean_value, normalise, permeabilities, solve
+from funcformer.learning import RunConfig, load, load_solver, read_run, train
 from funcformer.learning.cli import main
 from funcformer.model import ModelConfig
 from funcformer.poisson import PROBLEM as POISSON
-from funcformer.poisson import load_solver as load_poisson_solver
 
 TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=2, axes="xy", mixers="km", points=16)
 RUN = RunConfig.of(PROBLEM, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
@@ -65,22 +63,22 @@ def test_a_tiny_run_trains_evaluates_plots_and_serves_through_the_cli(
     # load_solver: the model on the normalised input, scaled back by exp(-m) and the stored output scale
     state = load(out, RUN)
     kappa = permeabilities(DataConfig(), 11, 3)
-    predicted = load_solver(out)(kappa)
+    predicted = load_solver(out, PROBLEM)(kappa)
     inputs, log2_factors = normalise(kappa)
     direct = np.asarray(jax.vmap(state.model)(inputs.astype(np.float32)), np.float64)
     expected = direct * (np.exp2(log2_factors) * state.scale)[:, None, None]
     np.testing.assert_allclose(predicted, expected, rtol=1e-12, atol=0)
     with pytest.raises(ValueError, match=r"expected log-permeability kappa coefficients of shape \(B, P, Q\)"):
-        load_solver(out)(kappa[0])
+        load_solver(out, PROBLEM)(kappa[0])
     with pytest.raises(TypeError, match="real floating-point"):
-        load_solver(out)(kappa.astype(np.complex128))
+        load_solver(out, PROBLEM)(kappa.astype(np.complex128))
     with pytest.raises(ValueError, match="NaN or infinite"):
-        load_solver(out)(np.full_like(kappa, np.inf))
+        load_solver(out, PROBLEM)(np.full_like(kappa, np.inf))
     # each task refuses the other's runs, naming the right one
     with pytest.raises(
-        ValueError, match=r"holds a run of the task 'darcy', not a Poisson one: .*funcformer.darcy.load_solver"
+        ValueError, match=r"holds a run of the task 'darcy', not a Poisson one: .*funcformer.darcy.PROBLEM"
     ):
-        load_poisson_solver(out)
+        load_solver(out, POISSON)
     assert main(POISSON, ["evaluate", str(out)]) == 1
     assert "holds a run of the task 'darcy', not a Poisson one: load it with that task's Problem" in (
         capsys.readouterr().err

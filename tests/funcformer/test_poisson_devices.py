@@ -20,7 +20,7 @@ import numpy as np
 from funcformer.model import ModelConfig
 from funcformer.learning import steps
 from funcformer.poisson import PROBLEM
-from funcformer.poisson.task import DataConfig, sources
+from funcformer.poisson import DataConfig, sources
 from funcformer.learning import RunConfig, train
 
 out = sys.argv[1]

@@ -7,6 +7,7 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
+from funcformer.poisson import PROBLEM, TRAIN_SEED, DataConfig, K, make_dataset, relative_l2, sources
 from funcformer.poisson.families import (
     BUMPS,
     FAMILIES,
@@ -20,7 +21,6 @@ from funcformer.poisson.families import (
     in_distribution,
     slow_decay,
 )
-from funcformer.poisson.task import TRAIN_SEED, DataConfig, K, make_dataset, relative_l2, sources, truncation_floor
 
 
 def basis(n: int, k: int) -> np.ndarray:
@@ -105,7 +105,7 @@ def test_high_degree() -> None:
     assert np.abs(np.var(a * np.multiply.outer(scale, scale), axis=0) - 1.0).max() < 0.12
     assert decay_exponent(a) == pytest.approx(-2.0, abs=0.05)
     # beyond the in-distribution degree, so a 16 x 16 truncation of u loses far more than in distribution
-    floor = truncation_floor(make_dataset(DataConfig(k=HIGH_K), 11, 64))["mean"]
+    floor = make_dataset(PROBLEM, DataConfig(k=HIGH_K), 11, 64).truncation_floor()["mean"]
     assert 1e-4 < floor < 3e-3
 
 
@@ -163,20 +163,20 @@ def test_least_squares_baseline() -> None:
     """Fitted on >= 100 in-distribution sources (the sources' span has dimension 100), the linear map reaches
     the truncation floor; on 90 it cannot; out of the span (high_degree) it predicts nothing of the rest."""
     task = DataConfig()
-    train = make_dataset(task, TRAIN_SEED, 128, fine=False)
-    test = make_dataset(task, 7, 64)
-    floor = truncation_floor(test)["mean"]
-    m = fit_least_squares(train.f, train.u)
+    train = make_dataset(PROBLEM, task, TRAIN_SEED, 128, fine=False)
+    test = make_dataset(PROBLEM, task, 7, 64)
+    floor = test.truncation_floor()["mean"]
+    m = fit_least_squares(train.inputs, train.u)
     assert m.shape == (256, 256)
-    predicted = apply_linear(m, test.f)
-    assert predicted.shape == test.f.shape
+    predicted = apply_linear(m, test.inputs)
+    assert predicted.shape == test.inputs.shape
     error = float(np.mean(relative_l2(predicted, test.exact())))
     assert error < 1e-4
     assert error < 1.5 * floor, (error, floor)
-    short = apply_linear(fit_least_squares(train.f[:90], train.u[:90]), test.f)
+    short = apply_linear(fit_least_squares(train.inputs[:90], train.u[:90]), test.inputs)
     assert float(np.mean(relative_l2(short, test.exact()))) > 1e-4
 
-    outside = make_dataset(DataConfig(k=HIGH_K), 7, 64)
-    assert float(np.mean(relative_l2(apply_linear(m, outside.f), outside.exact()))) > 1e-3
+    outside = make_dataset(PROBLEM, DataConfig(k=HIGH_K), 7, 64)
+    assert float(np.mean(relative_l2(apply_linear(m, outside.inputs), outside.exact()))) > 1e-3
     with pytest.raises(ValueError, match="shape"):
-        fit_least_squares(train.f, train.u[:, :8, :8])
+        fit_least_squares(train.inputs, train.u[:, :8, :8])

@@ -11,17 +11,17 @@ import matplotlib.image
 import numpy as np
 import pytest
 
+from funcformer import poisson as task
 from funcformer.learning import plots
-from funcformer.poisson import task
 
 
 @pytest.fixture(scope="module")
 def sample() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(f, u_fine, predicted): a real sample and its truncated target perturbed by 2% noise."""
-    data = task.make_dataset(task.DataConfig(), seed=3, count=2)
+    data = task.make_dataset(task.PROBLEM, task.DataConfig(), seed=3, count=2)
     noise = np.random.default_rng(0).standard_normal(data.u[1].shape)
     predicted = data.u[1] + 0.02 * np.abs(data.u[1]).max() * noise
-    return data.f[1], data.exact()[1], predicted
+    return data.inputs[1], data.exact()[1], predicted
 
 
 def _read_png(path: Path) -> np.ndarray:

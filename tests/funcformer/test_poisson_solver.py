@@ -9,14 +9,13 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
-from funcformer.learning import RunConfig, load, loop, train
+from funcformer.learning import RunConfig, load, load_solver, loop, train
 from funcformer.learning._files import CHECKPOINT
-from funcformer.learning.checkpoints import NoStoredScale
 from funcformer.learning.cli import main as cli_main
-from funcformer.learning.solver import as_solver, evaluate
+from funcformer.learning.evaluation import evaluate
+from funcformer.learning.solver import as_solver
 from funcformer.model import ModelConfig
-from funcformer.poisson import PROBLEM, load_solver
-from funcformer.poisson.task import TEST_SEED, DataConfig, make_dataset, sources
+from funcformer.poisson import PROBLEM, TEST_SEED, DataConfig, make_dataset, sources
 
 TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
 RUN = RunConfig.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
@@ -67,8 +66,8 @@ def test_the_output_scale_is_computed_when_a_run_starts_and_stored(
 ) -> None:
     cut = train(RUN, tmp_path, progress=False, interrupt_after=3)
     # the mean ||u|| / ||f|| over the 1024 sources of seed 12345, by quadrature
-    data = make_dataset(DataConfig(), 12345, 1024, fine=False)
-    expected = np.mean(quadrature_norms(data.u) / quadrature_norms(data.f))
+    data = make_dataset(PROBLEM, DataConfig(), 12345, 1024, fine=False)
+    expected = np.mean(quadrature_norms(data.u) / quadrature_norms(data.inputs))
     with np.load(tmp_path / CHECKPOINT) as stored:
         assert stored["output_scale"].dtype == np.float64
         np.testing.assert_allclose(stored["output_scale"], expected, rtol=1e-12)
@@ -87,7 +86,7 @@ def test_loading_a_run_generates_no_data(trained: Path, tmp_path: Path, monkeypa
     empty = tmp_path / "cache"
     empty.mkdir()
     monkeypatch.setenv("FUNCFORMER_CACHE", str(empty))
-    predicted = load_solver(trained)(sources(DataConfig(), 9, 3))
+    predicted = load_solver(trained, PROBLEM)(sources(DataConfig(), 9, 3))
     assert np.all(np.isfinite(predicted))
     assert not list(empty.iterdir())
     evaluate(trained, PROBLEM, test_size=8)  # its only data: the test set, and the training set for the baselines
@@ -97,26 +96,20 @@ def test_loading_a_run_generates_no_data(trained: Path, tmp_path: Path, monkeypa
     assert any(name.endswith(f"_seed{RUN.seed}_truncated.npz") for name in names)
 
 
-def test_a_run_saved_before_scales_were_stored_says_how_to_fix_it(
+def test_a_checkpoint_of_the_older_format_is_refused_saying_to_train_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     train(RUN, tmp_path, progress=False)
-    f = sources(DataConfig(), 9, 3)
-    before = load_solver(tmp_path)(f)
     path = tmp_path / CHECKPOINT
-    with np.load(path) as stored:  # the checkpoint as the previous version wrote it
+    with np.load(path) as stored:  # as versions before stored scales wrote it
         arrays = {key: stored[key] for key in stored.files if key != "output_scale"}
     np.savez(path, **arrays)
-    fix = f"python -m funcformer.poisson train --out {tmp_path} --resume"
-    with pytest.raises(NoStoredScale, match=re.escape(f"{path} was written before runs stored their output scale")):
-        load_solver(tmp_path)
+    message = f"{path} is a checkpoint of an older format (saved before runs stored their output scale)"
+    for attempt in (lambda: load_solver(tmp_path, PROBLEM), lambda: train(RUN, tmp_path, resume=True, progress=False)):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            attempt()
     assert main(["evaluate", str(tmp_path), "--test-size", "8"]) == 1
-    assert fix in capsys.readouterr().err
-    with pytest.warns(UserWarning, match="held no output scale .* computed it as the run's training did"):
-        train(RUN, tmp_path, resume=True, progress=False)
-    with np.load(path) as stored:
-        assert "output_scale" in stored.files
-    np.testing.assert_array_equal(load_solver(tmp_path)(f), before)
+    assert "train the run again (`python -m funcformer.poisson train --out DIR`" in capsys.readouterr().err
 
 
 # Predictions for sources of any size
@@ -124,7 +117,7 @@ def test_a_run_saved_before_scales_were_stored_says_how_to_fix_it(
 
 @pytest.mark.parametrize("size", [1e-310, 1e-300, 1e-30, 1.0, 1e30, 1e300])
 def test_a_finite_source_of_any_size_gives_the_scaled_prediction(trained: Path, size: float) -> None:
-    solver = load_solver(trained)
+    solver = load_solver(trained, PROBLEM)
     unit = unit_sources(4)
     expected = solver(unit)
     assert np.abs(expected).max() > 1e-3
@@ -138,7 +131,7 @@ def test_a_finite_source_of_any_size_gives_the_scaled_prediction(trained: Path, 
 
 
 def test_dtypes_and_zero_sources(trained: Path) -> None:
-    solver = load_solver(trained)
+    solver = load_solver(trained, PROBLEM)
     unit = unit_sources(3)
     expected = solver(unit)
     for dtype in (np.float32, np.float16):
@@ -195,7 +188,7 @@ def test_a_damaged_checkpoint_is_a_clear_error_naming_it(
             np.save(file, np.zeros(3))
     message = f"{path} is corrupt or not a checkpoint"
     with pytest.raises(ValueError, match=re.escape(message)):
-        load_solver(tmp_path)
+        load_solver(tmp_path, PROBLEM)
     assert main(["evaluate", str(tmp_path), "--test-size", "8"]) == 1
     assert message in capsys.readouterr().err
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -11,23 +11,21 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
-from funcformer.poisson import PROBLEM
-from funcformer.poisson import task as poisson
-from funcformer.poisson.task import (
-    FINE,
+from funcformer.learning import problem as problem_module
+from funcformer.poisson import (
+    PROBLEM,
+    SOLVER_POINTS,
     TEST_SEED,
     DataConfig,
     K,
     N,
     grid_values,
-    load_dataset,
     make_dataset,
     relative_l2,
     solve,
     sources,
     summary,
     truncate,
-    truncation_floor,
 )
 
 Values = TypeVar("Values", float, np.ndarray)
@@ -107,7 +105,7 @@ def test_solver_batched_and_padded() -> None:
     padded = np.zeros((5, 40, 40))
     padded[:, :16, :16] = f
     np.testing.assert_allclose(solve(padded, 64), u, rtol=0, atol=1e-14)
-    with pytest.raises(ValueError, match="fine"):
+    with pytest.raises(ValueError, match="points"):
         solve(np.zeros((1, 65, 65)), 64)
     with pytest.raises(ValueError, match=r"\(B, n, n\)"):
         solve(np.zeros((16, 16)), 64)
@@ -141,7 +139,7 @@ def test_sources_deterministic() -> None:
 
 @pytest.mark.parametrize(("n", "k"), [(16, 12), (12, 5)])
 def test_sources_amplitudes(n: int, k: int) -> None:
-    f = sources(DataConfig(n=n, k=k, fine=2 * n + 16), 5, 4)
+    f = sources(DataConfig(n=n, k=k, solver_points=2 * n + 16), 5, 4)
     p = np.zeros((n, k - 2))
     for i in range(k - 2):  # phi_i = T_{i+2} - T_i
         p[i + 2, i], p[i, i] = 1.0, -1.0
@@ -159,7 +157,7 @@ def test_sources_amplitudes(n: int, k: int) -> None:
 def test_solution_satisfies_pde() -> None:
     task = DataConfig()
     f = sources(task, 21, 8)
-    u = solve(f, task.fine)
+    u = solve(f, task.solver_points)
     rng = np.random.default_rng(0)
     x, y = rng.uniform(-1, 1, 300), rng.uniform(-1, 1, 300)
     t = np.linspace(-1, 1, 41)
@@ -197,7 +195,7 @@ def test_grid_values_brute_force() -> None:
 
 
 def test_relative_l2() -> None:
-    data = make_dataset(DataConfig(), 9, 6)
+    data = make_dataset(PROBLEM, DataConfig(), 9, 6)
     np.testing.assert_array_equal(relative_l2(data.exact(), data.exact()), np.zeros(6))
     np.testing.assert_array_equal(relative_l2(np.zeros((6, N, N)), data.exact()), np.ones(6))
     predicted = data.u + 1e-3 * np.random.default_rng(4).standard_normal(data.u.shape)
@@ -220,26 +218,27 @@ def test_summary() -> None:
 
 def test_truncation_floor() -> None:
     task = DataConfig()
-    test = make_dataset(task, TEST_SEED, 256)
+    test = make_dataset(PROBLEM, task, TEST_SEED, 256)
     np.testing.assert_array_equal(test.u, truncate(test.exact(), N))
-    floor = truncation_floor(test)
+    floor = test.truncation_floor()
     print(f"truncation floor at n = {task.n}, 256 test samples: {floor}")
     # measured mean 1.75e-6, median 1.31e-6, p95 4.48e-6
     assert 1e-7 < floor["median"] <= floor["p95"] < 1e-4
     assert 1e-7 < floor["mean"] < 1e-4
-    assert truncation_floor(make_dataset(DataConfig(n=24, fine=64), TEST_SEED, 64))["mean"] < floor["mean"] / 10
+    finer = make_dataset(PROBLEM, DataConfig(n=24, solver_points=64), TEST_SEED, 64)
+    assert finer.truncation_floor()["mean"] < floor["mean"] / 10
 
 
 # Datasets and the cache
 
 
 def test_make_dataset() -> None:
-    task = DataConfig(n=12, k=8, fine=32)
-    data = make_dataset(task, 4, 5)
-    assert data.task == task
+    task = DataConfig(n=12, k=8, solver_points=32)
+    data = make_dataset(PROBLEM, task, 4, 5)
+    assert data.data_config == task
     assert data.seed == 4
-    np.testing.assert_array_equal(data.f, sources(task, 4, 5))
-    np.testing.assert_array_equal(data.u_fine, solve(data.f, 32))
+    np.testing.assert_array_equal(data.inputs, sources(task, 4, 5))
+    np.testing.assert_array_equal(data.u_fine, solve(data.inputs, 32))
     np.testing.assert_array_equal(data.u, data.exact()[:, :12, :12])
 
 
@@ -249,53 +248,53 @@ def _only_file(directory: Path) -> Path:
 
 
 def test_cache_reads_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    task = DataConfig(n=12, k=8, fine=32)
-    first = load_dataset(tmp_path, task, 3, 7)
+    task = DataConfig(n=12, k=8, solver_points=32)
+    first = PROBLEM.dataset(tmp_path, task, 3, 7)
     path = _only_file(tmp_path)  # no temporary file left behind
     assert path.suffix == ".npz"
-    assert all(s in path.name for s in ("n12", "k8", "fine32", "seed3"))
+    assert all(s in path.name for s in ("n12", "k8", "solver_points32", "seed3"))
 
     def forbidden(*args: object) -> None:
         raise AssertionError("regenerated a cached dataset")
 
-    monkeypatch.setattr(poisson, "make_dataset", forbidden)
+    monkeypatch.setattr(problem_module, "make_dataset", forbidden)
     mtime = path.stat().st_mtime_ns
-    second = load_dataset(tmp_path, task, 3, 7)
+    second = PROBLEM.dataset(tmp_path, task, 3, 7)
     assert path.stat().st_mtime_ns == mtime
-    for name in ("f", "u", "u_fine"):
+    for name in ("inputs", "u", "u_fine"):
         np.testing.assert_array_equal(getattr(second, name), getattr(first, name))
-    assert second.task == task
+    assert second.data_config == task
     assert second.seed == 3
     with pytest.raises(AssertionError, match="regenerated"):  # other parameters are other files
-        load_dataset(tmp_path, task, 4, 7)
+        PROBLEM.dataset(tmp_path, task, 4, 7)
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
 def test_cache_corrupt_file_regenerated(tmp_path: Path, damage: str) -> None:
-    task = DataConfig(n=12, k=8, fine=32)
-    load_dataset(tmp_path, task, 3, 7)
+    task = DataConfig(n=12, k=8, solver_points=32)
+    PROBLEM.dataset(tmp_path, task, 3, 7)
     path = _only_file(tmp_path)
     content = path.read_bytes()
     damaged = {"garbage": b"not an npz file" * 10, "truncated": content[: len(content) // 2], "empty": b""}
     path.write_bytes(damaged[damage])
-    data = load_dataset(tmp_path, task, 3, 7)
-    np.testing.assert_array_equal(data.u_fine, make_dataset(task, 3, 7).u_fine)
+    data = PROBLEM.dataset(tmp_path, task, 3, 7)
+    np.testing.assert_array_equal(data.u_fine, make_dataset(PROBLEM, task, 3, 7).u_fine)
     assert path.read_bytes() == content  # rewritten
 
 
 def test_cache_mismatched_parameters_regenerated(tmp_path: Path) -> None:
-    task = DataConfig(n=12, k=8, fine=32)
-    load_dataset(tmp_path / "other", task, 4, 7)
+    task = DataConfig(n=12, k=8, solver_points=32)
+    PROBLEM.dataset(tmp_path / "other", task, 4, 7)
     wrong = _only_file(tmp_path / "other")
-    load_dataset(tmp_path / "cache", task, 3, 7)
+    PROBLEM.dataset(tmp_path / "cache", task, 3, 7)
     path = _only_file(tmp_path / "cache")
     os.replace(wrong, path)  # a seed-4 file under the seed-3 name
-    data = load_dataset(tmp_path / "cache", task, 3, 7)
-    expected = make_dataset(task, 3, 7)
-    np.testing.assert_array_equal(data.f, expected.f)
+    data = PROBLEM.dataset(tmp_path / "cache", task, 3, 7)
+    expected = make_dataset(PROBLEM, task, 3, 7)
+    np.testing.assert_array_equal(data.inputs, expected.inputs)
     np.testing.assert_array_equal(data.u_fine, expected.u_fine)
     with np.load(path) as stored:  # and the file now holds the right dataset
-        np.testing.assert_array_equal(stored["f"], expected.f)
+        np.testing.assert_array_equal(stored["inputs"], expected.inputs)
 
 
 def test_the_cache_holds_one_file_per_dataset_whatever_the_count(
@@ -303,33 +302,33 @@ def test_the_cache_holds_one_file_per_dataset_whatever_the_count(
 ) -> None:
     # The first samples of a seed do not depend on the count, so a smaller count is read from the
     # file of a larger one and a larger count replaces it: one file, as large as the largest asked for.
-    task = DataConfig(n=12, k=8, fine=32)
-    small, large = make_dataset(task, 3, 4), make_dataset(task, 3, 9)
-    np.testing.assert_array_equal(large.f[:4], small.f)
+    task = DataConfig(n=12, k=8, solver_points=32)
+    small, large = make_dataset(PROBLEM, task, 3, 4), make_dataset(PROBLEM, task, 3, 9)
+    np.testing.assert_array_equal(large.inputs[:4], small.inputs)
     np.testing.assert_array_equal(large.exact()[:4], small.exact())
-    load_dataset(tmp_path, task, 3, 4)
-    np.testing.assert_array_equal(load_dataset(tmp_path, task, 3, 9).u_fine, large.u_fine)
+    PROBLEM.dataset(tmp_path, task, 3, 4)
+    np.testing.assert_array_equal(PROBLEM.dataset(tmp_path, task, 3, 9).u_fine, large.u_fine)
     path = _only_file(tmp_path)
 
     def forbidden(*args: object) -> None:
         raise AssertionError("regenerated a cached dataset")
 
-    monkeypatch.setattr(poisson, "make_dataset", forbidden)
+    monkeypatch.setattr(problem_module, "make_dataset", forbidden)
     for count in (1, 4, 9):
-        data = load_dataset(tmp_path, task, 3, count)
-        assert len(data.f) == count
+        data = PROBLEM.dataset(tmp_path, task, 3, count)
+        assert len(data.inputs) == count
         np.testing.assert_array_equal(data.u_fine, large.exact()[:count])
     assert _only_file(tmp_path) == path
     with np.load(path) as stored:
-        assert len(stored["f"]) == 9
+        assert len(stored["inputs"]) == 9
 
 
 def test_a_training_set_is_cached_without_its_fine_solutions(tmp_path: Path) -> None:
-    task = DataConfig(n=12, k=8, fine=32)
-    full = load_dataset(tmp_path, task, 3, 7)
-    small = load_dataset(tmp_path, task, 3, 7, fine=False)
+    task = DataConfig(n=12, k=8, solver_points=32)
+    full = PROBLEM.dataset(tmp_path, task, 3, 7)
+    small = PROBLEM.dataset(tmp_path, task, 3, 7, fine=False)
     assert small.u_fine is None
-    np.testing.assert_array_equal(small.f, full.f)
+    np.testing.assert_array_equal(small.inputs, full.inputs)
     np.testing.assert_array_equal(small.u, full.u)
     with pytest.raises(ValueError, match="without its fine solutions"):
         small.exact()
@@ -337,7 +336,7 @@ def test_a_training_set_is_cached_without_its_fine_solutions(tmp_path: Path) -> 
     assert len(files) == 2
     assert "_truncated" in files[0].name
     assert files[0].stat().st_size < files[1].stat().st_size / 2  # (7, 12, 12) targets, not (7, 32, 32)
-    np.testing.assert_array_equal(load_dataset(tmp_path, task, 3, 7, fine=False).u, full.u)  # read back
+    np.testing.assert_array_equal(PROBLEM.dataset(tmp_path, task, 3, 7, fine=False).u, full.u)  # read back
 
 
 # DataConfig
@@ -348,8 +347,8 @@ def test_a_training_set_is_cached_without_its_fine_solutions(tmp_path: Path) -> 
     [
         ({"k": 2}, "DataConfig.k"),
         ({"n": 11}, "DataConfig.n"),
-        ({"fine": 31}, "DataConfig.fine"),
-        ({"n": 12, "k": 12, "fine": 15}, "DataConfig.fine"),
+        ({"solver_points": 31}, "DataConfig.solver_points"),
+        ({"n": 12, "k": 12, "solver_points": 15}, "DataConfig.solver_points"),
         ({"n": 16.0}, "DataConfig.n"),
         ({"k": True}, "DataConfig.k"),
     ],
@@ -360,8 +359,8 @@ def test_task_validation(kwargs: dict[str, object], field: str) -> None:
 
 
 def test_defaults_and_seeds() -> None:
-    assert DataConfig() == DataConfig(n=N, k=K, fine=FINE) == DataConfig(16, 12, 64)
-    assert DataConfig(n=3, k=3, fine=16).n == 3
+    assert DataConfig() == DataConfig(n=N, k=K, solver_points=SOLVER_POINTS) == DataConfig(16, 12, 64)
+    assert DataConfig(n=3, k=3, solver_points=16).n == 3
     assert PROBLEM.check_train_seed(0) == 0
     with pytest.raises(ValueError, match="held-out test seed"):
         PROBLEM.check_train_seed(TEST_SEED)

@@ -11,13 +11,12 @@ import numpy as np
 import optax
 import pytest
 
-from funcformer.learning import RunConfig, checkpoints, data, default_cache, load, steps, train
+from funcformer.learning import RunConfig, checkpoints, data, default_cache, load, load_solver, steps, train
 from funcformer.learning._files import CHECKPOINT
 from funcformer.learning.cli import main as cli_main
 from funcformer.learning.steps import optimiser
 from funcformer.model import Funcformer, ModelConfig, init
-from funcformer.poisson import PROBLEM, load_solver
-from funcformer.poisson.task import DataConfig, load_dataset, solve, truncate
+from funcformer.poisson import PROBLEM, DataConfig, solve, truncate
 
 TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
 RUN = RunConfig.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
@@ -119,8 +118,8 @@ def test_the_learning_rate_warms_up_linearly_then_decays_as_a_cosine(steps: int,
 
 
 def test_the_loss_is_the_relative_l2_error_of_the_truncated_solution() -> None:
-    data = load_dataset(default_cache(), DataConfig(), seed=5, count=3)
-    exact = truncate(solve(data.f), 16)
+    data = PROBLEM.dataset(default_cache(), DataConfig(), seed=5, count=3)
+    exact = truncate(solve(data.inputs), 16)
     # predicting u + 0.1 u scores 0.1
     errors = steps.series_relative_l2(jax.numpy.asarray(1.1 * exact), jax.numpy.asarray(exact))
     np.testing.assert_allclose(errors, 0.1, rtol=1e-12)
@@ -145,13 +144,13 @@ def test_checkpoint_errors_are_clear(tmp_path: Path) -> None:
         load(tmp_path / "run", RUN)
     (tmp_path / "run" / CHECKPOINT).unlink()
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
-        load_solver(tmp_path / "run")
+        load_solver(tmp_path / "run", PROBLEM)
 
 
 def test_load_solver_predicts_and_validates(tmp_path: Path) -> None:
     state = train(RUN, tmp_path, progress=False)
-    solver = load_solver(tmp_path)
-    f = load_dataset(default_cache(), DataConfig(), seed=9, count=3).f
+    solver = load_solver(tmp_path, PROBLEM)
+    f = PROBLEM.dataset(default_cache(), DataConfig(), seed=9, count=3).inputs
     predicted = solver(f)
     assert predicted.shape == (3, 16, 16)
     assert predicted.dtype == np.float64

@@ -179,7 +179,7 @@ def test_processes_whose_training_data_differ_are_refused_by_number(
     # process 1's dataset cache holds the training set with its inputs scaled by 1.5: a stale or foreign
     # cache, or another version of the data's code, as a silent difference between hosts would be
     caches = [tmp_path / "cache0", tmp_path / "cache1"]
-    PROBLEM.dataset(caches[1], RunConfig.of(PROBLEM).task, 0, 16, False)  # the training set of seed 0
+    PROBLEM.dataset(caches[1], RunConfig.of(PROBLEM).data_config, 0, 16, False)  # the training set of seed 0
     [training] = caches[1].glob("poisson_*_seed0_truncated.npz")
     with np.load(training) as stored:
         arrays = {name: stored[name] for name in stored.files}

@@ -10,18 +10,15 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
-from funcformer.darcy import load_solver as load_darcy_solver
-from funcformer.darcy import task as darcy
-from funcformer.learning import Solver
+from funcformer import darcy, poisson
+from funcformer.learning import Solver, load_solver
 from funcformer.learning.metric import relative_l2
-from funcformer.poisson import load_solver as load_poisson_solver
-from funcformer.poisson import task as poisson
 from tests.funcformer.test_solver_trust import POISSON_RUN, RUN, saved
 
 
 @pytest.fixture(scope="module")
 def darcy_solver(tmp_path_factory: pytest.TempPathFactory) -> Solver:
-    return load_darcy_solver(saved(tmp_path_factory.mktemp("resolution") / "darcy", RUN))
+    return load_solver(saved(tmp_path_factory.mktemp("resolution") / "darcy", RUN), darcy.PROBLEM)
 
 
 def padded(c: np.ndarray, m: int) -> np.ndarray:
@@ -32,7 +29,7 @@ def padded(c: np.ndarray, m: int) -> np.ndarray:
 
 @pytest.mark.parametrize("m", [24, 32])
 def test_darcy_inputs_at_any_count_are_projected_and_answered_at_that_count(darcy_solver: Solver, m: int) -> None:
-    kappa = darcy.permeabilities(darcy.DataConfig(n=m, k=12, fine=2 * m), 7, 3)  # degree < 12: the 16 hold it all
+    kappa = darcy.permeabilities(darcy.DataConfig(n=m, k=12, solver_degree=2 * m), 7, 3)  # degree < 12: 16 hold all
     rough = kappa + padded(0.01 * np.random.default_rng(m).standard_normal((3, m, m)), m)  # degrees >= 16 too
     at_16 = darcy_solver(kappa[:, :16, :16])
     np.testing.assert_array_equal(darcy_solver(kappa), padded(at_16, m))
@@ -53,8 +50,8 @@ def test_fewer_coefficients_are_the_same_function_padded(darcy_solver: Solver) -
 
 
 def test_poisson_answers_at_32_coefficients_against_the_exact_solver(tmp_path: Path) -> None:
-    solver = load_poisson_solver(saved(tmp_path / "poisson", POISSON_RUN))
-    f = poisson.sources(poisson.DataConfig(n=32, k=12, fine=64), 4, 2)
+    solver = load_solver(saved(tmp_path / "poisson", POISSON_RUN), poisson.PROBLEM)
+    f = poisson.sources(poisson.DataConfig(n=32, k=12, solver_points=64), 4, 2)
     exact = poisson.solve(f, 64)
     at_32, at_16 = solver(f), solver(f[:, :16, :16])
     assert at_32.shape == (2, 32, 32)
@@ -85,7 +82,7 @@ def test_an_input_at_the_models_count_in_one_variable_only_is_projected_in_the_o
 def test_poisson_normalises_the_projected_input_not_the_given_one(tmp_path: Path) -> None:
     """Poisson's factor is the source's norm: it must be the projected source's, the function the model
     sees, not that of the input with its degrees 16 and above (here ten times the rest)."""
-    solver = load_poisson_solver(saved(tmp_path / "poisson", POISSON_RUN))
+    solver = load_solver(saved(tmp_path / "poisson", POISSON_RUN), poisson.PROBLEM)
     f = padded(poisson.sources(poisson.DataConfig(), 4, 2), 24)
     f[:, 16:, :] = 10.0 * np.random.default_rng(6).standard_normal((2, 8, 24))
     np.testing.assert_array_equal(solver(f), padded(solver(f[:, :16, :16]), 24))

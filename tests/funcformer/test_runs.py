@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 
 from funcformer.darcy import PROBLEM as DARCY
-from funcformer.learning import RunConfig, TrainingDiverged, load, loop, read_run, steps, train
+from funcformer.learning import RunConfig, TrainingDiverged, load, load_solver, loop, read_run, steps, train
 from funcformer.learning._files import CHECKPOINT, CONFIG, LOCK, RunInUse
 from funcformer.learning.checkpoints import State, save
 from funcformer.learning.cli import main as cli_main
 from funcformer.model import ModelConfig, init
-from funcformer.poisson import PROBLEM, load_solver
+from funcformer.poisson import PROBLEM
 
 TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
 RUN = RunConfig.of(PROBLEM, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
@@ -233,17 +233,17 @@ def test_a_config_that_is_not_utf8_or_has_a_float_width_is_refused_by_name(tmp_p
     text = config.read_text()
     config.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
     with pytest.raises(ValueError, match=re.escape(f"{config} is not a run configuration: not UTF-8 text")):
-        load_solver(tmp_path)
+        load_solver(tmp_path, PROBLEM)
     fields = json.loads(text)
     fields["model"]["channels"] = 8.0
     config.write_text(json.dumps(fields))
     with pytest.raises(ValueError, match=re.escape(f"{config}: not a valid run configuration "
                                                    "(ModelConfig.channels must be an int, got 8.0)")):  # fmt: skip
-        load_solver(tmp_path)
+        load_solver(tmp_path, PROBLEM)
     fields["model"]["channels"], fields["steps"] = 2, True
     config.write_text(json.dumps(fields))
     with pytest.raises(ValueError, match=r"RunConfig\.steps must be an int, got True"):
-        load_solver(tmp_path)
+        load_solver(tmp_path, PROBLEM)
 
 
 @pytest.mark.parametrize("damage", ["NaN weights", "an extra array", "an int array", "a complex array"])
@@ -290,7 +290,7 @@ def test_plotting_one_sample_generates_no_dataset_the_size_of_its_index(
 def test_the_cache_command_locates_lists_and_clears_the_tasks_datasets(
     tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    PROBLEM.dataset(cache, PROBLEM.task(), 7, 3, True)
+    PROBLEM.dataset(cache, PROBLEM.data_config(), 7, 3, True)
     other = cache / "darcy_v1_other.npz"  # another task's file: not this task's to clear
     other.write_bytes(b"")
     assert main(["cache"]) == 0
@@ -312,22 +312,18 @@ def test_a_diverging_later_step_keeps_the_last_checkpoint(tmp_path: Path) -> Non
     assert f"(step {saved}) is kept" in str(error.value)
 
 
-def test_a_run_saved_before_runs_named_their_task_loads_as_poisson_only(
+def test_a_run_saved_before_runs_named_their_task_is_refused_saying_to_train_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Runs were saved without their task's name before Darcy existed: Poisson reads them, Darcy refuses."""
     train(RUN, tmp_path, progress=False)
-    f = np.random.default_rng(3).standard_normal((2, 16, 16))
-    before = load_solver(tmp_path)(f)
     unnamed = {key: value for key, value in json.loads(RUN.to_json()).items() if key != "problem"}
     (tmp_path / CONFIG).write_text(json.dumps(unnamed))
-    with np.load(tmp_path / CHECKPOINT) as stored:
-        arrays = {key: stored[key] for key in stored.files}
-    np.savez(tmp_path / CHECKPOINT, **{**arrays, "run": np.asarray(json.dumps(unnamed))})
-    np.testing.assert_array_equal(load_solver(tmp_path)(f), before)
-    assert read_run(tmp_path, PROBLEM) == RUN
-    assert cli_main(DARCY, ["evaluate", str(tmp_path)]) == 1
-    assert "names no task (a run saved before runs named their task): not a Darcy run" in capsys.readouterr().err
+    message = "is a run configuration of an older format (saved before runs named their task"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_solver(tmp_path, PROBLEM)
+    for problem in (PROBLEM, DARCY):
+        assert cli_main(problem, ["evaluate", str(tmp_path)]) == 1
+        assert "train the run again (`python -m funcformer." in capsys.readouterr().err
 
 
 # What a checkpoint holds, read back at its boundaries
@@ -339,7 +335,6 @@ def test_a_checkpoint_reads_back_its_step_losses_seconds_and_stored_scale(tmp_pa
     save(tmp_path, RUN, state)
     back = load(tmp_path, RUN)
     assert (back.step, back.losses, back.scale, back.seconds) == (3, [0.5, 0.25, 0.125], 0.75, 12.5)
-    assert load(tmp_path, RUN, scale=2.0).scale == 0.75  # a stored scale is always the one used
     for bad in (0.0, -0.75, np.inf):  # a zero scale would make every prediction zero
         save(tmp_path, RUN, dataclasses.replace(state, scale=bad))
         with pytest.raises(ValueError, match=re.escape(f"stored output scale is {bad}, not a positive finite number")):

@@ -16,13 +16,13 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
+from funcformer import darcy, poisson
 from funcformer.darcy import PROBLEM as DARCY
-from funcformer.darcy import load_solver as load_darcy_solver
-from funcformer.darcy import task as darcy
-from funcformer.learning import RunConfig, Solver, State, load
+from funcformer.learning import RunConfig, Solver, State, load, load_solver
 from funcformer.learning._files import CONFIG, METRICS, write_atomically
 from funcformer.learning.checkpoints import save
-from funcformer.learning.solver import as_checked_solver, as_solver, evaluate
+from funcformer.learning.evaluation import evaluate
+from funcformer.learning.solver import as_checked_solver, as_solver
 from funcformer.learning.steps import optimiser
 from funcformer.learning.trust import (
     FLOOR,
@@ -35,8 +35,6 @@ from funcformer.learning.trust import (
 )
 from funcformer.model import ModelConfig, init
 from funcformer.poisson import PROBLEM as POISSON
-from funcformer.poisson import load_solver as load_poisson_solver
-from funcformer.poisson import task as poisson
 
 TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=2, axes="xy", mixers="km", points=16)
 RUN = RunConfig.of(DARCY, model=TINY, steps=4, batch=4, train_size=16, checkpoint_every=2, warmup=0)
@@ -66,7 +64,7 @@ def darcy_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def solver(darcy_run: Path) -> Solver:
-    return load_darcy_solver(darcy_run)
+    return load_solver(darcy_run, DARCY)
 
 
 def kappas(count: int = 3) -> np.ndarray:
@@ -167,7 +165,7 @@ def test_underflow_is_an_error_as_overflow_is(solver: Solver, dtype: type, const
 
 
 def test_a_zero_source_gives_zero_and_a_subnormal_one_an_underflow_error(tmp_path: Path) -> None:
-    solver = load_poisson_solver(saved(tmp_path / "run", POISSON_RUN))
+    solver = load_solver(saved(tmp_path / "run", POISSON_RUN), POISSON)
     f = poisson.sources(poisson.DataConfig(), 9, 2)
     unit = solver(f)
     predicted = solver(np.stack([f[0], np.zeros_like(f[1])]))
@@ -228,7 +226,7 @@ def test_poissons_residual_is_zero_for_the_exact_solution_and_the_error_for_a_pe
     )
 
 
-def dense_darcy_residual(kappa: np.ndarray, u: np.ndarray, m: int = darcy.FINE) -> float:
+def dense_darcy_residual(kappa: np.ndarray, u: np.ndarray, m: int = darcy.SOLVER_DEGREE) -> float:
     """darcy.residual's definition, written out: Lobatto points cos(pi k / m), the nodal differentiation matrix
     from numpy.polynomial (interpolate, chebder, evaluate), the Laplacian on the interior nodes as a dense
     Kronecker sum solved by LAPACK, the norms by Gauss-Legendre quadrature."""
@@ -274,7 +272,7 @@ def test_darcys_residual_of_the_exact_solution_is_zero_and_at_kappa_zero_is_pois
     minus_one = np.zeros((2, 1, 1))
     minus_one[:, 0, 0] = -1.0
     np.testing.assert_allclose(
-        darcy.residual(np.zeros_like(u), u), poisson.residual(minus_one, u, fine=darcy.FINE + 1), rtol=1e-10
+        darcy.residual(np.zeros_like(u), u), poisson.residual(minus_one, u, darcy.SOLVER_DEGREE + 1), rtol=1e-10
     )
 
 
@@ -310,7 +308,7 @@ def test_the_residuals_are_invariant_under_the_normalisation() -> None:
 
 def test_a_checked_solver_of_an_uncalibrated_run_says_how_to_calibrate(darcy_run: Path, solver: Solver) -> None:
     with pytest.warns(UncalibratedRun, match=re.escape(f"python -m funcformer.darcy evaluate {darcy_run}")):
-        checked = load_darcy_solver(darcy_run, check=True)
+        checked = load_solver(darcy_run, DARCY, check=True)
     kappa = kappas()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing flagged without thresholds
@@ -345,7 +343,7 @@ def test_evaluate_calibrates_the_checks_from_the_runs_own_data(tmp_path: Path, s
     residuals = darcy.residual(test, solver(test))
     assert stored["residual_threshold"] == pytest.approx(np.quantile(residuals, 0.99), rel=1e-9)
     assert stored["distance_threshold"] == pytest.approx(np.quantile(distance(test), 0.99), rel=1e-9)
-    checked = load_darcy_solver(darcy_run, check=True)
+    checked = load_solver(darcy_run, DARCY, check=True)
     # the largest test residual and distance are above their 99% quantiles; kappa x 20 is far away
     batch = np.concatenate([test, 20.0 * test[:1]])
     with pytest.warns(UntrustedPrediction) as records:
@@ -383,14 +381,14 @@ def test_a_damaged_calibration_is_a_clear_error(tmp_path: Path) -> None:
     run = saved(tmp_path / "run", RUN)
     (run / METRICS).write_text(json.dumps({"trust": {"version": 1, "mean": [[0.0]], "spread": [[1.0]]}}))
     with pytest.raises(ValueError, match=re.escape(f'{run / METRICS} (its "trust" entry): not a valid trust')):
-        load_darcy_solver(run, check=True)
-    assert isinstance(load_darcy_solver(run)(kappas()), np.ndarray)  # the plain solver does not read it
+        load_solver(run, DARCY, check=True)
+    assert isinstance(load_solver(run, DARCY)(kappas()), np.ndarray)  # the plain solver does not read it
 
 
 def test_a_zero_source_has_a_zero_residual(tmp_path: Path) -> None:
     run = saved(tmp_path / "run", POISSON_RUN)
     with pytest.warns(UncalibratedRun):
-        checked = load_poisson_solver(run, check=True)
+        checked = load_solver(run, POISSON, check=True)
     f = poisson.sources(poisson.DataConfig(), 9, 2)
     f[1] = 0.0
     result = checked(f)
