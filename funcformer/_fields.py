@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["check_fields"]
+__all__ = ["check_data_config", "check_fields"]
 
 
 def _is_int(value: object) -> bool:
@@ -45,3 +45,18 @@ def check_fields(settings: Any) -> None:
         checked = _describe_and_check(hints[field.name], value)
         if checked is not None and not checked[1]:
             raise ValueError(f"{type(settings).__name__}.{field.name} must be {checked[0]}, got {value!r}")
+
+
+def check_data_config(config: Any, least_k: int, why: str, inputs: str, solver: str) -> None:
+    """The checks every task's ``DataConfig`` makes, a ValueError naming the field: its fields' types
+    (``check_fields``), the inputs' degree k >= ``least_k`` (``why`` says why), the resolution n >= k
+    (to hold the ``inputs``), and the exact solver's resolution, the field named ``solver``, at least
+    max(2 n, 16)."""
+    check_fields(config)
+    if config.k < least_k:
+        raise ValueError(f"DataConfig.k = {config.k}: need k >= {least_k}{why}")
+    if config.n < config.k:
+        raise ValueError(f"DataConfig.n = {config.n}: need n >= k = {config.k} to hold the {inputs}")
+    value, least = getattr(config, solver), max(2 * config.n, 16)
+    if value < least:
+        raise ValueError(f"DataConfig.{solver} = {value}: need {solver} >= max(2 n, 16) = {least}")

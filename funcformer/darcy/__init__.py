@@ -51,7 +51,7 @@ from applicative.instances.collocation import (
     lobatto_to_coefficients,
     norm2d,
 )
-from funcformer._fields import check_fields
+from funcformer._fields import check_data_config
 from funcformer.learning import Problem, RunConfig
 from funcformer.learning.metric import GRID, grid_values, relative_l2, summary, truncate
 from funcformer.learning.problem import make_dataset
@@ -116,16 +116,7 @@ class DataConfig:
     solver_degree: int = SOLVER_DEGREE
 
     def __post_init__(self) -> None:
-        check_fields(self)
-        if self.k < 1:
-            raise ValueError(f"DataConfig.k = {self.k}: need k >= 1")
-        if self.n < self.k:
-            raise ValueError(f"DataConfig.n = {self.n}: need n >= k = {self.k} to hold the permeabilities")
-        if self.solver_degree < max(2 * self.n, 16):
-            least = max(2 * self.n, 16)
-            raise ValueError(
-                f"DataConfig.solver_degree = {self.solver_degree}: need solver_degree >= max(2 n, 16) = {least}"
-            )
+        check_data_config(self, 1, "", "permeabilities", "solver_degree")
 
     @property
     def solver(self) -> int:

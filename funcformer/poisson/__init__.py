@@ -43,7 +43,7 @@ from applicative.instances.collocation import (
     norm2d,
     vandermonde,
 )
-from funcformer._fields import check_fields
+from funcformer._fields import check_data_config
 from funcformer.learning import Problem, RunConfig
 from funcformer.learning.metric import GRID, grid_values, relative_l2, summary, truncate
 from funcformer.learning.problem import make_dataset
@@ -101,16 +101,7 @@ class DataConfig:
     solver_points: int = SOLVER_POINTS
 
     def __post_init__(self) -> None:
-        check_fields(self)
-        if self.k < 3:
-            raise ValueError(f"DataConfig.k = {self.k}: need k >= 3 (phi_0 = T_2 - T_0 has degree 2)")
-        if self.n < self.k:
-            raise ValueError(f"DataConfig.n = {self.n}: need n >= k = {self.k} to hold the sources")
-        if self.solver_points < max(2 * self.n, 16):
-            least = max(2 * self.n, 16)
-            raise ValueError(
-                f"DataConfig.solver_points = {self.solver_points}: need solver_points >= max(2 n, 16) = {least}"
-            )
+        check_data_config(self, 3, " (phi_0 = T_2 - T_0 has degree 2)", "sources", "solver_points")
 
     @property
     def solver(self) -> int:
