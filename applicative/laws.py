@@ -422,10 +422,10 @@ def _check_gram(axis: Axis) -> None:
                              f"(largest |G - G^T| = {np.abs(g - g.T).max():.3g})")  # fmt: skip
     eigenvalues = g if g.ndim == 1 else np.linalg.eigvalsh((g + g.T) / 2)
     floor = 0.0 if axis.shape is not None else np.finfo(np.float64).eps * g.size * np.abs(eigenvalues).max()
-    if eigenvalues.min() < -floor or (axis.shape is None and eigenvalues.min() <= floor):
+    if np.min(eigenvalues) < -floor or (axis.shape is None and np.min(eigenvalues) <= floor):
         kind = "semidefinite" if axis.shape is not None else "definite"
         raise AssertionError(f"dense Gram matrices: {axis}: the Gram matrix is not positive {kind} "
-                             f"(smallest eigenvalue {eigenvalues.min():.6g})")  # fmt: skip
+                             f"(smallest eigenvalue {np.min(eigenvalues):.6g})")  # fmt: skip
 
 
 def _dense(op: str, compute: Callable[[], T]) -> T:

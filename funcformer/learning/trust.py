@@ -154,9 +154,9 @@ def calibrate(
     ``quantile`` of the residuals and of the distances) from the second."""
     train = np.asarray(train_inputs, np.float64)
     std = train.std(axis=0)
-    if not (np.all(np.isfinite(std)) and std.max() > 0):
+    if not (np.all(np.isfinite(std)) and np.max(std) > 0):
         raise ValueError("calibrate: the training inputs do not vary (or are not finite): nothing to measure against")
-    spread = np.maximum(std, FLOOR * std.max())
+    spread = np.maximum(std, FLOOR * np.max(std))
     draft = Calibration(train.mean(axis=0), spread, 1.0, 1.0, 1.0, quantile, len(test_inputs))
     reference = float(np.median(draft.distance(train)))
     distances = draft.distance(test_inputs) / reference
