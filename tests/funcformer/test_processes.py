@@ -183,7 +183,7 @@ def test_processes_whose_training_data_differ_are_refused_by_number(
     [training] = caches[1].glob("poisson_*_seed0_truncated.npz")
     with np.load(training) as stored:
         arrays = {name: stored[name] for name in stored.files}
-    np.savez(training, **{**arrays, "f": 1.5 * arrays["f"]})
+    np.savez(training, **{**arrays, "inputs": 1.5 * arrays["inputs"]})
     out = tmp_path / "run"
     started += _two([["--out", str(out), *FLAGS]] * 2, caches)
     results = _finish(started)
