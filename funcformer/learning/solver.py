@@ -51,7 +51,7 @@ def load_solver(path: str | Path, problem: Problem[Any], *, check: bool = False)
     """The ``problem`` run in ``path`` as a function: numpy input coefficients (B, P, Q) -> output
     coefficients (B, P, Q), both in the ``chebval2d`` convention; a run of another task is refused.
 
-    The model is an operator on functions at its resolution, n x n coefficients (``RunConfig.task.n``);
+    The model is an operator on functions at its resolution, n x n coefficients (``RunConfig.data_config.n``);
     inputs may come at any count P x Q >= 1 x 1. An input is projected onto the model's resolution
     exactly: its coefficients of degree n or more in either variable are dropped (the orthogonal
     projection onto polynomials of degree < n per variable in the Chebyshev-weighted L2 inner
