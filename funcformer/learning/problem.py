@@ -27,9 +27,12 @@ has neither an exact solver nor a residual: ``solve`` and ``residual`` are None.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import hashlib
+import importlib
+import importlib.util
 import inspect
 import reprlib
 import sys
@@ -196,19 +199,38 @@ def make_dataset(problem: Problem[T], config: T, seed: int, count: int, fine: bo
 @functools.cache
 def code_digest(problem: Problem[Any]) -> bytes:
     """A SHA-256 of the source of the modules that define the problem's ``draw`` and ``solve``, and of the
-    library modules (``applicative``, ``funcformer``) whose names those modules use: what a dataset's
-    numbers depend on, besides its config and seed."""
+    library modules (``applicative``, ``funcformer``) that those modules import: what a dataset's numbers
+    depend on, besides its config and seed. The imports are read from the source, not from what a
+    process happens to have imported, so every process computes the same digest."""
     modules = {f.__module__ for f in (problem.draw, problem.solve) if f is not None}
     for name in list(modules):
-        for value in vars(sys.modules[name]).values():
-            owner = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
-            if isinstance(owner, str) and owner.split(".")[0] in ("applicative", "funcformer"):
-                modules.add(owner)
+        modules |= _library_imports(sys.modules[name])
     digest = hashlib.sha256()
     for name in sorted(modules):
         digest.update(name.encode())
         digest.update(inspect.getsource(sys.modules[name]).encode())
     return digest.digest()
+
+
+def _library_imports(module: types.ModuleType) -> set[str]:
+    """The ``applicative`` and ``funcformer`` modules that ``module``'s source imports (``import a.b``,
+    ``from a import b`` of a submodule b or of a name defined in a, relative imports resolved)."""
+    package = module.__name__ if hasattr(module, "__path__") else module.__name__.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(inspect.getsource(module))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+            found |= {f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base for a in node.names}
+    return {name for name in found if name.split(".")[0] in ("applicative", "funcformer")}
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a parent that is not a package
+        return False
 
 
 def check_problem(problem: object, what: str) -> None:

@@ -3,6 +3,8 @@ numpy.polynomial.chebyshev for the PDE residual, the boundary values and the met
 the documented random draw for the sources, and the on-disk cache's regeneration rules."""
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -321,6 +323,25 @@ def test_the_cache_holds_one_file_per_dataset_whatever_the_count(
     assert _only_file(tmp_path) == path
     with np.load(path) as stored:
         assert len(stored["inputs"]) == 9
+
+
+def test_a_dataset_cached_by_one_process_is_read_by_another(tmp_path: Path) -> None:
+    # The cache key names a digest of the data's code; it must not depend on what else a process has
+    # imported (this one imported every test module, among them funcformer.poisson.families), or the
+    # processes of one run would each generate and store their own copy.
+    import funcformer.poisson.families  # noqa: F401  (a submodule the task's code does not import)
+
+    task = DataConfig(n=12, k=8, solver_points=32)
+    PROBLEM.dataset(tmp_path, task, 3, 4)
+    before = _only_file(tmp_path)
+    script = (
+        "import sys; from funcformer.poisson import PROBLEM, DataConfig; "
+        "PROBLEM.dataset(sys.argv[1], DataConfig(n=12, k=8, solver_points=32), 3, 4)"
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, env=env, cwd=Path(__file__).parents[2])
+    assert _only_file(tmp_path) == before
+    assert before.stat().st_mtime_ns == _only_file(tmp_path).stat().st_mtime_ns
 
 
 def test_a_training_set_is_cached_without_its_fine_solutions(tmp_path: Path) -> None:
