@@ -31,8 +31,6 @@ import ast
 import dataclasses
 import functools
 import hashlib
-import importlib
-import importlib.util
 import inspect
 import reprlib
 import sys
@@ -221,16 +219,19 @@ def _library_imports(module: types.ModuleType) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
-            found |= {f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base for a in node.names}
-    return {name for name in found if name.split(".")[0] in ("applicative", "funcformer")}
+            parts = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            base = ".".join([*parts, *([node.module] if node.module else [])])
+            found |= {f"{base}.{a.name}" if _is_library_module(f"{base}.{a.name}") else base for a in node.names}
+    return {name for name in found if _is_library_module(name)}
 
 
-def _is_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ImportError:  # a parent that is not a package
+def _is_library_module(name: str) -> bool:
+    """Whether ``name`` is a module of ``applicative`` or ``funcformer``: a file of theirs, found on disk."""
+    top, *rest = name.split(".")
+    if top not in ("applicative", "funcformer"):
         return False
+    path = Path(inspect.getfile(sys.modules[top])).parent.joinpath(*rest)
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def check_problem(problem: object, what: str) -> None:
