@@ -205,27 +205,21 @@ def antiderivative(c: ArrayLike, order: int = 1, axis: int = 0) -> jax.Array:
 
 
 @functools.cache
-def derivative_matrix(n: int, order: int = 1, *, exact: bool = True) -> np.ndarray:
+def derivative_matrix(n: int, order: int = 1) -> np.ndarray:
     """The n x n matrix G with G @ c = ``derivative(c, order)`` (float64, read-only, cached).
 
     G @ c holds the coefficients of d^order f / dx^order for f = sum_j c_j T_j, ``chebder`` padded with
     zeros (T_j' = 2 j sum_{i < j, i + j odd} T_i, halved at i = 0; exact integers). G @ C differentiates a
     2-D series in x (axis 0), C @ G^T in y.
 
-    ``exact=False`` gives ``numpy.polynomial.chebyshev.chebder(np.eye(n), order, axis=0)`` zero-padded to
-    n x n instead, bit for bit: chebder's recurrence divides (c_{j-2} += j c_j / (j - 2)), so from n = 16 its
-    entries are off the integers by rounding (3.6e-15 at n = 16, 8.5e-14 at n = 64). Darcy's reference solver
-    keeps it, so that its datasets stay bit-identical to those made before. n >= 1 and order >= 0, else a
-    ValueError."""
+    Its entries are the exact integers, where ``numpy.polynomial.chebyshev.chebder``'s recurrence divides
+    (c_{j-2} += j c_j / (j - 2)) and rounds (3.6e-15 at n = 16, 8.5e-14 at n = 64). n >= 1 and order >= 0,
+    else a ValueError."""
     what = "chebyshev.derivative_matrix"
     if not isinstance(n, int | np.integer) or isinstance(n, bool) or n < 1:
         raise ValueError(f"{what}: need an integer size >= 1, got {n!r}")
     n, order = int(n), _order(order, what)
-    if exact:
-        g = _derivative_matrix(n, order).copy()
-    else:
-        g = np.zeros((n, n))
-        g[: max(n - order, 0)] = np.polynomial.chebyshev.chebder(np.eye(n), order, axis=0)
+    g = _derivative_matrix(n, order).copy()
     g.flags.writeable = False
     return g
 

@@ -116,7 +116,7 @@ def dirichlet_derivatives(m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @functools.cache
-def dirichlet_eigen(m: int, *, ascending: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def dirichlet_eigen(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(l, V, V^-1): the eigendecomposition D2 = V diag(l) V^-1 of the Dirichlet second derivative D2 of
     ``dirichlet_derivatives(m)`` (shapes (m - 2,), (m - 2, m - 2), (m - 2, m - 2)). It diagonalises the
     Dirichlet Laplacian on the interior tensor grid: u_xx + u_yy = f there is D2 U + U D2^T = F, so
@@ -124,16 +124,13 @@ def dirichlet_eigen(m: int, *, ascending: bool = False) -> tuple[np.ndarray, np.
 
     The spectrum is real and negative (Gottlieb & Lustman): the eigenvalue nearest zero tends to -pi^2 / 4 (that
     of d^2/dx^2 on [-1, 1] with u(+-1) = 0), the largest in size grows like -(m - 1)^4 / 21; rounding-level
-    imaginary parts of ``numpy.linalg.eig``'s result would be dropped. The eigenpairs are in eig's order, or
-    by ascending l if ``ascending``: both are kept because the order changes a solver's rounding, and the tasks'
-    cached datasets were made with one each (Poisson ascending, Darcy eig's). Float64, read-only (cached).
+    imaginary parts of ``numpy.linalg.eig``'s result would be dropped. The eigenpairs are by ascending l
+    (eig's own order is not specified). Float64, read-only (cached).
     m >= 3, else a ValueError."""
     _, d2 = dirichlet_derivatives(m)
     eigenvalues, vectors = np.linalg.eig(d2)
-    lam, v = eigenvalues.real, vectors.real
-    if ascending:
-        order = np.argsort(lam)
-        lam, v = lam[order], v[:, order]
+    order = np.argsort(eigenvalues.real)
+    lam, v = eigenvalues.real[order], vectors.real[:, order]
     arrays = (lam, v, np.linalg.inv(v))
     for a in arrays:
         a.flags.writeable = False

@@ -171,7 +171,7 @@ def normalise(kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _operator(degree: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(d1, d2, V, V^-1, 1 / (l_i + l_j)) on the degree - 1 interior nodes per axis, u = 0 on the boundary:
     the first and second differentiation matrices and the eigendecomposition d2 = V diag(l) V^-1, in
-    ``numpy.linalg.eig``'s order (``dirichlet_derivatives``, ``dirichlet_eigen``)."""
+    ascending order of l (``dirichlet_derivatives``, ``dirichlet_eigen``)."""
     d1, d2 = dirichlet_derivatives(degree + 1)
     lam, v, vi = dirichlet_eigen(degree + 1)
     inverse = 1.0 / np.add.outer(lam, lam)
@@ -243,8 +243,7 @@ def solve(
     f = np.asarray(f, dtype=np.float64)
     if f.ndim != 3 or f.shape[1] != f.shape[2] or f.shape[0] != batch:
         raise ValueError(f"solve: f must have shape ({batch}, m, m), got {f.shape}")
-    # G @ c = chebder(c) as numpy's chebder rounds it (exact=False): the cached datasets were made with it.
-    g = derivative_matrix(n, exact=False)
+    g = derivative_matrix(n)
     values = np.zeros((batch, degree + 1, degree + 1))
     interior = values[:, 1:-1, 1:-1]  # a view: the boundary values stay zero
     chunk = _DENSE_CHUNK if dense else _CHUNK
@@ -280,7 +279,7 @@ def _fields(name: str, kappa: np.ndarray, u: np.ndarray, degree: int) -> tuple[n
 
 def _interior(c: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values, x-derivative values, y-derivative values) of (B, n, n) coefficients at the interior nodes."""
-    g = derivative_matrix(c.shape[1], exact=False)
+    g = derivative_matrix(c.shape[1])
     return _interior_values(c, degree), _interior_values(g @ c, degree), _interior_values(c @ g.T, degree)
 
 
@@ -321,7 +320,7 @@ def strong_residual(kappa: np.ndarray, u: np.ndarray, degree: int = SOLVER_DEGRE
     (boundary included); kappa and u (B, n, n) coefficients. The boundary values of u are not part of it."""
     kappa, u = _fields("strong_residual", kappa, u, degree)
     x = lobatto_points(degree + 1)
-    g = derivative_matrix(u.shape[1], exact=False)
+    g = derivative_matrix(u.shape[1])
 
     def at_nodes(c: np.ndarray) -> np.ndarray:
         return evaluate_grid(c, x, x)

@@ -171,7 +171,7 @@ def _operator(n: int, points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(E, R, 1 / (l_i + l_j)) such that solve(f) = R ((E f E^T) / (l_i + l_j)) R^T for n x n f: with
     d2 = V diag(l) V^-1 the Dirichlet second derivative at the interior Lobatto points (``dirichlet_eigen``,
     eigenpairs by ascending l), E = V^-1 T (T_j at the interior points) and R = (values -> coefficients) V."""
-    lam, v, _ = dirichlet_eigen(points, ascending=True)
+    lam, v, _ = dirichlet_eigen(points)
     e = np.linalg.solve(v, vandermonde(lobatto_points(points)[1:-1], n))
     r = lobatto_to_coefficients(points)[:, 1:-1] @ v
     inverse = 1.0 / np.add.outer(lam, lam)
