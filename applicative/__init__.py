@@ -28,11 +28,7 @@ from applicative.instances import as_cheb as as_cheb
 from applicative.instances import as_dense_tree as as_dense_tree
 from applicative.instances import as_tree as as_tree
 from applicative.instances import as_vec as as_vec
-from applicative.instances import causal_mask as causal_mask
 from applicative.instances import mixture as mixture
-from applicative.instances import one_hot as one_hot
-from applicative.instances import padding_mask as padding_mask
-from applicative.instances import sinusoidal_positions as sinusoidal_positions
 from applicative.linalg import add as add
 from applicative.linalg import dot as dot
 from applicative.linalg import generic_only as generic_only
@@ -45,6 +41,10 @@ from applicative.linalg import outer as outer
 from applicative.linalg import record_fast_paths as record_fast_paths
 from applicative.linalg import scale as scale
 from applicative.linalg import sum_mul_mmt as sum_mul_mmt
+from applicative.nn import causal_mask as causal_mask
+from applicative.nn import one_hot as one_hot
+from applicative.nn import padding_mask as padding_mask
+from applicative.nn import sinusoidal_positions as sinusoidal_positions
 from applicative.protocols import ARITHMETIC as ARITHMETIC
 from applicative.protocols import Applicative as Applicative
 from applicative.protocols import Arithmetic as Arithmetic

@@ -64,17 +64,17 @@ def template(n: int, tag: type[Dim]) -> Vec[Any, jax.Array]:
 
 def build_generic(key: jax.Array) -> nn.Encoder[Any, Any, Any, Any]:
     k_init, k_noise = jax.random.split(key)
+    options = nn.AttentionOptions(
+        heads=template(HEADS, Head), model=template(MODEL, Model), head_features=template(HEAD_FEATURES, HeadFeatures)
+    )
     model = nn.init_encoder(
         k_init,
+        options,
         inputs=template(MODEL, Model),
-        model=template(MODEL, Model),
         hidden=template(HIDDEN, Hidden),
-        heads=template(HEADS, Head),
-        head_features=template(HEAD_FEATURES, HeadFeatures),
         layers=LAYERS,
         outputs=None,
         positions=None,
-        layer_norm=True,
     )
     # Biases start at 0 and norms at (1, 0): perturb every leaf so that the
     # comparison exercises all of them. In numpy: eager jax ops would compile once per leaf shape.

@@ -29,6 +29,7 @@ Normalisations: ``"values"``, exp(s) / integral exp(s) over the keys (``nn.Softm
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
@@ -40,6 +41,7 @@ from jax.typing import ArrayLike
 
 from applicative import Cheb, ChebOf, Compose, ComposeOf, Dim, Vec, VecOf, record, static, to_array
 from applicative.nn import (
+    AttentionOptions,
     CoefficientSoftmax,
     Embedding,
     Encoder,
@@ -51,11 +53,11 @@ from applicative.nn import (
     Linear,
     Matrix,
     Normalisation,
-    NumpyDraw,
     SelfAttentionBlock,
     Softmax,
     Std,
     fan_in,
+    normal_like,
 )
 from funcformer._fields import check_fields
 
@@ -227,14 +229,14 @@ def init(seed: int, config: ModelConfig, dtype: type = np.float32) -> Funcformer
     over the heads, also by 1 / sqrt(heads)), a kernel N(0, 1 / N^2), zero biases, layer norms at the
     identity and positions N(0, 1 / N^2).
 
-    Built by ``applicative.nn``'s initialisers from templates, drawing from one
-    ``np.random.default_rng(seed)`` (``nn.NumpyDraw``: deterministic in ``seed``, no compile), each
-    weight for all heads at once, in this order: the embedding, the positions, then each layer (attention:
-    the heads' queries, keys, values and output projections, then the MLP's hidden and output maps; a
-    kernel integral: the heads' kernels, values and output projections; an MLP: its two maps), and the
-    unembedding."""
+    Built by ``applicative.nn``'s initialisers from templates, drawing from ``jax.random.key(seed)`` by
+    ``applicative.nn``'s rule (deterministic in ``seed``; ``nn.normal_like``): the i-th part, in this
+    order, is drawn from ``fold_in(key, i)``: the embedding, the positions, then each layer (attention:
+    a ``SelfAttentionBlock``, then a ``FeedForward``; a kernel integral: a ``KernelIntegral``; an MLP: a
+    ``FeedForward``), and the unembedding."""
     n, p, c = config.n, config.samples, config.channels
-    draw = NumpyDraw(np.random.default_rng(seed))
+    key = jax.random.key(seed)
+    parts = (jax.random.fold_in(key, i) for i in itertools.count())
     residual = 1.0 / np.sqrt(2.0 * config.layers)
     normalise: Normalisation = CoefficientSoftmax() if config.normalise == "coefficients" else Softmax()
     heads = Vec(jnp.zeros(config.heads, dtype), Head, config.heads)
@@ -248,7 +250,7 @@ def init(seed: int, config: ModelConfig, dtype: type = np.float32) -> Funcformer
 
     def feed_forward(axis: type[Q]) -> FeedForwardLayer[Q]:
         return FeedForward.init(
-            draw, model=channels(axis, Channel, c), hidden=channels(axis, HiddenChannel, config.hidden_channels),
+            next(parts), model=channels(axis, Channel, c), hidden=channels(axis, HiddenChannel, config.hidden_channels),
             layer_norm=config.layer_norm, variance=fan_in, output_gain=residual,
         )  # fmt: skip
 
@@ -257,15 +259,16 @@ def init(seed: int, config: ModelConfig, dtype: type = np.float32) -> Funcformer
         model, head = channels(axis, Channel, c), channels(axis, HeadChannel, config.head_channels)
         if mixer == "k":
             return KernelIntegral.init(
-                draw, heads=heads, sequence=function(sequence), model=model, value_features=head,
+                next(parts), heads=heads, sequence=function(sequence), model=model, value_features=head,
                 variance=fan_in, output_gain=residual,
             )  # fmt: skip
         if mixer == "m":
             return feed_forward(axis)
-        attention = SelfAttentionBlock.init(
-            draw, heads=heads, model=model, head_features=head, layer_norm=config.layer_norm,
-            normalise=normalise, variance=fan_in, output_gain=residual,
+        options = AttentionOptions(
+            heads=heads, model=model, head_features=head, layer_norm=config.layer_norm, normalise=normalise,
+            variance=fan_in, output_gain=residual,
         )  # fmt: skip
+        attention = SelfAttentionBlock.init(next(parts), options)
         return EncoderLayer.from_blocks(attention, feed_forward(axis))
 
     def mixing(i: int) -> Layer[ChebOf[X], Features[Y]]:
@@ -273,12 +276,12 @@ def init(seed: int, config: ModelConfig, dtype: type = np.float32) -> Funcformer
 
     model = channels(Y, Channel, c)
     positions = Cheb(Compose(Cheb(Vec(jnp.zeros((n, n, c), dtype), Channel, c), Y, n, p)), X, n, p)
-    embed = Embedding(
-        Linear.init(draw, function(Y), model, variance=fan_in), draw.normal(positions, Std(n * n)), learned=True
-    )
+    embed = Linear.init(next(parts), function(Y), model, variance=fan_in)
+    embedding = Embedding(embed, normal_like(next(parts), positions, Std(n * n).value), learned=True)
     layers = tuple(mixing(i) for i in range(config.layers))
     norm = LayerNorm.init(model) if config.layer_norm else None
-    return Funcformer(Encoder(embed, layers, norm, Linear.init(draw, model, function(Y), variance=fan_in)), config)
+    unembed = Linear.init(next(parts), model, function(Y), variance=fan_in)
+    return Funcformer(Encoder(embedding, layers, norm, unembed), config)
 
 
 def weights(model: Funcformer) -> dict[str, Any]:

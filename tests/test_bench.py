@@ -3,9 +3,9 @@ fails here, not when someone next runs the command behind a figure of the docume
 
 Each script runs as its users run it, ``python bench/SCRIPT.py`` from the repository root, in a process
 of its own, at the tiny size it offers (``--smoke``, or its own size flags), and what it prints is read:
-its ratios are finite positive numbers, its tables have their rows. The tools among the scripts run
-their cheap modes: ``mutants.py --list`` (the mutants and whether each still applies) and ``site.py
---help`` (the rest needs Chromium and selenium, which the project does not install).
+its ratios are finite positive numbers, its tables have their rows. So do the two tools of
+tools/, in their cheap modes: ``mutants.py --list`` (the mutants and whether each still applies) and
+``site.py --help`` (the rest needs Chromium and selenium, which the project does not install).
 
 The processes share, for this session only, a dataset cache (``FUNCFORMER_CACHE``) and JAX's
 persistent compilation cache, and compile with XLA's optimisations and fusion emitters off (a quarter
@@ -71,6 +71,11 @@ def scales(shared: Path) -> Path:
 def bench(shared: Path, script: str, *arguments: str) -> str:
     """``python bench/<script> <arguments>`` from the repository root: its standard output, once it has
     exited 0."""
+    return run(shared, f"bench/{script}", *arguments)
+
+
+def run(shared: Path, path: str, *arguments: str) -> str:
+    """``python <path> <arguments>`` from the repository root: its standard output, once it has exited 0."""
     env = {
         **os.environ,
         "FUNCFORMER_CACHE": str(shared / "datasets"),
@@ -80,7 +85,7 @@ def bench(shared: Path, script: str, *arguments: str) -> str:
         "JAX_PLATFORMS": "cpu",
         "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE}".strip(),
     }
-    command = [sys.executable, f"bench/{script}", *arguments]
+    command = [sys.executable, path, *arguments]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=300)
     assert result.returncode == 0, f"{' '.join(command)} exited {result.returncode}:\n{result.stderr[-4000:]}"
     return result.stdout
@@ -243,7 +248,7 @@ def test_trust_trains_tiny_runs_and_prints_its_tables(scales: Path, tmp_path: Pa
 
 
 def test_mutants_lists_the_mutants(shared: Path) -> None:
-    out = bench(shared, "mutants.py", "--list")
+    out = run(shared, "tools/mutants.py", "--list")
     listed = rows(out, "| id | file | applies | tests |")
     assert len(listed) >= 10
     for cells in listed:
@@ -253,6 +258,6 @@ def test_mutants_lists_the_mutants(shared: Path) -> None:
 
 
 def test_site_describes_itself_without_a_browser(shared: Path) -> None:
-    out = bench(shared, "site.py", "--help")
+    out = run(shared, "tools/site.py", "--help")
     assert out.startswith("usage: site.py")
     assert "The documentation site in a real browser" in out

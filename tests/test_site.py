@@ -4,7 +4,7 @@ attributes, math typeset by a MathJax the site ships, wide tables and code in sc
 cells that wrap, code highlighted by Pygments when the site is built, one title per API page, site
 pages cited as links, and a home page that lists every page.
 
-bench/site.py opens the same site in headless Chromium and checks what is drawn.
+tools/site.py opens the same site in headless Chromium and checks what is drawn.
 """
 
 from __future__ import annotations

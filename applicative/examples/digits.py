@@ -33,7 +33,7 @@ from jax import Array
 
 from applicative import Dim, Vec, VecOf, one_hot, sinusoidal_positions, to_array
 from applicative.examples._training import adamw
-from applicative.nn import Encoder, init_encoder
+from applicative.nn import AttentionOptions, Encoder, init_encoder
 
 __all__ = ["Config", "DigitModel", "Result", "accuracy", "init_model", "main", "train"]
 
@@ -103,13 +103,16 @@ def _template(size: int, tag: type[N]) -> Vec[N, Array]:
 
 def init_model(key: Array, config: Config) -> DigitModel:
     """An encoder over ``LENGTH`` positions, its learned positions started from the sinusoidal table."""
+    options = AttentionOptions(
+        heads=_template(config.heads, Head),
+        model=_template(config.width, Model),
+        head_features=_template(config.head_features, HeadFeature),
+    )
     model: DigitModel = init_encoder(
         key,
+        options,
         inputs=_template(VOCABULARY, Vocab),
-        model=_template(config.width, Model),
         hidden=_template(config.hidden, Hidden),
-        heads=_template(config.heads, Head),
-        head_features=_template(config.head_features, HeadFeature),
         layers=config.layers,
         outputs=_template(VOCABULARY, Vocab),
         positions=sinusoidal_positions(LENGTH, Seq, config.width, Model, jnp.float32),

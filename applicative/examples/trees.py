@@ -52,7 +52,7 @@ from applicative import DenseTree, DenseTreeOf, Dim, Vec, VecOf, stacked, to_arr
 from applicative.examples._training import adamw
 from applicative.instances import dyadic
 from applicative.instances.tree import Shape
-from applicative.nn import Encoder, init_encoder
+from applicative.nn import AttentionOptions, Encoder, init_encoder
 
 __all__ = [
     "Config",
@@ -153,13 +153,16 @@ def _template(size: int, tag: type[N]) -> Vec[N, Array]:
 
 def init_model(key: Array, config: Config) -> TreeModel:
     """A one-layer encoder over trees, without positional encodings."""
+    options = AttentionOptions(
+        heads=_template(config.heads, Head),
+        model=_template(config.width, Model),
+        head_features=_template(config.head_features, HeadFeature),
+    )
     model: TreeModel = init_encoder(
         key,
+        options,
         inputs=_template(1, Feature),
-        model=_template(config.width, Model),
         hidden=_template(config.hidden, Hidden),
-        heads=_template(config.heads, Head),
-        head_features=_template(config.head_features, HeadFeature),
         layers=config.layers,
         outputs=_template(CLASSES, Logit),
     )

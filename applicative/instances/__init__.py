@@ -1,8 +1,8 @@
 """The structures: ``Vec``, ``Cheb`` (and its functional core ``chebyshev``), ``Compose``, ``Tree``,
-``DenseTree`` (and its functional core ``dyadic``), ``Distribution`` and ``Quantum``, and the ``Vec``
-sequence helpers; beside them ``collocation``, the numpy float64 kit of the tasks' reference solvers
-(over ``chebyshev``). Instances import the protocols, never each other (``Compose`` composes any
-two), but for ``DenseTree``, which converts to and from ``Tree``, its specification."""
+``DenseTree`` (and its functional core ``dyadic``), ``Distribution`` and ``Quantum``; beside them
+``collocation``, the numpy float64 kit of the tasks' reference solvers (over ``chebyshev``). Instances
+import the protocols, never each other (``Compose`` composes any two), but for ``DenseTree``, which
+converts to and from ``Tree``, its specification."""
 
 from applicative.instances.cheb import Cheb as Cheb
 from applicative.instances.cheb import ChebOf as ChebOf
@@ -17,10 +17,6 @@ from applicative.instances.distribution import DistributionOf as DistributionOf
 from applicative.instances.distribution import Quantum as Quantum
 from applicative.instances.distribution import QuantumOf as QuantumOf
 from applicative.instances.distribution import mixture as mixture
-from applicative.instances.sequence import causal_mask as causal_mask
-from applicative.instances.sequence import one_hot as one_hot
-from applicative.instances.sequence import padding_mask as padding_mask
-from applicative.instances.sequence import sinusoidal_positions as sinusoidal_positions
 from applicative.instances.tree import Leaf as Leaf
 from applicative.instances.tree import Node as Node
 from applicative.instances.tree import Tree as Tree
@@ -51,9 +47,5 @@ __all__ = [
     "as_dense_tree",
     "as_tree",
     "as_vec",
-    "causal_mask",
     "mixture",
-    "one_hot",
-    "padding_mask",
-    "sinusoidal_positions",
 ]

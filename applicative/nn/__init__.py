@@ -1,15 +1,18 @@
 """Neural networks written once against the protocols: attention, kernel integrals, MLP, the transformer family.
 
 Every model is a frozen pytree record (``applicative.record``) with an
-initialiser taking a PRNG key (or a ``Draw``) and templates that give the shapes, a
-variance rule (``by_measure``, the default, or ``fan_in``), and checks
-when it is built that its parts meet (a ValueError naming it and both parts).
-Transformer layers are made of blocks that are built alone as well:
-``SelfAttentionBlock``, ``CrossAttentionBlock``, ``FeedForward``.
+initialiser taking a PRNG key (``jax.random.key``, drawn from by ``jax.random``) and templates that
+give the shapes, a variance rule (``by_measure``, the default, or ``fan_in``), and checks
+when it is built that its parts meet (a ValueError naming it and both parts; JAX's rebuilds
+check nothing). Attention and the transformer family take their heads, widths, norms, score,
+normalisation, variance rule and gain as one ``AttentionOptions``. Transformer layers are made of
+blocks that are built alone as well: ``SelfAttentionBlock``, ``CrossAttentionBlock``, ``FeedForward``.
+The ``Vec`` sequence helpers (masks, positions, one-hot tokens) are here too.
 """
 
 from applicative.nn._attention import Additive as Additive
 from applicative.nn._attention import AttentionHead as AttentionHead
+from applicative.nn._attention import AttentionOptions as AttentionOptions
 from applicative.nn._attention import CoefficientSoftmax as CoefficientSoftmax
 from applicative.nn._attention import DotProduct as DotProduct
 from applicative.nn._attention import MultiHeadAttention as MultiHeadAttention
@@ -22,15 +25,11 @@ from applicative.nn._attention import Score as Score
 from applicative.nn._attention import ScoreInit as ScoreInit
 from applicative.nn._attention import Softmax as Softmax
 from applicative.nn._attention import attention as attention
-from applicative.nn._base import Draw as Draw
-from applicative.nn._base import KeyDraw as KeyDraw
+from applicative.nn._base import BLOCK as BLOCK
 from applicative.nn._base import Matrix as Matrix
-from applicative.nn._base import NumpyDraw as NumpyDraw
 from applicative.nn._base import Std as Std
 from applicative.nn._base import Variance as Variance
-from applicative.nn._base import as_draw as as_draw
 from applicative.nn._base import by_measure as by_measure
-from applicative.nn._base import compiled_init as compiled_init
 from applicative.nn._base import fan_in as fan_in
 from applicative.nn._base import init_each as init_each
 from applicative.nn._base import keys_like as keys_like
@@ -44,6 +43,10 @@ from applicative.nn._kernel import KernelIntegral as KernelIntegral
 from applicative.nn._linear import Linear as Linear
 from applicative.nn._mlp import MLP as MLP
 from applicative.nn._mlp import LayerNorm as LayerNorm
+from applicative.nn._sequence import causal_mask as causal_mask
+from applicative.nn._sequence import one_hot as one_hot
+from applicative.nn._sequence import padding_mask as padding_mask
+from applicative.nn._sequence import sinusoidal_positions as sinusoidal_positions
 from applicative.nn._transformer import CrossLayer as CrossLayer
 from applicative.nn._transformer import Decoder as Decoder
 from applicative.nn._transformer import DecoderLayer as DecoderLayer
@@ -56,16 +59,17 @@ from applicative.nn._transformer import init_decoder as init_decoder
 from applicative.nn._transformer import init_encoder as init_encoder
 
 __all__ = [
+    "BLOCK",
     "MLP",
     "Additive",
     "AttentionHead",
+    "AttentionOptions",
     "CoefficientSoftmax",
     "CrossAttentionBlock",
     "CrossLayer",
     "Decoder",
     "DecoderLayer",
     "DotProduct",
-    "Draw",
     "Embedding",
     "Encoder",
     "EncoderDecoder",
@@ -73,7 +77,6 @@ __all__ = [
     "FeedForward",
     "KernelHead",
     "KernelIntegral",
-    "KeyDraw",
     "Layer",
     "LayerNorm",
     "Linear",
@@ -81,7 +84,6 @@ __all__ = [
     "MultiHeadAttention",
     "Multiplicative",
     "Normalisation",
-    "NumpyDraw",
     "ReferenceSoftmax",
     "ReluAttention",
     "Sampled",
@@ -91,10 +93,9 @@ __all__ = [
     "Softmax",
     "Std",
     "Variance",
-    "as_draw",
     "attention",
     "by_measure",
-    "compiled_init",
+    "causal_mask",
     "fan_in",
     "init_decoder",
     "init_each",
@@ -102,4 +103,7 @@ __all__ = [
     "keys_like",
     "measure",
     "normal_like",
+    "one_hot",
+    "padding_mask",
+    "sinusoidal_positions",
 ]

@@ -10,7 +10,7 @@ keys (the reference's ``queries mulMMT keys`` is transposed; we use
 
 Scores: ``DotProduct`` q.k; ``Multiplicative`` q^T W k; ``Additive``
 u^T tanh(W1 k + W2 q); a user's own is any ``Score`` (a call from queries and
-keys to scores), and ``score=`` of the initialisers takes any ``ScoreInit``
+keys to scores), and ``AttentionOptions.score`` takes any ``ScoreInit``
 (an object, usually the score's class, whose ``init(key, features)`` builds
 one). Normalisations (applied to each row, masked keys
 excluded; a user's own is any hashable ``Normalisation``): ``Softmax`` softmax(s / sqrt(d_k)) (standard, the default),
@@ -25,6 +25,9 @@ over coefficients. Linear maps of queries, keys and values are linear algebra
 ``MultiHeadAttention`` holds its heads as a structure (a ``Vec`` over a head
 dimension): each head attends, and the heads are projected back to the model
 features and summed in one contraction (``sum_mul_mmt``), ``W_o concat(heads)``.
+``AttentionOptions`` holds what every attention initialiser takes: the heads,
+the widths, the norm, the score, the normalisation, the variance rule and the
+output gain.
 """
 
 from __future__ import annotations
@@ -38,9 +41,10 @@ import jax.numpy as jnp
 from jax import Array
 
 from applicative.linalg import add, dot, mul_mm, mul_mmt, outer, scale, sum_mul_mmt
-from applicative.nn._base import Draw, Matrix, Std, Variance, as_draw, by_measure, compiled_init, measure, normal_like
-from applicative.nn._linear import Linear, inputs_of, outputs_of
-from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested, stacked
+from applicative.nn._base import Draws, Matrix, Std, Variance, by_measure, floating_template, measure
+from applicative.nn._linear import Linear, draw_linear, inputs_of, outputs_of
+from applicative.nn._parts import Level, agree, level, nested, stacked
+from applicative.operands import check_nesting
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import counit
@@ -50,6 +54,7 @@ from applicative.records import record, static
 __all__ = [
     "Additive",
     "AttentionHead",
+    "AttentionOptions",
     "CoefficientSoftmax",
     "DotProduct",
     "MultiHeadAttention",
@@ -120,7 +125,8 @@ class Multiplicative(Generic[H]):
 
     @staticmethod
     def init(key: jax.Array, features: Applicative[Hk, Array]) -> Multiplicative[Hk]:
-        return Multiplicative(normal_like(key, outer(features, features), 1.0 / jnp.sqrt(measure(features))))
+        """W N(0, 1 / measure(features)), drawn from ``key``."""
+        return Multiplicative(Draws(key).normal(jax.eval_shape(outer, features, features), Std(measure(features))))
 
 
 @record
@@ -139,9 +145,12 @@ class Additive(Generic[H]):
 
     @staticmethod
     def init(key: jax.Array, features: Applicative[Hk, Array]) -> Additive[Hk]:
-        k1, k2, k3 = jax.random.split(key, 3)
-        u = normal_like(k3, features, 1.0 / jnp.sqrt(measure(features)))
-        return Additive(Linear.init(k1, features, features, bias=False), Linear.init(k2, features, features), u)
+        """W1 (no bias), W2 as ``Linear.init`` draws them, u N(0, 1 / measure(features)): the requests of
+        ``key``, in this order."""
+        draw = Draws(key)
+        keys = draw_linear(draw, features, features, bias=False)
+        queries = draw_linear(draw, features, features)
+        return Additive(keys, queries, draw.normal(features, Std(measure(features))))
 
 
 # Normalisations
@@ -264,7 +273,7 @@ def attention(
 
 
 @record
-class AttentionHead(Checked, Generic[D, E, Hk, Hv]):
+class AttentionHead(Generic[D, E, Hk, Hv]):
     """One head: project queries (from D) and keys/values (from E) and attend; ``output``
     (D from Hv) projects its result back to the model features.
 
@@ -277,9 +286,8 @@ class AttentionHead(Checked, Generic[D, E, Hk, Hv]):
     value: Linear[E, Hv]
     output: Matrix[D, Hv]
     score: Score[Hk]
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         query, key, value, output = self.query, self.key, self.value, self.output
         module = "AttentionHead"
         nested(module, ("output", output, 2))
@@ -289,7 +297,6 @@ class AttentionHead(Checked, Generic[D, E, Hk, Hv]):
         agree(module, ("the key's inputs are", key_in), ("the value's inputs are", value_in))
         agree(module, ("the value's outputs are", value_out), ("the output's inputs are", level(output, 1)))
         agree(module, ("the query's inputs are", query_in), ("the output's outputs are", level(output)))
-        return query, key, value, output
 
     def attend(
         self, x: Matrix[I, D], source: Matrix[F, E], mask: Matrix[I, F] | None, normalise: Normalisation
@@ -306,7 +313,7 @@ class AttentionHead(Checked, Generic[D, E, Hk, Hv]):
 
 
 @record
-class MultiHeadAttention(Checked, Generic[Heads, D, E, Hk, Hv]):
+class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
     """sum over heads of W_o^h attention_h(x, source), plus a bias (W_o times the concatenated heads).
 
     Built, it checks that the bias is a structure of scalars on the heads' output structure (D);
@@ -315,15 +322,13 @@ class MultiHeadAttention(Checked, Generic[Heads, D, E, Hk, Hv]):
     heads: Applicative[Heads, AttentionHead[D, E, Hk, Hv]]
     bias: Applicative[D, Array]
     normalise: Normalisation = static(default=SOFTMAX)
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         heads, bias = self.heads, self.bias
         nested("MultiHeadAttention", ("bias", bias, 1))
         head = _stacked_head(heads)
         outputs = None if head is None else level(head.output)
         agree("MultiHeadAttention", ("the bias is", level(bias)), ("the heads' outputs are", outputs))
-        return heads, bias
 
     def __call__(
         self, x: Matrix[I, D], source: Matrix[F, E] | None = None, mask: Matrix[I, F] | None = None
@@ -336,45 +341,96 @@ class MultiHeadAttention(Checked, Generic[Heads, D, E, Hk, Hv]):
         return add(projected, projected.pure(self.bias))
 
     @staticmethod
-    @compiled_init
     def init(
-        key: jax.Array | Draw,
+        key: jax.Array,
+        options: AttentionOptions[Heads, D, Hk],
         *,
-        heads: Applicative[Heads, Any],
-        model: Applicative[D, Array],
-        head_features: Applicative[Hk, Array],
         value_features: Applicative[Hv, Array] | None = None,
         source: Applicative[E, Array] | None = None,
-        score: ScoreInit = DotProduct,
-        normalise: Normalisation = SOFTMAX,
-        variance: Variance = by_measure,
-        output_gain: float = 1.0,
     ) -> MultiHeadAttention[Heads, D, E, Hk, Hv]:
-        """Templates give the shapes: ``heads`` (e.g. a Vec over a head dimension), the model
-        features, a head's query/key features, its value features (default: the same) and
-        the source's features for cross attention (default: the model's).
+        """``options`` give the heads, the model features and a head's query/key features, the score,
+        the normalisation, the variance rule and the output gain (its ``layer_norm`` is the blocks'); a
+        head's value features default to its query/key features, the source's features (cross
+        attention) to the model's.
 
         Every head draws its own weights: queries, keys and values ``Linear.init`` (N(0, 1 / variance(the
         model's or the source's features)), zero bias); the output projections N(0, output_gain^2 /
         (variance(value features) variance(heads))), since the heads' outputs are summed; a zero output
-        bias. The default ``by_measure`` counts each as a measure (1 / d_in, d_in a Vec's size: LeCun's)."""
+        bias. The default ``by_measure`` counts each as a measure (1 / d_in, d_in a Vec's size: LeCun's).
+        The requests of ``key``, each for every head at once: queries, keys, values, output
+        projections, the score's key."""
+        model, head_features, variance = options.model, options.head_features, options.variance
         values: Any = head_features if value_features is None else value_features
         src: Any = model if source is None else source
         # The heads' outputs are summed: scale their projections by 1/sqrt(variance(heads)).
-        out_std = Std(variance(values), variance(heads), output_gain)
+        out_std = Std(variance(values), variance(options.heads), options.output_gain)
 
-        def one_head(draw: Draw) -> AttentionHead[D, E, Hk, Hv]:
-            dq, dk, dv, do, ds = draw.split(5)
+        def one_head(draw: Draws) -> AttentionHead[D, E, Hk, Hv]:
             return AttentionHead(
-                Linear.init(dq, model, head_features, variance=variance),
-                Linear.init(dk, src, head_features, variance=variance),
-                Linear.init(dv, src, values, variance=variance),
-                do.normal(jax.eval_shape(outer, model, values), out_std),
-                ds.keyed(lambda k: score.init(k, head_features)),
+                draw_linear(draw, model, head_features, variance=variance),
+                draw_linear(draw, src, head_features, variance=variance),
+                draw_linear(draw, src, values, variance=variance),
+                draw.normal(jax.eval_shape(outer, model, values), out_std),
+                draw.keyed(lambda k: options.score.init(k, head_features)),
             )
 
-        draw = as_draw(key)
-        return MultiHeadAttention(draw.each(heads, one_head), draw.zeros(model), normalise)
+        draw = Draws(key)
+        return MultiHeadAttention(draw.each(options.heads, one_head), draw.zeros(model), options.normalise)
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionOptions(Generic[Heads, D, Hk]):
+    """The options of attention and of the transformer family's initialisers (``MultiHeadAttention``,
+    the attention blocks, ``init_encoder``, ``init_decoder``): the templates of the heads, the model
+    features and a head's query/key features, and the choices every attention layer is built with.
+    A new option is one field here.
+
+    Built, it checks its templates: ``heads`` a structure (its elements unused), ``model`` and
+    ``head_features`` structures of floating scalars (the weights' dtype); else a TypeError naming
+    ``AttentionOptions`` and the template. ``dataclasses.replace`` gives a variant.
+
+    >>> import numpy as np
+    >>> from applicative import Dim, Vec
+    >>> class Head(Dim): ...
+    >>> class Model(Dim): ...
+    >>> class Key(Dim): ...
+    >>> options = AttentionOptions(heads=Vec.from_array(np.zeros(2), Head),
+    ...                            model=Vec.from_array(np.zeros(8), Model),
+    ...                            head_features=Vec.from_array(np.zeros(4), Key), layer_norm=False)
+    >>> options.score is DotProduct and options.normalise == Softmax()
+    True
+    """
+
+    heads: Applicative[Heads, Any]
+    """The structure of heads (e.g. a Vec over a head dimension); its elements are unused."""
+    model: Applicative[D, Array]
+    """The model's features."""
+    head_features: Applicative[Hk, Array]
+    """A head's query and key features (and its value features, in the blocks)."""
+    layer_norm: bool = True
+    """A pre-norm ``LayerNorm`` in every block and after the last layer (the blocks' and layers')."""
+    score: ScoreInit = DotProduct
+    """The score of the (self-)attention; a user's own is any ``ScoreInit``."""
+    normalise: Normalisation = SOFTMAX
+    """The normalisation of the scores; a user's own is any hashable ``Normalisation``."""
+    variance: Variance = by_measure
+    """The variance rule of every weight (``by_measure`` or ``fan_in``)."""
+    output_gain: float = 1.0
+    """The gain of the projections back into the model features (a head's output, the MLP's output)."""
+
+    def __post_init__(self) -> None:
+        check_templates("AttentionOptions", heads=self.heads, model=self.model, head_features=self.head_features)
+
+
+def check_templates(op: str, **templates: object) -> None:
+    """A TypeError naming ``op`` and the template unless ``heads`` is a structure and every other
+    template a structure of floating scalars (the dtype of the weights drawn from it); None is skipped."""
+    given = {name: t for name, t in templates.items() if t is not None}
+    check_nesting(op, None, *((name, t, 1) for name, t in given.items() if name == "heads"))
+    check_nesting(op, ARITHMETIC, *((name, t, 1) for name, t in given.items() if name != "heads"))
+    for name, t in given.items():
+        if name != "heads":
+            floating_template(op, name, t)
 
 
 def _stacked_head(heads: object) -> AttentionHead[Any, Any, Any, Any] | None:

@@ -5,15 +5,30 @@ Initialisers never build a structure themselves: they receive *templates*
 fill a copy of one with random leaves, so one initialiser serves every
 instance.
 
-Two choices are parameters of every initialiser that draws:
+The **variance rule** (``variance=``) is a parameter of every initialiser that draws: a weight
+reading the inputs ``x`` is drawn N(0, gain^2 / fan) with fan = ``variance(x)``; ``by_measure`` (the
+default) counts the total measure of ``x`` (a Vec's size, a Cheb's integral 2), ``fan_in`` its
+coordinates (N C for C channels of N-coefficient functions).
 
-- the **variance rule** (``variance=``): a weight reading the inputs ``x`` is drawn
-  N(0, gain^2 / fan) with fan = ``variance(x)``; ``by_measure`` (the default) counts the
-  total measure of ``x`` (a Vec's size, a Cheb's integral 2), ``fan_in`` its coordinates
-  (N C for C channels of N-coefficient functions);
-- the **draw** (the ``key`` argument): a PRNG key draws through ``KeyDraw`` (numpy's PCG64
-  seeded from each key, compiled into the initialiser), a ``NumpyDraw`` from one numpy
-  generator in the order the initialisers ask (nothing to compile).
+Every initialiser takes a PRNG key (``jax.random.key(0)``) and draws from ``jax.random`` alone,
+deterministically in the key, by one rule:
+
+- an initialiser asks, in the order its docstring gives, for its weights and for the keys of the parts
+  that other initialisers build; its i-th request gets the key ``fold_in(key, i)`` (``Draws``);
+- a weight drawn from a key is ``normal_like(key, template, std)``: leaf l of the template (pytree
+  order), of n scalars, is the first n of the standard normals
+  ``normal(fold_in(fold_in(key, l), j), (BLOCK,), dtype)``, j = 0, 1, ..., in the leaf's dtype,
+  reshaped, times the standard deviation ``Std`` (gain / sqrt(fan summed)) rounded to that dtype;
+- the elements of a ``Dense`` structure of parts (the heads of an attention or a kernel integral)
+  are drawn together: each weight of a head is one draw for every head, the heads' axes in front.
+
+Why blocks of one size: XLA:CPU compiles a threefry draw in about a second, once for each shape it
+draws (the default Funcformer's 53 weights, one ``jax.random.normal`` each: 53 s of compiling here
+eagerly, 41 s under one ``jit``, JAX 0.9 on a 2-core CPU). Drawn eagerly in blocks of ``BLOCK``
+scalars, every weight of every model reuses the one compiled draw of its dtype: a process compiles
+for about a second once, and then the default Funcformer initialises in 0.1 to 0.2 s
+(docs/design.md, "Initialisation", has the table). Initialisers run eagerly; they also run under
+``jit``, ``vmap`` and ``eval_shape`` (the same weights), but a ``jit`` compiles each block it draws.
 
 >>> import numpy as np
 >>> from applicative import Dim, Vec
@@ -25,35 +40,29 @@ Two choices are parameters of every initialiser that draws:
 
 from __future__ import annotations
 
-import functools
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Dense
 from applicative.protocols.integration import counit
 from applicative.protocols.kinds import F, G, Summed
 
 T = TypeVar("T")
-P = ParamSpec("P")
 
 __all__ = [
-    "Draw",
-    "KeyDraw",
+    "BLOCK",
     "Matrix",
-    "NumpyDraw",
     "Std",
     "Variance",
-    "as_draw",
     "by_measure",
-    "compiled_init",
     "fan_in",
     "init_each",
     "keys_like",
@@ -63,6 +72,10 @@ __all__ = [
 
 Matrix = Applicative[F, Applicative[G, jax.Array]]
 """A structure of structures of scalars: a sequence of feature vectors, scores, a mask."""
+
+BLOCK = 16384
+"""The standard normals of a weight are drawn ``BLOCK`` at a time, so that one compiled draw serves
+every shape (see the module docstring)."""
 
 
 def measure(x: Applicative[Summed, Any]) -> jax.Array:
@@ -75,25 +88,39 @@ def measure(x: Applicative[Summed, Any]) -> jax.Array:
     return jnp.asarray(counit(x.fmap(lambda _: one)))
 
 
-def normal_like(key: jax.Array, template: T, scale: float | jax.Array = 1.0) -> T:
-    """A copy of ``template`` whose leaves are independent N(0, scale^2) draws.
+def normal_like(key: jax.Array, template: T, std: float | jax.Array = 1.0) -> T:
+    """A copy of ``template`` whose leaves are independent N(0, std^2) draws from ``key``.
 
-    The draws come from numpy's PCG64 seeded with the key's data, through a
-    host callback: XLA:CPU takes about 1.3 s to compile each threefry draw
-    (a transformer's initialiser would compile for minutes), a callback none.
-    Deterministic in the key; works under ``jit`` and ``vmap``. The template's leaves give the
-    dtype, so they must be floating (an integer or bool template would truncate the draws).
-    """
+    Leaf l (pytree order) of n scalars holds the first n standard normals of
+    ``jax.random.normal(fold_in(fold_in(key, l), j), (BLOCK,), dtype)``, j = 0, 1, ..., in the leaf's
+    dtype, times ``std`` rounded to it: drawn eagerly, every shape reuses one compiled draw (the
+    module docstring). Deterministic in the key; works under ``jit``, ``vmap`` and ``eval_shape``. The
+    template's leaves give the dtype, so they must be floating (an integer or bool template would
+    truncate the draws); they may be ``ShapeDtypeStruct``s."""
     floating_template("normal_like", "the", template)
+    return _normal(key, template, std, ())
+
+
+def _normal(key: jax.Array, template: T, std: float | jax.Array, batch: tuple[int, ...]) -> T:
+    """``normal_like`` with ``batch`` axes in front of every leaf (the elements drawn together)."""
     leaves, treedef = jax.tree_util.tree_flatten(template)
-    shapes = [jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)) for leaf in leaves]  # type: ignore[no-untyped-call]
+    drawn = [
+        _standard_normals(jax.random.fold_in(key, index), (*batch, *jnp.shape(leaf)), jnp.result_type(leaf), std)
+        for index, leaf in enumerate(leaves)
+    ]
+    return jax.tree_util.tree_unflatten(treedef, drawn)  # type: ignore[no-any-return]
 
-    def draw(seed: np.ndarray) -> list[np.ndarray]:
-        rng = np.random.default_rng(np.asarray(seed))
-        return [rng.standard_normal(s.shape).astype(s.dtype) for s in shapes]
 
-    drawn = jax.pure_callback(draw, shapes, jax.random.key_data(key), vmap_method="sequential")
-    return jax.tree_util.tree_unflatten(treedef, [scale * d for d in drawn])  # type: ignore[no-any-return]
+def _standard_normals(key: jax.Array, shape: tuple[int, ...], dtype: Any, std: float | jax.Array) -> jax.Array:
+    """The first prod(shape) standard normals of ``key``'s blocks, reshaped, times ``std`` in ``dtype``."""
+    n = math.prod(shape)
+    blocks = [jax.random.normal(jax.random.fold_in(key, j), (BLOCK,), dtype) for j in range(-(-n // BLOCK))]
+    if any(isinstance(x, jax.core.Tracer) for x in (*blocks, std)):  # under a transformation: traced
+        z = jnp.concatenate(blocks)[:n] if blocks else jnp.zeros(0, dtype)
+        return z.reshape(shape) * jnp.asarray(std, dtype)
+    # Eagerly, the cutting and scaling run on the host: no operation of its own to compile.
+    host = np.concatenate([np.asarray(block) for block in blocks])[:n] if blocks else np.zeros(0, dtype)
+    return jnp.asarray(host.reshape(shape) * np.asarray(std, dtype))
 
 
 def floating_template(op: str, name: str, template: object) -> None:
@@ -125,125 +152,76 @@ def fan_in(template: Applicative[Any, Any]) -> int:
 @dataclass(frozen=True)
 class Std:
     """The standard deviation gain / sqrt(fan summed) of a weight that reads ``fan`` inputs (as a
-    ``Variance`` counts them) and whose outputs are summed over ``summed`` terms (the heads).
-
-    Kept in its parts, which each ``Draw`` combines in its own arithmetic, the one its weights have
-    always had (so they stay the same to the bit): ``KeyDraw`` gain (1 / sqrt(fan summed)) in the
-    weights' dtype, ``NumpyDraw`` z (gain / sqrt(summed)) / sqrt(fan) in float64."""
+    ``Variance`` counts them) and whose outputs are summed over ``summed`` terms (the heads)."""
 
     fan: float | jax.Array
     summed: float | jax.Array = 1
     gain: float = 1.0
 
-
-class Draw(Protocol):
-    """Where an initialiser's random weights come from (``KeyDraw``, ``NumpyDraw``)."""
-
-    def normal(self, template: T, std: Std, /) -> T:
-        """A copy of ``template`` whose (floating) leaves are independent N(0, std^2) draws."""
-        ...
-
-    def zeros(self, template: T, /) -> T:
-        """Zeros shaped like ``template`` (a bias)."""
-        ...
-
-    def split(self, n: int, /) -> tuple[Draw, ...]:
-        """``n`` draws for ``n`` parts, drawn independently."""
-        ...
-
-    def each(self, template: Applicative[F, Any], init: Callable[[Draw], T], /) -> Applicative[F, T]:
-        """A structure shaped like ``template`` of independently initialised elements (heads)."""
-        ...
-
-    def keyed(self, init: Callable[[jax.Array], T], /) -> T:
-        """``init`` run on a PRNG key of this draw's: a part that draws from keys only (a user's score)."""
-        ...
+    @property
+    def value(self) -> jax.Array:
+        """gain / sqrt(fan summed)."""
+        return self.gain / jnp.sqrt(jnp.multiply(self.fan, self.summed))
 
 
-@dataclass(frozen=True)
-class KeyDraw:
-    """Draws from a PRNG key: ``normal_like`` (numpy's PCG64 seeded with the key, through a host
-    callback), ``jax.random.split`` for parts, ``init_each`` for the elements of a structure. The
-    draw an initialiser given a bare key uses; it runs compiled (``compiled_init``)."""
+class Draws:
+    """The draws of one initialiser from its key, in the order it asks: the i-th request, a weight
+    (``normal``), a key for a part another initialiser builds (``key``) or for a user's score
+    (``keyed``), gets ``fold_in(key, i)``. Zeros (biases) are no request.
 
-    key: jax.Array
+    ``each`` draws the elements of a ``Dense`` structure together, through a view of these draws with
+    the structure's axes as ``batch``: the axes in front of every weight, one request a weight for
+    every element."""
+
+    def __init__(self, key: jax.Array, batch: tuple[int, ...] = (), requests: Iterator[int] | None = None) -> None:
+        self.root = key
+        self.batch = batch
+        self.requests = itertools.count() if requests is None else requests
+
+    def key(self) -> jax.Array:
+        """The key of the next request."""
+        return jax.random.fold_in(self.root, next(self.requests))
 
     def normal(self, template: T, std: Std) -> T:
-        return normal_like(self.key, template, std.gain * (1.0 / jnp.sqrt(std.fan * std.summed)))
+        """A copy of ``template`` (of floating leaves) of N(0, std^2) draws, ``batch`` axes in front."""
+        floating_template("Draws.normal", "the", template)
+        return _normal(self.key(), template, std.value, self.batch)
 
     def zeros(self, template: T) -> T:
-        zeros: T = ARITHMETIC.zero(template)
-        return zeros
+        """Zeros shaped like ``template`` (a bias), ``batch`` axes in front; no request."""
 
-    def split(self, n: int) -> tuple[KeyDraw, ...]:
-        return tuple(KeyDraw(k) for k in jax.random.split(self.key, n))
-
-    def each(self, template: Applicative[F, Any], init: Callable[[Draw], T]) -> Applicative[F, T]:
-        return init_each(self.key, template, lambda k: init(KeyDraw(k)))
-
-    def keyed(self, init: Callable[[jax.Array], T]) -> T:
-        return init(self.key)
-
-
-@dataclass(frozen=True)
-class NumpyDraw:
-    """Draws from one numpy ``Generator``, in the order the initialisers ask: z N(0, 1) in float64,
-    scaled there, z gain / sqrt(summed) / sqrt(fan), then rounded to the template's dtype. The
-    elements of a structure (heads) are drawn together, each weight for all of them in one call
-    (``batch``: their axes, in front of every leaf). Host work only: nothing is compiled.
-
-    >>> import numpy as np
-    >>> from applicative import Dim, Vec
-    >>> class Model(Dim): ...
-    >>> w = NumpyDraw(np.random.default_rng(0)).normal(Vec.from_array(np.zeros(3), Model), Std(fan=4))
-    >>> bool(np.allclose(w.data, np.random.default_rng(0).standard_normal(3) / 2))
-    True
-    """
-
-    rng: np.random.Generator
-    batch: tuple[int, ...] = ()
-
-    def normal(self, template: T, std: Std) -> T:
-        floating_template("NumpyDraw.normal", "the", template)
-        scale = std.gain / np.sqrt(std.summed)
-
-        def draw(leaf: Any) -> jax.Array:
-            z = self.rng.standard_normal((*self.batch, *jnp.shape(leaf)))
-            return jnp.asarray(z * scale / np.sqrt(std.fan), jnp.result_type(leaf))
-
-        return jax.tree_util.tree_map(draw, template)  # type: ignore[no-any-return]
-
-    def zeros(self, template: T) -> T:
         def zeros(leaf: Any) -> jax.Array:
-            return jnp.zeros((*self.batch, *jnp.shape(leaf)), jnp.result_type(leaf))
+            return jnp.asarray(np.zeros((*self.batch, *jnp.shape(leaf)), jnp.result_type(leaf)))
 
         return jax.tree_util.tree_map(zeros, template)  # type: ignore[no-any-return]
 
-    def split(self, n: int) -> tuple[NumpyDraw, ...]:
-        return (self,) * n  # one stream: the parts draw in turn
-
-    def each(self, template: Applicative[F, Any], init: Callable[[Draw], T]) -> Applicative[F, T]:
+    def each(self, template: Applicative[F, Any], init: Callable[[Draws], T]) -> Applicative[F, T]:
+        """A structure shaped like ``template`` of independently drawn elements (heads): for a ``Dense``
+        template, ``init`` run once on these draws with its axes as ``batch``; for another (a Tree of
+        heads, outside any batch), ``init`` run on each element's own key (``init_each``)."""
         axes = template.axes() if isinstance(template, Dense) else None
         if axes is None or not isinstance(template, Dense):
-            kind = type(template).__name__
-            raise TypeError(f"NumpyDraw.each: expected a Dense template (a Vec of heads), got a {kind}")
-        stacked = init(NumpyDraw(self.rng, (*self.batch, *(axis.size for axis in axes))))
-        return template.with_elements(stacked)
+            if self.batch:
+                kind = type(template).__name__
+                raise TypeError(f"Draws.each: elements of elements must be a Dense structure, got a {kind}")
+            return init_each(self.key(), template, lambda k: init(Draws(k)))
+        return template.with_elements(
+            init(Draws(self.root, (*self.batch, *(axis.size for axis in axes)), self.requests))
+        )
 
     def keyed(self, init: Callable[[jax.Array], T]) -> T:
-        # Child generators (Generator.spawn) leave this draw's own stream where it was.
-        children = self.rng.spawn(math.prod(self.batch))
-        data = np.stack([child.integers(2**32, size=2, dtype=np.uint32) for child in children])
-        keys = jax.random.wrap_key_data(jnp.asarray(data.reshape(*self.batch, 2)))
+        """``init`` run on the key of the next request: a part that draws from keys only (a user's
+        score); with ``batch`` axes, on one key per element (``fold_in`` of it by the element's index),
+        vmapped."""
+        key = self.key()
+        if not self.batch:
+            return init(key)
+        keys = jnp.stack([jax.random.fold_in(key, e) for e in range(math.prod(self.batch))])
+        keys = keys.reshape(*self.batch, *keys.shape[1:])  # a raw uint32 key keeps its last axis
         run = init
         for _ in self.batch:
             run = jax.vmap(run)
         return run(keys)
-
-
-def as_draw(key: jax.Array | Draw) -> Draw:
-    """The draw of an initialiser's ``key`` argument: a PRNG key draws through ``KeyDraw``."""
-    return KeyDraw(key) if isinstance(key, jax.Array) else key
 
 
 def keys_like(key: jax.Array, template: Applicative[F, Any]) -> Applicative[F, jax.Array]:
@@ -259,19 +237,3 @@ def keys_like(key: jax.Array, template: Applicative[F, Any]) -> Applicative[F, j
 def init_each(key: jax.Array, template: Applicative[F, Any], init: Callable[[jax.Array], T]) -> Applicative[F, T]:
     """A structure of independently initialised elements (heads, layers): fmap init (keys_like key template)."""
     return keys_like(key, template).fmap(init)
-
-
-def compiled_init(init: Callable[Concatenate[jax.Array | Draw, P], T]) -> Callable[Concatenate[jax.Array | Draw, P], T]:
-    """Run an initialiser as one jitted computation of its key: run eagerly, its many
-    small vmapped ops would each be compiled on first use (seconds for a transformer).
-    Given a draw other than a key's (a ``NumpyDraw``: host work), it runs eagerly."""
-
-    @functools.wraps(init)
-    def run(key: jax.Array | Draw, *args: P.args, **kwargs: P.kwargs) -> T:
-        key = key.key if isinstance(key, KeyDraw) else key
-        if not isinstance(key, jax.Array):
-            return init(key, *args, **kwargs)
-        compiled: Callable[[jax.Array], T] = jax.jit(lambda k: init(k, *args, **kwargs))
-        return compiled(key)
-
-    return run  # type: ignore[return-value]

@@ -7,7 +7,8 @@
 ``norm`` is a pre-norm ``LayerNorm``, or None (the reference's residual blocks). An ``EncoderLayer``
 is a self-attention block then a feed-forward block, a ``DecoderLayer`` a (masked) self-attention
 block, a cross-attention block if it has a memory, and a feed-forward block (``layer.blocks``,
-``EncoderLayer.from_blocks``). A block is built alone from templates (``init``), and a self-attention
+``EncoderLayer.from_blocks``). A block is built alone (``init``: an attention block from an
+``AttentionOptions``, a feed-forward block from templates), and a self-attention
 or feed-forward block is itself a ``Layer`` (a map of a sequence to itself), so an ``Encoder`` may
 stack blocks.
 
@@ -20,19 +21,18 @@ checks the memory it is called with against the features its keys and values rea
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import jax
 from jax import Array
 
 from applicative.linalg import add
-from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit, features_of
-from applicative.nn._base import Draw, Matrix, Variance, by_measure, compiled_init, floating_template
+from applicative.nn._attention import AttentionOptions, MultiHeadAttention, check_templates, features_of
+from applicative.nn._base import Matrix, Variance, by_measure
 from applicative.nn._linear import outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
-from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, of_kind
+from applicative.nn._parts import Level, agree, level, of_kind
 from applicative.operands import check_nesting
-from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
 from applicative.records import record
@@ -65,12 +65,11 @@ def check_blocks(
     cross: object = None,
     mlp: object = None,
     norms: tuple[tuple[str, object], ...] = (),
-) -> tuple[object, ...]:
-    """Check the parts of a block or a layer (named ``module`` in the error; ``nn._parts.Checked``): a
+) -> None:
+    """Check the parts of a block or a layer (named ``module`` in the error; ``nn._parts``): a
     ValueError unless a self-attention reads its keys and values where it reads its queries, and the
     self-attention's, the cross attention's, the MLP's and each named norm's features are one
-    structure. Parts that do not show (None, or not built around arrays: ``nn._parts``) are skipped.
-    Returns the parts read."""
+    structure. Parts that do not show (None, or not built around arrays: ``nn._parts``) are skipped."""
     model, source = features_of(attention)
     agree(module, ("the self-attention's queries come from", model), ("its keys and values from", source))
     features: list[tuple[str, Level | None]] = [
@@ -81,75 +80,46 @@ def check_blocks(
     for name, norm in norms:
         features.append((f"{name} is on", level(norm.gamma) if isinstance(norm, LayerNorm) else None))
     agree(module, *features)
-    return attention, cross, mlp, *(norm for _, norm in norms)
-
-
-def check_templates(op: str, **templates: object) -> None:
-    """A TypeError naming ``op`` and the template unless ``heads`` is a structure and every other
-    template a structure of floating scalars (the dtype of the weights drawn from it)."""
-    given = {name: t for name, t in templates.items() if t is not None}
-    check_nesting(op, None, *((name, t, 1) for name, t in given.items() if name == "heads"))
-    check_nesting(op, ARITHMETIC, *((name, t, 1) for name, t in given.items() if name != "heads"))
-    for name, t in given.items():
-        if name != "heads":
-            floating_template(op, name, t)
 
 
 @record
-class SelfAttentionBlock(Checked, Generic[Heads, D, Hk]):
+class SelfAttentionBlock(Generic[Heads, D, Hk]):
     """x <- x + attention(norm x), with an optional self-attention mask: the first block of an encoder
     or decoder layer, and a ``Layer`` on its own."""
 
     attention: MultiHeadAttention[Heads, D, D, Hk, Hk]
     norm: LayerNorm[D] | None
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         of_kind("SelfAttentionBlock", ("attention", self.attention, MultiHeadAttention), ("norm", self.norm, NORM))
-        return check_blocks("SelfAttentionBlock", attention=self.attention, norms=(("the norm", self.norm),))
+        check_blocks("SelfAttentionBlock", attention=self.attention, norms=(("the norm", self.norm),))
 
     def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None) -> Matrix[S, D]:
         return add(x, self.attention(norm_each(self.norm, x), mask=mask))
 
     @staticmethod
-    @compiled_init
-    def init(
-        key: jax.Array | Draw,
-        *,
-        heads: Applicative[Heads, Any],
-        model: Applicative[D, Array],
-        head_features: Applicative[Hk, Array],
-        layer_norm: bool = True,
-        score: ScoreInit = DotProduct,
-        normalise: Normalisation = SOFTMAX,
-        variance: Variance = by_measure,
-        output_gain: float = 1.0,
-    ) -> SelfAttentionBlock[Heads, D, Hk]:
-        """Templates give the shapes; the attention as ``MultiHeadAttention.init`` draws it from ``key``
-        (queries, keys and values N(0, 1 / variance(model)), output projections N(0, output_gain^2 /
-        (variance(head_features) variance(heads))), zero biases); the norm starts as the identity
-        (``layer_norm=False``: no norm). A template that is not a structure (of floating scalars, but
-        ``heads``) raises, naming it."""
-        check_templates("SelfAttentionBlock.init", heads=heads, model=model, head_features=head_features)
-        attention = MultiHeadAttention.init(
-            key, heads=heads, model=model, head_features=head_features, value_features=head_features,
-            source=model, score=score, normalise=normalise, variance=variance, output_gain=output_gain,
-        )  # fmt: skip
-        return SelfAttentionBlock(attention, LayerNorm.init(model) if layer_norm else None)
+    def init(key: jax.Array, options: AttentionOptions[Heads, D, Hk]) -> SelfAttentionBlock[Heads, D, Hk]:
+        """The attention as ``MultiHeadAttention.init`` draws it from ``key`` (queries, keys and values
+        N(0, 1 / variance(model)), output projections N(0, output_gain^2 / (variance(head_features)
+        variance(heads))), zero biases; values of the head's features); the norm starts as the
+        identity (``options.layer_norm=False``: no norm)."""
+        attention: MultiHeadAttention[Heads, D, D, Hk, Hk] = MultiHeadAttention.init(
+            key, options, value_features=options.head_features, source=options.model
+        )
+        return SelfAttentionBlock(attention, LayerNorm.init(options.model) if options.layer_norm else None)
 
 
 @record
-class CrossAttentionBlock(Checked, Generic[Heads, D, E, Hk]):
+class CrossAttentionBlock(Generic[Heads, D, E, Hk]):
     """x <- x + attention(norm x, memory): queries from a sequence ``I (D a)``, keys and values from a
     memory ``F (E a)`` of any structure (an encoder's states), an optional mask ``I (F bool)``."""
 
     attention: MultiHeadAttention[Heads, D, E, Hk, Hk]
     norm: LayerNorm[D] | None
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         of_kind("CrossAttentionBlock", ("attention", self.attention, MultiHeadAttention), ("norm", self.norm, NORM))
-        return check_blocks("CrossAttentionBlock", cross=self.attention, norms=(("the norm", self.norm),))
+        check_blocks("CrossAttentionBlock", cross=self.attention, norms=(("the norm", self.norm),))
 
     def __call__(self, x: Matrix[I, D], memory: Matrix[F, E], mask: Matrix[I, F] | None = None) -> Matrix[I, D]:
         """Checks (static: kinds, tags, sizes) that ``memory`` is a structure of the features the keys and
@@ -160,53 +130,38 @@ class CrossAttentionBlock(Checked, Generic[Heads, D, E, Hk]):
         return add(x, self.attention(norm_each(self.norm, x), memory, mask))
 
     @staticmethod
-    @compiled_init
     def init(
-        key: jax.Array | Draw,
-        *,
-        heads: Applicative[Heads, Any],
-        model: Applicative[D, Array],
-        head_features: Applicative[Hk, Array],
-        source: Applicative[E, Array],
-        layer_norm: bool = True,
-        score: ScoreInit = DotProduct,
-        normalise: Normalisation = SOFTMAX,
-        variance: Variance = by_measure,
-        output_gain: float = 1.0,
+        key: jax.Array, options: AttentionOptions[Heads, D, Hk], *, source: Applicative[E, Array]
     ) -> CrossAttentionBlock[Heads, D, E, Hk]:
         """As ``SelfAttentionBlock.init``, with ``source`` the template of the memory's features (keys
-        and values are drawn N(0, 1 / variance(source)))."""
-        check_templates(
-            "CrossAttentionBlock.init", heads=heads, model=model, head_features=head_features, source=source
+        and values are drawn N(0, 1 / variance(source))); a ``source`` that is not a structure of
+        floating scalars raises, naming it."""
+        check_templates("CrossAttentionBlock.init", source=source)
+        attention: MultiHeadAttention[Heads, D, E, Hk, Hk] = MultiHeadAttention.init(
+            key, options, value_features=options.head_features, source=source
         )
-        attention = MultiHeadAttention.init(
-            key, heads=heads, model=model, head_features=head_features, value_features=head_features,
-            source=source, score=score, normalise=normalise, variance=variance, output_gain=output_gain,
-        )  # fmt: skip
-        return CrossAttentionBlock(attention, LayerNorm.init(model) if layer_norm else None)
+        return CrossAttentionBlock(attention, LayerNorm.init(options.model) if options.layer_norm else None)
 
 
 @record
-class FeedForward(Checked, Generic[D, Hidden]):
+class FeedForward(Generic[D, Hidden]):
     """x <- x + fmap mlp (norm x): the feed-forward block, the last of an encoder or decoder layer, and
     a ``Layer`` on its own that mixes no positions (between kernel integrals it gives a neural
     operator its nonlinearity)."""
 
     mlp: MLP[D, Hidden]
     norm: LayerNorm[D] | None
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         of_kind("FeedForward", ("mlp", self.mlp, MLP), ("norm", self.norm, NORM))
-        return check_blocks("FeedForward", mlp=self.mlp, norms=(("the norm", self.norm),))
+        check_blocks("FeedForward", mlp=self.mlp, norms=(("the norm", self.norm),))
 
     def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]:
         return add(x, norm_each(self.norm, x).fmap(self.mlp))
 
     @staticmethod
-    @compiled_init
     def init(
-        key: jax.Array | Draw,
+        key: jax.Array,
         *,
         model: Applicative[D, Array],
         hidden: Applicative[Hidden, Array],

@@ -18,9 +18,9 @@ import jax
 from jax import Array
 
 from applicative.linalg import add, mul_mm, outer, sum_mul_mmt
-from applicative.nn._base import Draw, Matrix, Std, Variance, as_draw, by_measure, compiled_init
-from applicative.nn._linear import Linear, inputs_of, outputs_of
-from applicative.nn._parts import Checked, Mark, agree, level, mark, nested, stacked
+from applicative.nn._base import Draws, Matrix, Std, Variance, by_measure
+from applicative.nn._linear import Linear, draw_linear, inputs_of, outputs_of
+from applicative.nn._parts import agree, level, nested, stacked
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
 from applicative.records import record
@@ -34,7 +34,7 @@ Heads = TypeVar("Heads", bound=Measured)
 
 
 @record
-class KernelHead(Checked, Generic[S, D, Hv]):
+class KernelHead(Generic[S, D, Hv]):
     """One head: a kernel on the sequence, a value map into the head's features, and the output
     projection back to the features.
 
@@ -44,35 +44,31 @@ class KernelHead(Checked, Generic[S, D, Hv]):
     kernel: Matrix[S, S]
     value: Linear[D, Hv]
     output: Matrix[D, Hv]
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         kernel, value, output = self.kernel, self.value, self.output
         module = "KernelHead"
         nested(module, ("kernel", kernel, 2), ("output", output, 2))
         agree(module, ("the kernel's rows are", level(kernel)), ("its columns are", level(kernel, 1)))
         agree(module, ("the value's outputs are", outputs_of(value)), ("the output's inputs are", level(output, 1)))
         agree(module, ("the value's inputs are", inputs_of(value)), ("the output's outputs are", level(output)))
-        return kernel, value, output
 
 
 @record
-class KernelIntegral(Checked, Generic[Heads, S, D, Hv]):
+class KernelIntegral(Generic[Heads, S, D, Hv]):
     """x + sum_h W_o^h (K_h (W_v^h x)) + b, the heads a structure (as in ``MultiHeadAttention``).
 
     Built, it checks that the bias is a structure of scalars on the heads' output structure."""
 
     heads: Applicative[Heads, KernelHead[S, D, Hv]]
     bias: Applicative[D, Array]
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         heads, bias = self.heads, self.bias
         nested("KernelIntegral", ("bias", bias, 1))
         head = stacked(heads)
         outputs = level(head.output) if isinstance(head, KernelHead) else None
         agree("KernelIntegral", ("the bias is", level(bias)), ("the heads' outputs are", outputs))
-        return heads, bias
 
     def __call__(self, x: Matrix[S, D], mask: Matrix[S, S] | None = None, /) -> Matrix[S, D]:
         if mask is not None:
@@ -82,9 +78,8 @@ class KernelIntegral(Checked, Generic[Heads, S, D, Hv]):
         return add(x, add(projected, projected.pure(self.bias)))
 
     @staticmethod
-    @compiled_init
     def init(
-        key: jax.Array | Draw,
+        key: jax.Array,
         *,
         heads: Applicative[Heads, Array],
         sequence: Applicative[S, Array],
@@ -96,17 +91,17 @@ class KernelIntegral(Checked, Generic[Heads, S, D, Hv]):
         """Templates give the shapes. Kernels N(0, 1 / variance(sequence)^2) (so that, with the default
         ``by_measure``, a kernel integral keeps a function's size), value maps ``Linear.init``
         (N(0, 1 / variance(model)), zero bias), output projections N(0, output_gain^2 /
-        (variance(value_features) variance(heads))), since the heads' outputs are summed; a zero bias."""
+        (variance(value_features) variance(heads))), since the heads' outputs are summed; a zero bias.
+        The requests of ``key``, each for every head at once: kernels, values, output projections."""
         n = variance(sequence)
         out_std = Std(variance(value_features), variance(heads), output_gain)
 
-        def one_head(draw: Draw) -> KernelHead[S, D, Hv]:
-            dk, dv, do = draw.split(3)
+        def one_head(draw: Draws) -> KernelHead[S, D, Hv]:
             return KernelHead(
-                dk.normal(jax.eval_shape(outer, sequence, sequence), Std(n * n)),
-                Linear.init(dv, model, value_features, variance=variance),
-                do.normal(jax.eval_shape(outer, model, value_features), out_std),
+                draw.normal(jax.eval_shape(outer, sequence, sequence), Std(n * n)),
+                draw_linear(draw, model, value_features, variance=variance),
+                draw.normal(jax.eval_shape(outer, model, value_features), out_std),
             )
 
-        draw = as_draw(key)
+        draw = Draws(key)
         return KernelIntegral(draw.each(heads, one_head), draw.zeros(model))

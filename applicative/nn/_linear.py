@@ -8,8 +8,8 @@ import jax
 from jax import Array
 
 from applicative.linalg import add, mul_mmt, mul_mv, outer
-from applicative.nn._base import Draw, Matrix, Std, Variance, as_draw, by_measure, floating_template
-from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested
+from applicative.nn._base import Draws, Matrix, Std, Variance, by_measure, floating_template
+from applicative.nn._parts import Level, agree, level, nested
 from applicative.operands import check_nesting
 from applicative.protocols.algebra import arithmetic
 from applicative.protocols.applicative import Applicative
@@ -24,7 +24,7 @@ S = TypeVar("S")
 
 
 @record
-class Linear(Checked, Generic[In, Out]):
+class Linear(Generic[In, Out]):
     """(W x + b)_o = sum_i W_oi x_i + b_o, with ``weight`` indexed [out][in].
 
     ``linear(x)`` maps one element; ``linear.each(xs)`` maps every element of a structure, as
@@ -38,13 +38,11 @@ class Linear(Checked, Generic[In, Out]):
 
     weight: Applicative[Out, Applicative[In, Array]]
     bias: Applicative[Out, Array] | None
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         weight, bias = self.weight, self.bias
         nested("Linear", ("weight", weight, 2), ("bias", bias, 1))
         agree("Linear", ("the bias is", level(bias)), ("the weight's outputs are", level(weight)))
-        return weight, bias
 
     def __call__(self, x: Applicative[In, Array]) -> Applicative[Out, Array]:
         y = mul_mv(self.weight, x)
@@ -57,7 +55,7 @@ class Linear(Checked, Generic[In, Out]):
 
     @staticmethod
     def init(
-        key: jax.Array | Draw,
+        key: jax.Array,
         inputs: Applicative[In, Array],
         outputs: Applicative[Out, Array],
         *,
@@ -66,14 +64,28 @@ class Linear(Checked, Generic[In, Out]):
         gain: float = 1.0,
     ) -> Linear[In, Out]:
         """Weights N(0, gain^2 / variance(inputs)) (LeCun's with the default ``by_measure``: 1 /
-        measure(inputs)), zero bias; ``inputs``/``outputs`` are templates, structures of floating
-        scalars (anything else raises, naming the template)."""
-        check_nesting("Linear.init", arithmetic(), ("inputs", inputs, 1), ("outputs", outputs, 1))
-        floating_template("Linear.init", "inputs", inputs)
-        floating_template("Linear.init", "outputs", outputs)
-        draw = as_draw(key)
-        weight = draw.normal(jax.eval_shape(outer, outputs, inputs), Std(variance(inputs), gain=gain))
-        return Linear(weight, draw.zeros(outputs) if bias else None)
+        measure(inputs)), drawn from ``key`` (``nn._base``'s rule: the weight is its first request),
+        zero bias; ``inputs``/``outputs`` are templates, structures of floating scalars (anything else
+        raises, naming the template)."""
+        return draw_linear(Draws(key), inputs, outputs, bias=bias, variance=variance, gain=gain)
+
+
+def draw_linear(
+    draw: Draws,
+    inputs: Applicative[In, Array],
+    outputs: Applicative[Out, Array],
+    *,
+    bias: bool = True,
+    variance: Variance = by_measure,
+    gain: float = 1.0,
+) -> Linear[In, Out]:
+    """``Linear.init`` from an initialiser's draws (one request, the weight): the maps of heads drawn
+    together, the maps of an MLP."""
+    check_nesting("Linear.init", arithmetic(), ("inputs", inputs, 1), ("outputs", outputs, 1))
+    floating_template("Linear.init", "inputs", inputs)
+    floating_template("Linear.init", "outputs", outputs)
+    weight = draw.normal(jax.eval_shape(outer, outputs, inputs), Std(variance(inputs), gain=gain))
+    return Linear(weight, draw.zeros(outputs) if bias else None)
 
 
 def outputs_of(linear: object) -> Level | None:

@@ -19,9 +19,9 @@ import jax.numpy as jnp
 from jax import Array
 
 from applicative.linalg import add
-from applicative.nn._base import Draw, Variance, as_draw, by_measure, measure
-from applicative.nn._linear import Linear, inputs_of, outputs_of
-from applicative.nn._parts import Checked, Mark, agree, level, mark, nested
+from applicative.nn._base import Draws, Variance, by_measure, measure
+from applicative.nn._linear import Linear, draw_linear, inputs_of, outputs_of
+from applicative.nn._parts import agree, level, nested
 from applicative.protocols.applicative import Applicative, lift_a2
 from applicative.protocols.integration import counit
 from applicative.protocols.kinds import Measured
@@ -35,7 +35,7 @@ Hidden = TypeVar("Hidden", bound=Measured)
 
 
 @record
-class MLP(Checked, Generic[D, Hidden]):
+class MLP(Generic[D, Hidden]):
     """W2 sigma(W1 x + b1) + b2, with ``sigma`` applied to each element through ``fmap``.
 
     Built, it checks that the hidden layer maps into what the output layer maps from, and the output
@@ -45,22 +45,20 @@ class MLP(Checked, Generic[D, Hidden]):
     hidden: Linear[D, Hidden]
     output: Linear[Hidden, D]
     activation: Callable[[Array], Array] = static(default=jax.nn.relu)
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         hidden, output = self.hidden, self.output
         into, out_of = outputs_of(hidden), inputs_of(output)
         agree("MLP", ("the hidden layer's outputs are", into), ("the output layer's inputs are", out_of))
         into, out_of = outputs_of(output), inputs_of(hidden)
         agree("MLP", ("the output layer's outputs are", into), ("the hidden layer's inputs are", out_of))
-        return hidden, output
 
     def __call__(self, x: Applicative[D, Array]) -> Applicative[D, Array]:
         return self.output(self.hidden(x).fmap(self.activation))
 
     @staticmethod
     def init(
-        key: jax.Array | Draw,
+        key: jax.Array,
         model: Applicative[D, Array],
         hidden: Applicative[Hidden, Array],
         activation: Callable[[Array], Array] = jax.nn.relu,
@@ -69,17 +67,18 @@ class MLP(Checked, Generic[D, Hidden]):
         output_gain: float = 1.0,
     ) -> MLP[D, Hidden]:
         """Templates give the shapes; both maps as ``Linear.init`` draws them: the hidden one N(0, 1 /
-        variance(model)), the output one N(0, output_gain^2 / variance(hidden)), zero biases."""
-        hidden_draw, output_draw = as_draw(key).split(2)
+        variance(model)), the output one N(0, output_gain^2 / variance(hidden)), zero biases (the
+        requests of ``key``: the hidden weight, the output weight)."""
+        draw = Draws(key)
         return MLP(
-            Linear.init(hidden_draw, model, hidden, variance=variance),
-            Linear.init(output_draw, hidden, model, variance=variance, gain=output_gain),
+            draw_linear(draw, model, hidden, variance=variance),
+            draw_linear(draw, hidden, model, variance=variance, gain=output_gain),
             activation,
         )
 
 
 @record
-class LayerNorm(Checked, Generic[D]):
+class LayerNorm(Generic[D]):
     """gamma * (x - mean) / sqrt(var + eps) + beta, the moments taken through counit.
 
     Built, it checks that gamma and beta are structures of scalars on one structure (else a
@@ -88,13 +87,11 @@ class LayerNorm(Checked, Generic[D]):
     gamma: Applicative[D, Array]
     beta: Applicative[D, Array]
     eps: float = static(default=1e-5)
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         gamma, beta = self.gamma, self.beta
         nested("LayerNorm", ("gamma", gamma, 1), ("beta", beta, 1))
         agree("LayerNorm", ("gamma is", level(gamma)), ("beta is", level(beta)))
-        return gamma, beta
 
     def __call__(self, x: Applicative[D, Array]) -> Applicative[D, Array]:
         n = measure(x)

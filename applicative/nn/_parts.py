@@ -6,24 +6,18 @@ key) checks when it is built that they meet on one structure: the same kind, dim
 names the module and both parts; without the check it would fail on first use, naming a linear
 algebra operation (``mul_mmt``), or not at all. A block or a layer also checks that each part is of
 its kind (``of_kind``: a None attention, an MLP in a norm's place, a TypeError naming the module, the
-field, what it must be and what it got); JAX's rebuilds keep every part's class, so they pass it.
+field, what it must be and what it got).
 
 The checks read only static structure (kinds, tags, sizes: pytree metadata), never values, so they
-add nothing to a compiled function. JAX rebuilds models through their dataclass ``__init__``
-(``applicative.records``), and so through ``__post_init__``, where the checks run: inside ``jit``,
-``vmap`` and ``grad``, on every output of a jitted function, in ``tree_map`` and ``eval_shape``,
-around tracers and around leaves that are not arrays (None and ``object()`` placeholders, ``vmap``'s
-axis numbers, optax's masks, ``ShapeDtypeStruct``, ``ShapedArray``). Two rules make that safe and
-cheap:
+add nothing to a compiled function. They run in the module's ``__post_init__``, that is when a user
+(or an initialiser) builds it, and never when JAX rebuilds it (``applicative.records``: every output
+of ``jit``, ``grad``, ``vmap``, ``tree_map`` and ``eval_shape``, around tracers or placeholders, is
+made without ``__init__``): a training step's rebuilt model, optimiser state and gradients cost no
+check. A module of one's own is checked the same way: a ``@record`` whose ``__post_init__`` raises.
 
-- A module that passed its check with arrays carries a ``Mark`` (static metadata, which JAX keeps in
-  the pytree structure), and a module rebuilt from it skips the check: its tags and sizes are those of
-  the module it was flattened from. A training step's rebuilt model, optimiser state and gradients
-  cost one attribute read per module.
-- A part is checked only where it is a ``Dense`` structure all of whose leaves are arrays (concrete or
-  traced: a tracer is a ``jax.Array``); anything else is skipped silently, so no rebuild around
-  placeholders can fail. A module built around placeholders stays unmarked, and is checked when it is
-  rebuilt around arrays.
+A part is checked only where it is a ``Dense`` structure all of whose leaves are arrays (concrete or
+traced: a tracer is a ``jax.Array``); a module built around anything else (``ShapeDtypeStruct``
+templates, None) is built unchecked in that part.
 
 >>> import numpy as np
 >>> from applicative import Dim, Vec
@@ -38,9 +32,6 @@ ValueError: Linear: the bias is a Vec[Hidden] of size 3 but the weight's outputs
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
 import jax
 import numpy as np
 
@@ -49,14 +40,9 @@ from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.dense import Axis, Dense
 
 __all__ = [
-    "CHECKED",
-    "UNCHECKED",
-    "Checked",
     "Level",
-    "Mark",
     "agree",
     "level",
-    "mark",
     "nested",
     "of_kind",
     "stacked",
@@ -65,57 +51,6 @@ __all__ = [
 
 Level = tuple[Axis, ...]
 """The axes of one structure level (a ``Compose`` has two), outermost first."""
-
-
-class Mark:
-    """Pytree metadata of a checking module: whether its parts were checked (``CHECKED``) or not
-    (``UNCHECKED``). Any two marks compare equal, so a checked and an unchecked module (one built
-    around placeholders) have one pytree structure: ``tree_map`` over both, one ``jit`` compilation."""
-
-    __slots__ = ("done",)
-
-    def __init__(self, done: bool) -> None:
-        self.done = done
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Mark)
-
-    def __hash__(self) -> int:
-        return hash(Mark)
-
-    def __repr__(self) -> str:
-        return "checked" if self.done else "unchecked"
-
-    def __reduce__(self) -> str:
-        return "CHECKED" if self.done else "UNCHECKED"  # pickled and copied as the module's two marks
-
-
-CHECKED, UNCHECKED = Mark(True), Mark(False)
-
-
-def mark() -> Any:
-    """The field that holds a checking module's ``Mark``, its last: ``_checked: Mark = mark()`` (static,
-    left out of its repr; users never pass it, JAX passes it back when it rebuilds the module)."""
-    return dataclasses.field(default=UNCHECKED, metadata={"static": True}, repr=False)
-
-
-class Checked:
-    """A module that checks its parts when built: ``_check`` raises, naming the module, and returns the
-    parts it read. Unless the module is marked checked (JAX rebuilt it from a checked one); and it is
-    marked checked if every leaf of those parts is an array (else it is checked again when it is
-    rebuilt around arrays). Its record's last field is ``_checked: Mark = mark()``."""
-
-    _checked: Mark
-
-    def __post_init__(self) -> None:
-        if self._checked is CHECKED:  # rebuilt by JAX from a checked module
-            return
-        if all(_array(leaf) for leaf in jax.tree_util.tree_leaves(self._check())):
-            object.__setattr__(self, "_checked", CHECKED)
-
-    def _check(self) -> tuple[object, ...]:
-        """Raise unless the parts meet; return the parts read."""
-        raise NotImplementedError
 
 
 def _array(leaf: object) -> bool:
@@ -172,9 +107,8 @@ def agree(module: str, *parts: tuple[str, Level | None]) -> None:
 
 def of_kind(module: str, *parts: tuple[str, object, type | tuple[type, ...]]) -> None:
     """Raise a TypeError naming ``module`` unless each part (field, value, class or classes; ``type(None)``
-    where the field may be None) is an instance of its class. JAX rebuilds a module around parts of
-    the classes it was flattened from, so a rebuild never fails this: only a module built of parts of
-    the wrong kind (a None attention, an MLP in a norm's place) does."""
+    where the field may be None) is an instance of its class: a module built of parts of the wrong
+    kind (a None attention, an MLP in a norm's place) is refused."""
     for field, value, kind in parts:
         if not isinstance(value, kind):
             kinds = kind if isinstance(kind, tuple) else (kind,)

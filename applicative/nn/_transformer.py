@@ -20,7 +20,9 @@ or a user's own), and ``decoder.layer(i)`` is layer i typed as the ``DecoderLaye
 
 Built, every model checks that its parts meet on the model's features (``nn._parts``): a
 mismatch raises a ValueError naming the model and both parts, not a linear algebra operation
-on first use.
+on first use (a layer's ``blocks`` are built, and so checked, each time it runs: at trace time
+under ``jit``). ``init_encoder`` and ``init_decoder`` take the attention layers' heads, widths and
+choices as one ``AttentionOptions``.
 
 A model's type names only the brands its caller checks: ``Encoder[S, V, D, Out]``
 (sequence, input features, model features, outputs), ``Decoder[S, V, D, E, Out]``
@@ -30,6 +32,7 @@ features and hidden widths are the layers' business, typed in the layers.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -39,12 +42,19 @@ from jax import Array
 from typing_extensions import TypeVar as TypeVar_
 
 from applicative.linalg import add
-from applicative.nn._attention import SOFTMAX, DotProduct, MultiHeadAttention, Normalisation, ScoreInit, features_of
-from applicative.nn._base import Draw, Matrix, Variance, as_draw, by_measure, compiled_init
+from applicative.nn._attention import (
+    AttentionOptions,
+    DotProduct,
+    MultiHeadAttention,
+    ScoreInit,
+    check_templates,
+    features_of,
+)
+from applicative.nn._base import Draws, Matrix
 from applicative.nn._blocks import NORM, CrossAttentionBlock, FeedForward, SelfAttentionBlock, check_blocks, norm_each
 from applicative.nn._linear import Linear, inputs_of, outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
-from applicative.nn._parts import Checked, Level, Mark, agree, level, mark, nested, of_kind
+from applicative.nn._parts import Level, agree, level, nested, of_kind
 from applicative.operands import check_nesting
 from applicative.protocols.algebra import ARITHMETIC
 from applicative.protocols.applicative import Applicative
@@ -123,7 +133,7 @@ def _mixed_norms(op: str, *blocks: tuple[str, object]) -> ValueError:
 
 
 @record
-class EncoderLayer(Checked, Generic[Heads, D, Hk, Hidden]):
+class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
     """Self-attention and an MLP, each with a residual connection and an optional pre-norm: a
     ``SelfAttentionBlock`` then a ``FeedForward`` block (``blocks``).
 
@@ -133,19 +143,17 @@ class EncoderLayer(Checked, Generic[Heads, D, Hk, Hidden]):
     attention: MultiHeadAttention[Heads, D, D, Hk, Hk]
     mlp: MLP[D, Hidden]
     norms: tuple[LayerNorm[D], LayerNorm[D]] | None
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         of_kind("EncoderLayer", ("attention", self.attention, MultiHeadAttention), ("mlp", self.mlp, MLP))
         named = _norms("EncoderLayer", self.norms, (LayerNorm, LayerNorm))
-        return check_blocks("EncoderLayer", attention=self.attention, mlp=self.mlp, norms=named)
+        check_blocks("EncoderLayer", attention=self.attention, mlp=self.mlp, norms=named)
 
     @property
     def blocks(self) -> tuple[SelfAttentionBlock[Heads, D, Hk], FeedForward[D, Hidden]]:
         """The self-attention block and the feed-forward block this layer runs, in order."""
         n1, n2 = self.norms if self.norms is not None else (None, None)
-        # Parts of a checked layer: the blocks need no check of their own.
-        return SelfAttentionBlock(self.attention, n1, self._checked), FeedForward(self.mlp, n2, self._checked)
+        return SelfAttentionBlock(self.attention, n1), FeedForward(self.mlp, n2)
 
     @staticmethod
     def from_blocks(
@@ -169,7 +177,7 @@ class EncoderLayer(Checked, Generic[Heads, D, Hk, Hidden]):
 
 
 @record
-class DecoderLayer(Checked, Generic[Heads, D, E, Hk, Hidden]):
+class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
     """Masked self-attention, cross attention to a memory (if ``cross``), and an MLP: a
     ``SelfAttentionBlock``, a ``CrossAttentionBlock`` (or None) and a ``FeedForward`` block (``blocks``).
 
@@ -182,15 +190,14 @@ class DecoderLayer(Checked, Generic[Heads, D, E, Hk, Hidden]):
     cross: MultiHeadAttention[Heads, D, E, Hk, Hk] | None
     mlp: MLP[D, Hidden]
     norms: tuple[LayerNorm[D], LayerNorm[D] | None, LayerNorm[D]] | None
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         of_kind(
             "DecoderLayer", ("attention", self.attention, MultiHeadAttention),
             ("cross", self.cross, (MultiHeadAttention, type(None))), ("mlp", self.mlp, MLP),
         )  # fmt: skip
         named = _norms("DecoderLayer", self.norms, (LayerNorm, NORM, LayerNorm))
-        return check_blocks("DecoderLayer", attention=self.attention, cross=self.cross, mlp=self.mlp, norms=named)
+        check_blocks("DecoderLayer", attention=self.attention, cross=self.cross, mlp=self.mlp, norms=named)
 
     @property
     def blocks(
@@ -199,9 +206,8 @@ class DecoderLayer(Checked, Generic[Heads, D, E, Hk, Hidden]):
         """The masked self-attention block, the cross-attention block (None without cross attention)
         and the feed-forward block this layer runs, in order."""
         n1, n2, n3 = self.norms if self.norms is not None else (None, None, None)
-        mark = self._checked  # parts of a checked layer: the blocks need no check of their own
-        cross = None if self.cross is None else CrossAttentionBlock(self.cross, n2, mark)
-        return SelfAttentionBlock(self.attention, n1, mark), cross, FeedForward(self.mlp, n3, mark)
+        cross = None if self.cross is None else CrossAttentionBlock(self.cross, n2)
+        return SelfAttentionBlock(self.attention, n1), cross, FeedForward(self.mlp, n3)
 
     @staticmethod
     def from_blocks(
@@ -241,20 +247,18 @@ class DecoderLayer(Checked, Generic[Heads, D, E, Hk, Hidden]):
 
 
 @record
-class Embedding(Checked, Generic[S, V, D]):
+class Embedding(Generic[S, V, D]):
     """A linear map per position, plus positional encodings (fixed unless ``learned``)."""
 
     linear: Linear[V, D]
     positions: Matrix[S, D] | None
     learned: bool = static(default=False)
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         linear, positions = self.linear, self.positions
         nested("Embedding", ("positions", positions, 2))
         outputs, features = outputs_of(linear), level(positions, 1)
         agree("Embedding", ("the linear map's outputs are", outputs), ("the positions' features are", features))
-        return linear, positions
 
     def __call__(self, x: Matrix[S, V]) -> Matrix[S, D]:
         embedded = self.linear.each(x)
@@ -265,7 +269,7 @@ class Embedding(Checked, Generic[S, V, D]):
 
 
 @record
-class Encoder(Checked, Generic[S, V, D, Out]):
+class Encoder(Generic[S, V, D, Out]):
     """embed, layers, final norm, unembed (``unembed=None`` inside an encoder-decoder).
 
     Built, it checks that the embedding, the layers it knows (``EncoderLayer``s and blocks), the norm
@@ -275,10 +279,9 @@ class Encoder(Checked, Generic[S, V, D, Out]):
     layers: tuple[Layer[S, D], ...]
     norm: LayerNorm[D] | None
     unembed: Linear[D, Out] | None
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
-        return _check_stack("Encoder", self.embed, self.layers, self.norm, self.unembed)
+    def __post_init__(self) -> None:
+        _check_stack("Encoder", self.embed, self.layers, self.norm, self.unembed)
 
     def encode(self, x: Matrix[S, V], mask: Matrix[S, S] | None = None) -> Matrix[S, D]:
         """The final states, before unembedding."""
@@ -294,7 +297,7 @@ class Encoder(Checked, Generic[S, V, D, Out]):
 
 
 @record
-class Decoder(Checked, Generic[S, V, D, E, Out]):
+class Decoder(Generic[S, V, D, E, Out]):
     """embed, layers, norm, unembed. ``init_decoder``'s layers are ``DecoderLayer``s (masked
     self-attention, cross attention if built with a source, an MLP); a decoder built by hand may hold
     any ``CrossLayer``s, so ``layers`` is typed as those, and ``layer(i)`` is layer i typed as the
@@ -308,10 +311,9 @@ class Decoder(Checked, Generic[S, V, D, E, Out]):
     layers: tuple[CrossLayer[S, D, E], ...]
     norm: LayerNorm[D] | None
     unembed: Linear[D, Out]
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
-        return _check_stack("Decoder", self.embed, self.layers, self.norm, self.unembed)
+    def __post_init__(self) -> None:
+        _check_stack("Decoder", self.embed, self.layers, self.norm, self.unembed)
 
     def layer(self, i: int) -> DecoderLayer[Any, D, E, Any, Any]:
         """Layer ``i`` (negative: from the end) as the ``DecoderLayer`` it is, typed with what it holds
@@ -342,7 +344,7 @@ class Decoder(Checked, Generic[S, V, D, E, Out]):
 
 
 @record
-class EncoderDecoder(Checked, Generic[S, V, D, Out]):
+class EncoderDecoder(Generic[S, V, D, Out]):
     """decoder(target, mask, memory = encoder.encode(source)).
 
     Built, it checks that the decoder's cross attention reads the encoder's features (a ValueError
@@ -350,9 +352,8 @@ class EncoderDecoder(Checked, Generic[S, V, D, Out]):
 
     encoder: Encoder[Any, Any, D, Any]
     decoder: Decoder[S, V, D, D, Out]
-    _checked: Mark = mark()
 
-    def _check(self) -> tuple[object, ...]:
+    def __post_init__(self) -> None:
         encoder: object = self.encoder
         decoder: object = self.decoder
         embed = encoder.embed if isinstance(encoder, Encoder) else None
@@ -361,7 +362,6 @@ class EncoderDecoder(Checked, Generic[S, V, D, Out]):
         cross = crosses[0] if crosses else None
         features = ("the encoder's features are", _features(embed))
         agree("EncoderDecoder", features, ("the decoder's cross attention reads", features_of(cross)[1]))
-        return embed, cross
 
     def __call__(
         self,
@@ -394,13 +394,13 @@ def _features(part: object) -> Level | None:
 
 
 def _tuple(x: object) -> tuple[Any, ...]:
-    """``x`` if it is a tuple (a model's layers or norms), else empty (None, or a placeholder JAX rebuilds)."""
+    """``x`` if it is a tuple (a model's layers or norms), else empty (whatever else a user passed)."""
     return x if isinstance(x, tuple) else ()
 
 
-def _check_stack(module: str, embed: object, layers: object, norm: object, unembed: object) -> tuple[object, ...]:
+def _check_stack(module: str, embed: object, layers: object, norm: object, unembed: object) -> None:
     """Check that the embedding, the layers this module knows, the final norm and the unembedding meet
-    on the model's features (``nn._parts.Checked``); return the parts read."""
+    on the model's features (``nn._parts``)."""
     agree(
         module,
         ("the embedding's outputs are", _features(embed)),
@@ -408,154 +408,126 @@ def _check_stack(module: str, embed: object, layers: object, norm: object, unemb
         ("the final norm is on", level(norm.gamma) if isinstance(norm, LayerNorm) else None),
         ("the unembedding's inputs are", inputs_of(unembed)),
     )
-    return (_feature_part(embed), *map(_feature_part, _tuple(layers)), norm, unembed)
 
 
-# Initialisers: templates give every shape (see applicative.nn._base).
+# Initialisers: options and templates give every shape (see applicative.nn._base).
 
 
 @dataclass(frozen=True)
 class _Layers:
-    """What every layer of a stack is built from: templates and choices."""
+    """What every layer of a stack is built from: the attention options, the MLP's hidden template and
+    activation, and the options of the cross attention (the self-attention's, scored by ``cross_score``)."""
 
-    model: Applicative[Any, Array]
+    options: AttentionOptions[Any, Any, Any]
+    cross: AttentionOptions[Any, Any, Any]
     hidden: Applicative[Any, Array]
-    heads: Applicative[Any, Any]
-    head_features: Applicative[Any, Array]
-    layer_norm: bool
-    score: ScoreInit
-    cross_score: ScoreInit
-    normalise: Normalisation
     activation: Callable[[Array], Array]
-    variance: Variance
-    output_gain: float
 
-    def _blocks(self, draw: Draw, source: Applicative[Any, Array] | None) -> tuple[Any, Any, Any]:
-        """A layer's blocks; every norm starts as the identity (gain 1, shift 0)."""
-        d1, d2, d3 = draw.split(3)
-        kw: dict[str, Any] = {
-            "heads": self.heads,
-            "model": self.model,
-            "head_features": self.head_features,
-            "layer_norm": self.layer_norm,
-            "normalise": self.normalise,
-            "variance": self.variance,
-            "output_gain": self.output_gain,
-        }
-        attention = SelfAttentionBlock.init(d1, **kw, score=self.score)
-        cross = None if source is None else CrossAttentionBlock.init(d2, **kw, source=source, score=self.cross_score)
+    def _blocks(self, key: Array, source: Applicative[Any, Array] | None) -> tuple[Any, Any, Any]:
+        """A layer's blocks, from the requests of ``key``: the self-attention block, the cross-attention
+        block (a request even without one), the feed-forward block. Every norm starts as the identity."""
+        draw, options = Draws(key), self.options
+        attention = SelfAttentionBlock.init(draw.key(), options)
+        cross_key = draw.key()
+        cross = None if source is None else CrossAttentionBlock.init(cross_key, self.cross, source=source)
         feed_forward = FeedForward.init(
-            d3, model=self.model, hidden=self.hidden, layer_norm=self.layer_norm, activation=self.activation,
-            variance=self.variance, output_gain=self.output_gain,
+            draw.key(), model=options.model, hidden=self.hidden, layer_norm=options.layer_norm,
+            activation=self.activation, variance=options.variance, output_gain=options.output_gain,
         )  # fmt: skip
         return attention, cross, feed_forward
 
-    def encoder_layer(self, draw: Draw) -> EncoderLayer[Any, Any, Any, Any]:
-        attention, _, feed_forward = self._blocks(draw, None)
+    def encoder_layer(self, key: Array) -> EncoderLayer[Any, Any, Any, Any]:
+        attention, _, feed_forward = self._blocks(key, None)
         return EncoderLayer.from_blocks(attention, feed_forward)
 
     def decoder_layer(
-        self, draw: Draw, source: Applicative[Any, Array] | None
+        self, key: Array, source: Applicative[Any, Array] | None
     ) -> DecoderLayer[Any, Any, Any, Any, Any]:
-        return DecoderLayer.from_blocks(*self._blocks(draw, source))
+        return DecoderLayer.from_blocks(*self._blocks(key, source))
 
     def embedding(
-        self, draw: Draw, inputs: Applicative[V, Array], positions: Matrix[S, D] | None, learned: bool
+        self, key: Array, inputs: Applicative[V, Array], positions: Matrix[S, D] | None, learned: bool
     ) -> Embedding[S, V, D]:
-        return Embedding(Linear.init(draw, inputs, self.model, variance=self.variance), positions, learned)
+        return Embedding(
+            Linear.init(key, inputs, self.options.model, variance=self.options.variance), positions, learned
+        )
 
-    def unembedding(self, draw: Draw, outputs: Applicative[Out, Array]) -> Linear[D, Out]:
-        return Linear.init(draw, self.model, outputs, variance=self.variance)
+    def unembedding(self, key: Array, outputs: Applicative[Out, Array]) -> Linear[D, Out]:
+        return Linear.init(key, self.options.model, outputs, variance=self.options.variance)
 
 
-def _templates(op: str, layers: int, *templates: object) -> None:
+def _templates(op: str, layers: int, **templates: object) -> None:
     """A clear error naming ``op`` for a layer count that is not a non-negative integer, or a template
-    that is not nested as it must be: inputs, model, hidden, heads, head_features, outputs (a
-    structure of scalars each; heads' elements are unused) and positions (of structures of scalars)."""
+    that is not nested as it must be: inputs, hidden, outputs, source (a structure of floating scalars
+    each) and positions (of structures of scalars); None is skipped."""
     if not isinstance(layers, int) or isinstance(layers, bool) or layers < 0:
         raise ValueError(f"{op}: layers must be a non-negative integer, got {layers!r}")
-    names = ("inputs", "model", "hidden", "heads", "head_features", "outputs", "positions")
-    given = [(name, t) for name, t in zip(names, templates, strict=True) if t is not None]
-    check_nesting(op, None, *((name, t, 1) for name, t in given if name == "heads"))
-    check_nesting(op, ARITHMETIC, *((name, t, 2 if name == "positions" else 1) for name, t in given if name != "heads"))
+    check_templates(op, **{name: t for name, t in templates.items() if name != "positions"})
+    positions = templates.get("positions")
+    if positions is not None:
+        check_nesting(op, ARITHMETIC, ("positions", positions, 2))
 
 
-@compiled_init
 def init_encoder(
-    key: Array | Draw,
+    key: Array,
+    options: AttentionOptions[Heads, D, Hk],
     *,
     inputs: Applicative[V, Array],
-    model: Applicative[D, Array],
     hidden: Applicative[Hidden, Array],
-    heads: Applicative[Heads, Any],
-    head_features: Applicative[Hk, Array],
     layers: int,
     outputs: Applicative[AnyOut, Array] | None,
     positions: Matrix[AnySequence, D] | None = None,
     learned_positions: bool = False,
-    layer_norm: bool = True,
-    score: ScoreInit = DotProduct,
-    normalise: Normalisation = SOFTMAX,
     activation: Callable[[Array], Array] = jax.nn.relu,
-    variance: Variance = by_measure,
-    output_gain: float = 1.0,
 ) -> Encoder[AnySequence, V, D, AnyOut]:
-    """An encoder; every shape comes from a template (``outputs=None``: no unembedding). ``score``
-    and ``normalise`` may be a user's own (``nn.ScoreInit``, ``nn.Normalisation``). A template that
-    is not a structure of scalars (``positions``: of structures of scalars) raises, naming it.
+    """An encoder whose attention layers ``options`` describe (heads, widths, norms, score,
+    normalisation, variance rule, output gain; ``score`` and ``normalise`` may be a user's own); every
+    other shape comes from a template (``outputs=None``: no unembedding). A template that is not a
+    structure of floating scalars (``positions``: of structures of scalars) raises, naming it.
 
     Every linear map N(0, 1 / variance(its inputs)) (LeCun's by default), the projections back into
     the model features (each head's output, the MLP's output) times ``output_gain`` (a head's output
-    also 1 / sqrt(variance(heads))), zero biases, norms the identity."""
-    _templates("init_encoder", layers, inputs, model, hidden, heads, head_features, outputs, positions)
-    spec = _Layers(
-        model, hidden, heads, head_features, layer_norm, score, score, normalise, activation, variance, output_gain
-    )
-    draws = as_draw(key).split(layers + 2)
+    also 1 / sqrt(variance(heads))), zero biases, norms the identity. The requests of ``key``: each
+    layer's, the embedding's, the unembedding's."""
+    _templates("init_encoder", layers, inputs=inputs, hidden=hidden, outputs=outputs, positions=positions)
+    spec = _Layers(options, options, hidden, activation)
+    draw = Draws(key)
+    keys = [draw.key() for _ in range(layers + 2)]
     return Encoder(
-        spec.embedding(draws[layers], inputs, positions, learned_positions),
-        tuple(spec.encoder_layer(d) for d in draws[:layers]),
-        LayerNorm.init(model) if layer_norm else None,
-        None if outputs is None else spec.unembedding(draws[layers + 1], outputs),
+        spec.embedding(keys[layers], inputs, positions, learned_positions),
+        tuple(spec.encoder_layer(k) for k in keys[:layers]),
+        LayerNorm.init(options.model) if options.layer_norm else None,
+        None if outputs is None else spec.unembedding(keys[layers + 1], outputs),
     )
 
 
-@compiled_init
 def init_decoder(
-    key: Array | Draw,
+    key: Array,
+    options: AttentionOptions[Heads, D, Hk],
     *,
     inputs: Applicative[V, Array],
-    model: Applicative[D, Array],
     hidden: Applicative[Hidden, Array],
-    heads: Applicative[Heads, Any],
-    head_features: Applicative[Hk, Array],
     layers: int,
     outputs: Applicative[Out, Array],
     source: Applicative[AnyMemory, Array] | None = None,
     positions: Matrix[AnySequence, D] | None = None,
     learned_positions: bool = False,
-    layer_norm: bool = True,
-    score: ScoreInit = DotProduct,
     cross_score: ScoreInit = DotProduct,
-    normalise: Normalisation = SOFTMAX,
     activation: Callable[[Array], Array] = jax.nn.relu,
-    variance: Variance = by_measure,
-    output_gain: float = 1.0,
 ) -> Decoder[AnySequence, V, D, AnyMemory, Out]:
     """A decoder; with ``source`` (the encoder's feature template) each layer also attends to a memory,
-    scored by ``cross_score`` (self-attention by ``score``). Without one, a layer has no cross attention
-    and no cross-attention norm. Templates are checked, and weights drawn, as ``init_encoder``'s."""
-    _templates("init_decoder", layers, inputs, model, hidden, heads, head_features, outputs, positions)
-    if source is not None:
-        check_nesting("init_decoder", ARITHMETIC, ("source", source, 1))
-    spec = _Layers(
-        model, hidden, heads, head_features, layer_norm, score, cross_score, normalise, activation, variance,
-        output_gain,
-    )  # fmt: skip
-    draws = as_draw(key).split(layers + 2)
+    scored by ``cross_score`` (self-attention by ``options.score``). Without one, a layer has no cross
+    attention and no cross-attention norm. Templates are checked, and weights drawn, as
+    ``init_encoder``'s."""
+    _templates(
+        "init_decoder", layers, inputs=inputs, hidden=hidden, outputs=outputs, source=source, positions=positions
+    )
+    spec = _Layers(options, dataclasses.replace(options, score=cross_score), hidden, activation)
+    draw = Draws(key)
+    keys = [draw.key() for _ in range(layers + 2)]
     return Decoder(
-        spec.embedding(draws[layers], inputs, positions, learned_positions),
-        tuple(spec.decoder_layer(d, source) for d in draws[:layers]),
-        LayerNorm.init(model) if layer_norm else None,
-        spec.unembedding(draws[layers + 1], outputs),
+        spec.embedding(keys[layers], inputs, positions, learned_positions),
+        tuple(spec.decoder_layer(k, source) for k in keys[:layers]),
+        LayerNorm.init(options.model) if options.layer_norm else None,
+        spec.unembedding(keys[layers + 1], outputs),
     )

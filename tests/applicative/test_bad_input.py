@@ -113,17 +113,14 @@ def template(n: int, tag: type[Dim], dtype: Any = np.float64) -> Vec[Any, jax.Ar
     return V(np.zeros(n, dtype), tag)
 
 
+def options(**change: Any) -> nn.AttentionOptions[Any, Any, Any]:
+    templates = {"heads": template(2, Seq), "model": template(4, Model), "head_features": template(2, Hidden)}
+    return nn.AttentionOptions(**{**templates, **change})
+
+
 def encoder(**change: Any) -> object:
-    arguments = {
-        "inputs": template(3, Model),
-        "model": template(4, Model),
-        "hidden": template(5, Hidden),
-        "heads": template(2, Seq),
-        "head_features": template(2, Hidden),
-        "layers": 1,
-        "outputs": None,
-    }
-    return nn.init_encoder(jax.random.key(0), **{**arguments, **change})
+    arguments = {"inputs": template(3, Model), "hidden": template(5, Hidden), "layers": 1, "outputs": None}
+    return nn.init_encoder(jax.random.key(0), options(), **{**arguments, **change})
 
 
 NOT_A_TAG = r"dimension tag must be a subclass of Dim, not Dim itself"
@@ -619,24 +616,23 @@ CASES: dict[str, tuple[Callable[[], Any], Expected]] = {
         Raises(TypeError, r"Linear.init: inputs template's leaves must be floating .* got int64"),
     ),
     "nn.init_encoder: an array template": (
-        lambda: encoder(model=np.zeros(4)),
-        Raises(TypeError, r"init_encoder: argument model is a ndarray"),
+        lambda: encoder(hidden=np.zeros(4)),
+        Raises(TypeError, r"init_encoder: argument hidden is a ndarray"),
     ),
     "nn.init_encoder: layers -1": (
         lambda: encoder(layers=-1),
         Raises(ValueError, r"init_encoder: layers must be a non-negative integer, got -1"),
     ),
-    "nn.SelfAttentionBlock.init: an array template": (
-        lambda: nn.SelfAttentionBlock.init(
-            jax.random.key(0), heads=template(2, Seq), model=bad(np.zeros(4)), head_features=template(2, Hidden)
-        ),
-        Raises(TypeError, r"SelfAttentionBlock.init: argument model is a ndarray"),
+    "nn.AttentionOptions: an array template": (
+        lambda: options(model=bad(np.zeros(4))),
+        Raises(TypeError, r"AttentionOptions: argument model is a ndarray"),
+    ),
+    "nn.AttentionOptions: an int template": (
+        lambda: options(head_features=template(2, Hidden, int)),
+        Raises(TypeError, r"AttentionOptions: head_features template's leaves must be floating .* got int64"),
     ),
     "nn.CrossAttentionBlock.init: an int source template": (
-        lambda: nn.CrossAttentionBlock.init(
-            jax.random.key(0), heads=template(2, Seq), model=template(4, Model), head_features=template(2, Hidden),
-            source=template(3, Seq, int),
-        ),
+        lambda: nn.CrossAttentionBlock.init(jax.random.key(0), options(), source=template(3, Seq, int)),
         Raises(TypeError, r"CrossAttentionBlock.init: source template's leaves must be floating .* got int64"),
     ),
     "nn.FeedForward.init: a matrix template": (

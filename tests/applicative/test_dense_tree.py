@@ -230,11 +230,9 @@ def zeros(n: int, tag: type[N]) -> Vec[N, jax.Array]:
 
 ENCODER = nn.init_encoder(
     jax.random.key(3),
+    nn.AttentionOptions(heads=zeros(2, Head), model=zeros(4, Model), head_features=zeros(3, Key)),
     inputs=zeros(4, Model),
-    model=zeros(4, Model),
     hidden=zeros(6, Hidden),
-    heads=zeros(2, Head),
-    head_features=zeros(3, Key),
     layers=1,
     outputs=None,
 )

@@ -3,8 +3,8 @@ here as literals (never read back from the model): each weight group's sample st
 against its documented scale, on sizes large enough that a wrong factor of sqrt(2) cannot hide
 (8,192 draws a group: the estimate's own spread is under 1%; fewer draws, a wider tolerance), zero
 biases, LayerNorm's defaults, and independent draws for every head; the variance rules (``by_measure``,
-``fan_in``) and the draws (a key's, a numpy generator's, in the documented order). The Funcformer's
-initial weights: tests/funcformer/test_init.py."""
+``fan_in``) and the draws (``jax.random``'s, by ``applicative.nn``'s rule, in the documented order). The
+Funcformer's initial weights: tests/funcformer/test_init.py."""
 
 import math
 from typing import Any, TypeVar
@@ -60,10 +60,10 @@ def test_linear_is_lecun_normal_with_zero_bias() -> None:
 def test_multi_head_attention_scales_its_output_by_the_heads_it_sums(kind: str) -> None:
     source = zeros(128, Hidden) if kind == "cross" else None
     mha: nn.MultiHeadAttention[VecOf[Head], VecOf[Model], Any, VecOf[Key], VecOf[Key]]
-    mha = nn.MultiHeadAttention.init(
-        jax.random.key(1), heads=zeros(HEADS, Head), model=zeros(MODEL, Model), head_features=zeros(FEATURES, Key),
-        source=source,
-    )  # fmt: skip
+    options = nn.AttentionOptions(
+        heads=zeros(HEADS, Head), model=zeros(MODEL, Model), head_features=zeros(FEATURES, Key)
+    )
+    mha = nn.MultiHeadAttention.init(jax.random.key(1), options, source=source)
     heads = mha.heads.data  # type: ignore[attr-defined]
     sources = 128 if kind == "cross" else MODEL
     drawn(heads.query.weight, 1 / math.sqrt(MODEL))
@@ -124,10 +124,9 @@ def test_initialisers_draw_by_the_variance_rule_they_are_given() -> None:
     mlp = nn.MLP.init(jax.random.key(1), model, hidden, variance=nn.fan_in, output_gain=0.5)
     drawn(mlp.hidden.weight, 1 / math.sqrt(n * c))
     drawn(mlp.output.weight, 0.5 / math.sqrt(n * h))
-    mha: Any = nn.MultiHeadAttention.init(
-        jax.random.key(2), heads=zeros(HEADS, Head), model=model, head_features=channels(n, k, Key),
-        variance=nn.fan_in, output_gain=0.5,
-    )  # fmt: skip
+    options = nn.AttentionOptions(heads=zeros(HEADS, Head), model=model, head_features=channels(n, k, Key),
+                                  variance=nn.fan_in, output_gain=0.5)  # fmt: skip
+    mha: Any = nn.MultiHeadAttention.init(jax.random.key(2), options)
     drawn(mha.heads.data.query.weight, 1 / math.sqrt(n * c))
     drawn(mha.heads.data.output, 0.5 / math.sqrt(n * k * HEADS))
     kernel: Any = nn.KernelIntegral.init(
@@ -138,31 +137,57 @@ def test_initialisers_draw_by_the_variance_rule_they_are_given() -> None:
     drawn(kernel.heads.data.value.weight, 1 / math.sqrt(n * c))
 
 
-def test_a_key_draws_as_its_key_draw() -> None:
-    def attention(key: jax.Array | nn.Draw) -> Any:
-        return nn.MultiHeadAttention.init(key, heads=zeros(3, Head), model=zeros(6, Model), head_features=zeros(4, Key))
-
-    def linear(key: jax.Array | nn.Draw) -> Any:
-        return nn.Linear.init(key, zeros(6, Model), zeros(5, Hidden))
-
-    key = jax.random.key(4)
-    for init in (linear, attention):
-        bare, wrapped = init(key), init(nn.KeyDraw(key))
-        for a, b in zip(jax.tree_util.tree_leaves(bare), jax.tree_util.tree_leaves(wrapped), strict=True):
-            np.testing.assert_array_equal(a, b)
+def standard_normals(key: jax.Array, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """``applicative.nn``'s rule for one leaf: the first prod(shape) standard normals of
+    jax.random.normal(fold_in(key, j), (BLOCK,)), j = 0, 1, ..., in ``dtype``, reshaped."""
+    n = math.prod(shape)
+    blocks = [jax.random.normal(jax.random.fold_in(key, j), (nn.BLOCK,), dtype) for j in range(-(-n // nn.BLOCK))]
+    normals: np.ndarray = np.concatenate([np.asarray(b) for b in blocks] or [np.zeros(0, dtype)])[:n].reshape(shape)
+    return normals
 
 
-def test_a_numpy_draw_draws_each_weight_for_every_head_in_turn() -> None:
+def requested(key: jax.Array, request: int | None, shape: tuple[int, ...], std: float, dtype: Any) -> np.ndarray:
+    """The one-leaf weight of ``shape`` an initialiser draws from ``key`` at its ``request``-th request
+    (None: drawn by ``nn.normal_like(key, ...)`` itself): leaf 0 of that key, times ``std`` in ``dtype``."""
+    drawn_from = key if request is None else jax.random.fold_in(key, request)
+    weight: np.ndarray = standard_normals(jax.random.fold_in(drawn_from, 0), shape, dtype) * np.asarray(std, dtype)
+    return weight
+
+
+def test_normal_like_draws_each_leaf_from_blocks_of_its_key() -> None:
+    """Leaf l: the first n standard normals of fold_in(key, l)'s blocks, times std in the leaf's dtype; a
+    leaf of several blocks (three halves of BLOCK and more), a float32 leaf, an empty one; the same eagerly,
+    under jit and vmapped over keys."""
+    template: tuple[np.ndarray, ...] = (np.zeros((3, nn.BLOCK // 2 + 1)), np.zeros(7, np.float32), np.zeros((0, 3)))
+    key = jax.random.key(3)
+    got: tuple[np.ndarray, ...] = nn.normal_like(key, template, 0.5)
+    for leaf, (drawn_leaf, like) in enumerate(zip(got, template, strict=True)):
+        want = standard_normals(jax.random.fold_in(key, leaf), like.shape, like.dtype) * like.dtype.type(0.5)
+        assert drawn_leaf.dtype == like.dtype
+        np.testing.assert_array_equal(drawn_leaf, want)
+    for traced in (jax.jit(lambda k: nn.normal_like(k, template, 0.5))(key),
+                   jax.vmap(lambda k: nn.normal_like(k, template, 0.5))(key[None])):  # fmt: skip
+        for a, b in zip(jax.tree_util.tree_leaves(traced), got, strict=True):
+            np.testing.assert_allclose(np.reshape(a, np.shape(b)), b, rtol=1e-6)
+
+
+def test_an_initialiser_draws_its_requests_in_its_documented_order() -> None:
+    """MultiHeadAttention.init: queries, keys, values and output projections, each one request for every
+    head at once (the heads' axis in front), then the score's key (one per head, fold_in by the head's
+    index); zero biases."""
     heads, d, k = 3, 6, 4
-    mha: Any = nn.MultiHeadAttention.init(
-        nn.NumpyDraw(np.random.default_rng(0)), heads=zeros(heads, Head), model=zeros(d, Model),
-        head_features=zeros(k, Key), output_gain=0.5,
-    )  # fmt: skip
-    rng = np.random.default_rng(0)
-    for name in ("query", "key", "value"):  # every head's queries, then keys, then values
-        want = rng.standard_normal((heads, k, d)) * 1.0 / np.sqrt(d)
+    key = jax.random.key(4)
+    options = nn.AttentionOptions(heads=zeros(heads, Head), model=zeros(d, Model), head_features=zeros(k, Key),
+                                  score=nn.Multiplicative, output_gain=0.5)  # fmt: skip
+    mha: Any = nn.MultiHeadAttention.init(key, options)
+    for request, name in enumerate(("query", "key", "value")):
+        want = requested(key, request, (heads, k, d), 1.0 / np.sqrt(d), np.float64)
         np.testing.assert_array_equal(to_array(getattr(mha.heads.data, name).weight), want)
         np.testing.assert_array_equal(to_array(getattr(mha.heads.data, name).bias), np.zeros((heads, k)))
-    want = rng.standard_normal((heads, d, k)) * (0.5 / np.sqrt(heads)) / np.sqrt(k)
+    want = requested(key, 3, (heads, d, k), 0.5 / np.sqrt(k * heads), np.float64)
     np.testing.assert_array_equal(to_array(mha.heads.data.output), want)
     np.testing.assert_array_equal(to_array(mha.bias), np.zeros(d))
+    score_key = jax.random.fold_in(key, 4)
+    for h in range(heads):
+        alone = nn.Multiplicative.init(jax.random.fold_in(score_key, h), zeros(k, Key))
+        np.testing.assert_allclose(to_array(mha.heads.data.score.weight)[h], to_array(alone.weight), rtol=1e-12)

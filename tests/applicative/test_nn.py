@@ -2,7 +2,7 @@
 reference in tests/applicative/numpy_reference.py (same weights), plus masks, autoregression,
 jit, and gradients."""
 
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -38,25 +38,17 @@ def zeros(n: int, tag: type[N], dtype: type[np.floating[Any]] = np.float64) -> V
     return Vec.from_array(np.zeros(n, dtype), tag)
 
 
-class Sizes(TypedDict):
-    """The templates of the models' dimensions, passed as ``**SIZES``."""
-
-    model: Vec[Model, jax.Array]
-    hidden: Vec[Hidden, jax.Array]
-    heads: Vec[Head, jax.Array]
-    head_features: Vec[Key, jax.Array]
+Options = nn.AttentionOptions[VecOf[Head], VecOf[Model], VecOf[Key]]
 
 
-def sizes(dtype: type[np.floating[Any]] = np.float64) -> Sizes:
-    return {
-        "model": zeros(6, Model, dtype),
-        "hidden": zeros(10, Hidden, dtype),
-        "heads": zeros(3, Head, dtype),
-        "head_features": zeros(4, Key, dtype),
-    }
+def options(dtype: type[np.floating[Any]] = np.float64, **choices: Any) -> Options:
+    """The attention options of the models here: 3 heads of 4 key features on 6 model features."""
+    return nn.AttentionOptions(heads=zeros(3, Head, dtype), model=zeros(6, Model, dtype),
+                               head_features=zeros(4, Key, dtype), **choices)  # fmt: skip
 
 
-SIZES = sizes()
+OPTIONS = options()
+MODEL, HIDDEN = OPTIONS.model, zeros(10, Hidden)
 SCORES = [nn.DotProduct, nn.Multiplicative, nn.Additive]
 NORMALISATIONS = [nn.Softmax(), nn.ReferenceSoftmax(), nn.ReluAttention()]
 
@@ -112,8 +104,7 @@ def test_reference_softmax_rows_sum_to_one_over_sqrt_dk() -> None:
 def test_multi_head_attention_matches_numpy(normalise: Any) -> None:
     # value_features and source left out: the head features and the model's (brands that mypy cannot infer)
     mha: nn.MultiHeadAttention[VecOf[Head], VecOf[Model], VecOf[Model], VecOf[Key], VecOf[Key]]
-    mha = nn.MultiHeadAttention.init(jax.random.key(1), model=SIZES["model"], heads=SIZES["heads"],
-                                     head_features=SIZES["head_features"], normalise=normalise)  # fmt: skip
+    mha = nn.MultiHeadAttention.init(jax.random.key(1), options(normalise=normalise))
     mha = jax.tree_util.tree_map(lambda a: a + 0.1 * rng.normal(size=a.shape), mha)  # non-zero biases
     x = rng.normal(size=(5, 6))
     mask = np.tril(np.ones((5, 5), bool))
@@ -123,18 +114,20 @@ def test_multi_head_attention_matches_numpy(normalise: Any) -> None:
 
 def test_cross_attention_between_structures_matches_numpy() -> None:
     mha: nn.MultiHeadAttention[VecOf[Head], VecOf[Model], VecOf[Hidden], VecOf[Key], VecOf[Key]]
-    mha = nn.MultiHeadAttention.init(jax.random.key(2), model=SIZES["model"], heads=SIZES["heads"],
-                                     head_features=SIZES["head_features"], source=zeros(7, Hidden))  # fmt: skip
+    mha = nn.MultiHeadAttention.init(jax.random.key(2), OPTIONS, source=zeros(7, Hidden))
     x, memory = rng.normal(size=(4, 6)), rng.normal(size=(9, 7))
     out = as_vec(mha(Vec.from_array(x, Out, Model), Vec.from_array(memory, Seq, Hidden)))
     assert out.tag is Out
     np.testing.assert_allclose(to_array(out), ref.multi_head(mha, x, memory, None), **TOL)
 
 
-def _encoder(key: int, **options: Any) -> nn.Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Vocab]]:
+def _encoder(
+    key: int, learned_positions: bool = False, **choices: Any
+) -> nn.Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Vocab]]:
     noise = np.random.default_rng(key)
-    enc = nn.init_encoder(jax.random.key(key), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2,
-                          positions=sinusoidal_positions(5, Seq, 6, Model), **SIZES, **options)  # fmt: skip
+    enc = nn.init_encoder(jax.random.key(key), options(**choices), inputs=zeros(8, Vocab), hidden=HIDDEN,
+                          outputs=zeros(8, Vocab), layers=2, positions=sinusoidal_positions(5, Seq, 6, Model),
+                          learned_positions=learned_positions)  # fmt: skip
     # Perturb every parameter so that biases, gains and shifts all matter.
     perturbed: nn.Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Vocab]]
     perturbed = jax.tree_util.tree_map(lambda a: a + 0.1 * noise.normal(size=a.shape), enc)
@@ -158,10 +151,10 @@ def test_encoder_layer_and_encoder_match_numpy(layer_norm: bool) -> None:
 def test_encoder_decoder_matches_numpy() -> None:
     # Without positions, mypy cannot infer the sequence brands; the encoder has no output brand.
     encoder: nn.Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], Any]
-    encoder = nn.init_encoder(jax.random.key(4), inputs=zeros(8, Vocab), outputs=None, layers=2, **SIZES)
+    encoder = nn.init_encoder(jax.random.key(4), OPTIONS, inputs=zeros(8, Vocab), hidden=HIDDEN, outputs=None, layers=2)
     decoder: nn.Decoder[VecOf[Out], VecOf[Vocab], VecOf[Model], VecOf[Model], VecOf[Vocab]]
-    decoder = nn.init_decoder(jax.random.key(5), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2,
-                              source=SIZES["model"], **SIZES)  # fmt: skip
+    decoder = nn.init_decoder(jax.random.key(5), OPTIONS, inputs=zeros(8, Vocab), hidden=HIDDEN,
+                              outputs=zeros(8, Vocab), layers=2, source=MODEL)  # fmt: skip
     model = jax.tree_util.tree_map(lambda a: a + 0.1 * rng.normal(size=a.shape), nn.EncoderDecoder(encoder, decoder))
     source, target = rng.normal(size=(7, 8)), rng.normal(size=(4, 8))
     causal = np.tril(np.ones((4, 4), bool))
@@ -175,7 +168,8 @@ def test_encoder_decoder_matches_numpy() -> None:
 def test_decoder_is_autoregressive() -> None:
     # No positions and no source: mypy cannot infer the sequence brand, and there is no memory brand.
     dec: nn.Decoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], Any, VecOf[Vocab]]
-    dec = nn.init_decoder(jax.random.key(6), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=2, **SIZES)
+    dec = nn.init_decoder(jax.random.key(6), OPTIONS, inputs=zeros(8, Vocab), hidden=HIDDEN, outputs=zeros(8, Vocab),
+                          layers=2)  # fmt: skip
     run = jax.jit(lambda x, mask: to_array(dec(Vec.from_array(x, Seq, Vocab), Vec.from_array(mask, Seq, Seq))))
     causal, full = to_array(causal_mask(6, Seq)), np.ones((6, 6), bool)
     np.testing.assert_array_equal(causal, np.tril(np.ones((6, 6), bool)))  # query i sees keys j <= i
@@ -271,8 +265,8 @@ def test_a_sequence_longer_than_the_positions_is_rejected() -> None:
 
 def test_decoder_with_cross_attention_needs_memory() -> None:
     dec: nn.Decoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Model], VecOf[Vocab]]
-    dec = nn.init_decoder(jax.random.key(11), inputs=zeros(8, Vocab), outputs=zeros(8, Vocab), layers=1,
-                          source=SIZES["model"], **SIZES)  # fmt: skip
+    dec = nn.init_decoder(jax.random.key(11), OPTIONS, inputs=zeros(8, Vocab), hidden=HIDDEN,
+                          outputs=zeros(8, Vocab), layers=1, source=MODEL)  # fmt: skip
     with pytest.raises(ValueError, match="pass memory="):
         dec(Vec.from_array(np.zeros((3, 8)), Seq, Vocab), causal_mask(3, Seq))
 
@@ -282,8 +276,8 @@ def test_float32_templates_give_a_float32_model_under_x64() -> None:
         return Vec.from_array(np.zeros(n, np.float32), tag)
 
     enc: nn.Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Vocab]]
-    enc = nn.init_encoder(jax.random.key(12), inputs=zeros(8, Vocab), layers=1, outputs=zeros(8, Vocab),
-                          **sizes(np.float32))  # fmt: skip
+    enc = nn.init_encoder(jax.random.key(12), options(np.float32), inputs=zeros(8, Vocab), hidden=zeros(10, Hidden),
+                          layers=1, outputs=zeros(8, Vocab))  # fmt: skip
     assert {leaf.dtype for leaf in jax.tree_util.tree_leaves(enc)} == {jnp.dtype(jnp.float32)}
     out = jax.jit(enc)(one_hot(np.array([1, 2, 3]), Seq, 8, Vocab, jnp.float32))
     assert to_array(out).dtype == jnp.float32

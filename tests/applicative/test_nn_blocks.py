@@ -4,8 +4,10 @@ initialisers' scales; a cross-attention block over a function memory against num
 construction checks: a module whose parts disagree raises, naming it and both parts, and no rebuild by
 JAX (jit, grad, vmap, tree_map, eval_shape, optax) fails or checks again."""
 
+import contextlib
+import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from unittest import mock
 
@@ -58,23 +60,21 @@ def perturbed(model: T) -> T:
 
 HEADS, MODEL, FEATURES, SOURCE = zeros(3, Head), zeros(6, Model), zeros(4, Key), zeros(7, Hidden)
 HIDDEN = zeros(10, Hidden)
-# Modules are built once each (an initialiser compiles, about a second) and shared: records are immutable.
+OPTIONS = nn.AttentionOptions(heads=HEADS, model=MODEL, head_features=FEATURES)
+NO_NORM = dataclasses.replace(OPTIONS, layer_norm=False)
+# Modules are built once each and shared: records are immutable.
 
 
 @functools.cache
 def self_block(key: int, layer_norm: bool = True) -> nn.SelfAttentionBlock[VecOf[Head], VecOf[Model], VecOf[Key]]:
-    return nn.SelfAttentionBlock.init(
-        jax.random.key(key), heads=HEADS, model=MODEL, head_features=FEATURES, layer_norm=layer_norm
-    )
+    return nn.SelfAttentionBlock.init(jax.random.key(key), OPTIONS if layer_norm else NO_NORM)
 
 
 @functools.cache
 def cross_block(
     key: int, layer_norm: bool = True
 ) -> nn.CrossAttentionBlock[VecOf[Head], VecOf[Model], VecOf[Hidden], VecOf[Key]]:
-    return nn.CrossAttentionBlock.init(
-        jax.random.key(key), heads=HEADS, model=MODEL, head_features=FEATURES, source=SOURCE, layer_norm=layer_norm
-    )
+    return nn.CrossAttentionBlock.init(jax.random.key(key), OPTIONS if layer_norm else NO_NORM, source=SOURCE)
 
 
 @functools.cache
@@ -252,13 +252,13 @@ BIG_HEADS, BIG_MODEL, BIG_FEATURES, BIG_SOURCE, BIG_HIDDEN = 8, 64, 16, 128, 128
 def test_attention_block_initialisers_draw_the_documented_scales() -> None:
     """Queries N(0, 1/d_model), keys and values N(0, 1/d_source), each head's output projection
     N(0, 1 / (d_head heads)), zero bias; the norm the identity, or none."""
-    big: dict[str, Any] = {
-        "heads": zeros(BIG_HEADS, Head), "model": zeros(BIG_MODEL, Model), "head_features": zeros(BIG_FEATURES, Key)
-    }  # fmt: skip
-    attend = nn.SelfAttentionBlock.init(jax.random.key(13), **big)
-    cross = nn.CrossAttentionBlock.init(jax.random.key(14), source=zeros(BIG_SOURCE, Hidden), **big)
+    big = nn.AttentionOptions(
+        heads=zeros(BIG_HEADS, Head), model=zeros(BIG_MODEL, Model), head_features=zeros(BIG_FEATURES, Key)
+    )
+    attend = nn.SelfAttentionBlock.init(jax.random.key(13), big)
+    cross = nn.CrossAttentionBlock.init(jax.random.key(14), big, source=zeros(BIG_SOURCE, Hidden))
     for block, sources in ((attend, BIG_MODEL), (cross, BIG_SOURCE)):
-        heads = as_vec(block.attention.heads).data
+        heads: Any = as_vec(block.attention.heads).data
         drawn(heads.query.weight, 1 / np.sqrt(BIG_MODEL))
         drawn(heads.key.weight, 1 / np.sqrt(sources))
         drawn(heads.value.weight, 1 / np.sqrt(sources))
@@ -267,7 +267,8 @@ def test_attention_block_initialisers_draw_the_documented_scales() -> None:
         assert block.norm is not None
         np.testing.assert_array_equal(to_array(block.norm.gamma), 1.0)
         np.testing.assert_array_equal(to_array(block.norm.beta), 0.0)
-    assert nn.CrossAttentionBlock.init(jax.random.key(14), source=SOURCE, layer_norm=False, **big).norm is None
+    no_norm = dataclasses.replace(big, layer_norm=False)
+    assert nn.CrossAttentionBlock.init(jax.random.key(14), no_norm, source=SOURCE).norm is None
 
 
 def test_feed_forward_initialiser_draws_the_documented_scales() -> None:
@@ -294,7 +295,7 @@ def linear(inputs: int, outputs: int, into: type[Dim] = Model, out: type[Dim] = 
 @functools.cache
 def mha(model: int = 6, source: int | None = None) -> nn.MultiHeadAttention[Any, Any, Any, Any, Any]:
     attention: nn.MultiHeadAttention[Any, Any, Any, Any, Any] = nn.MultiHeadAttention.init(
-        jax.random.key(0), heads=HEADS, model=zeros(model, Model), head_features=FEATURES,
+        jax.random.key(0), dataclasses.replace(OPTIONS, model=zeros(model, Model)),
         source=None if source is None else zeros(source, Hidden),
     )  # fmt: skip
     return attention
@@ -594,29 +595,75 @@ def test_jax_rebuilds_models_around_tracers_and_placeholders_without_failing() -
 def _blocks_layer(key: jax.Array) -> nn.DecoderLayer[Any, Any, Any, Any, Any]:
     k1, k2, k3 = jax.random.split(key, 3)
     return nn.DecoderLayer.from_blocks(
-        nn.SelfAttentionBlock.init(k1, heads=HEADS, model=MODEL, head_features=FEATURES),
-        nn.CrossAttentionBlock.init(k2, heads=HEADS, model=MODEL, head_features=FEATURES, source=SOURCE),
+        nn.SelfAttentionBlock.init(k1, OPTIONS),
+        nn.CrossAttentionBlock.init(k2, OPTIONS, source=SOURCE),
         nn.FeedForward.init(k3, model=MODEL, hidden=HIDDEN),
     )
 
 
-def test_a_model_is_checked_when_built_and_not_again_when_jax_rebuilds_it() -> None:
-    """The checks read the structures' axes; a model rebuilt from a checked one (every output of a
-    training step) reads none."""
-    with mock.patch.object(Vec, "axes", autospec=True, side_effect=Vec.axes) as axes:
-        layer = nn.DecoderLayer.from_blocks(self_block(6), cross_block(7), feed_forward(8))
-        assert axes.call_count > 0  # built: checked
-        axes.reset_mock()
-        jax.tree_util.tree_map(lambda a: a + 1.0, layer)
-        jax.jit(lambda m: m)(layer)
-        assert axes.call_count == 0
+CHECKED = (
+    nn.Linear, nn.MLP, nn.LayerNorm, nn.AttentionHead, nn.MultiHeadAttention, nn.KernelHead, nn.KernelIntegral,
+    nn.SelfAttentionBlock, nn.CrossAttentionBlock, nn.FeedForward, nn.EncoderLayer, nn.DecoderLayer, nn.Embedding,
+    nn.Encoder, nn.Decoder, nn.EncoderDecoder,
+)  # fmt: skip
 
 
-def test_a_model_built_around_placeholders_is_checked_when_rebuilt_around_arrays() -> None:
+@contextlib.contextmanager
+def counted_checks() -> Iterator[list[str]]:
+    """The names of the modules whose check (``__post_init__``) runs inside the block, in order."""
+    calls: list[str] = []
+    with contextlib.ExitStack() as stack:
+        for cls in CHECKED:
+
+            def counting(self: Any, check: Callable[[Any], None] = cls.__post_init__, name: str = cls.__name__) -> None:
+                calls.append(name)
+                check(self)
+
+            stack.enter_context(mock.patch.object(cls, "__post_init__", counting))
+        yield calls
+
+
+def test_a_model_is_checked_when_built_and_never_when_jax_rebuilds_it() -> None:
+    """Constructing runs the check; no rebuild does, around arrays, tracers or placeholders: unflatten,
+    tree_map, jit, grad, vmap, eval_shape, optax (a module is rebuilt with object.__new__)."""
+    blocks = self_block(6), cross_block(7), feed_forward(8)
+    with counted_checks() as checks:
+        layer = nn.DecoderLayer.from_blocks(*blocks)
+        assert checks == ["DecoderLayer"]
+        checks.clear()
+
+        leaves, treedef = jax.tree_util.tree_flatten(layer)
+        assert isinstance(jax.tree_util.tree_unflatten(treedef, leaves), nn.DecoderLayer)
+        for placeholder in (None, object(), 0, True):
+            assert isinstance(jax.tree_util.tree_map(lambda _, p=placeholder: p, layer), nn.DecoderLayer)
+        assert isinstance(jax.tree_util.tree_unflatten(treedef, [object()] * len(leaves)), nn.DecoderLayer)
+
+        def total(m: Any) -> jax.Array:  # reads every leaf, builds no module
+            return sum((jnp.sum(leaf**2) for leaf in jax.tree_util.tree_leaves(m)), jnp.zeros(()))
+
+        assert isinstance(jax.jit(lambda m: m)(layer), nn.DecoderLayer)
+        gradient = jax.jit(jax.grad(total))(layer)
+        assert isinstance(jax.grad(total)(layer), nn.DecoderLayer)
+        stacked = jax.tree_util.tree_map(lambda a: jnp.stack([a, a]), layer)
+        in_axes = jax.tree_util.tree_map(lambda _: 0, layer)
+        doubled = jax.vmap(lambda m: jax.tree_util.tree_map(lambda a: 2 * a, m), in_axes=(in_axes,))(stacked)
+        assert isinstance(doubled, nn.DecoderLayer)
+        assert isinstance(jax.eval_shape(lambda m: m, layer), nn.DecoderLayer)
+        optimiser = optax.masked(optax.adam(1e-3), jax.tree_util.tree_map(lambda _: True, layer))
+        updates, _ = jax.jit(optimiser.update)(gradient, optimiser.init(layer), layer)
+        assert isinstance(optax.apply_updates(layer, updates), nn.DecoderLayer)
+        assert checks == []
+
+
+def test_a_model_is_checked_when_constructed_not_when_rebuilt_around_other_leaves() -> None:
+    """Built around placeholders, nothing shows and nothing is checked; a rebuild around arrays is not
+    checked either (as Equinox's); constructing it from those arrays is."""
+
     def shapes(*shape: int) -> Any:
         return jax.ShapeDtypeStruct(shape, jnp.float64)  # type: ignore[no-untyped-call]
 
     weight = Vec(Vec(shapes(10, 6), Model, 6), Hidden, 10)
-    template = nn.Linear(weight, Vec(shapes(9), Hidden, 9))  # placeholders: nothing to check yet
+    template = nn.Linear(weight, Vec(shapes(9), Hidden, 9))  # placeholders: nothing to check
+    rebuilt = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), template)  # a rebuild: no check
     with pytest.raises(ValueError, match=r"Linear: the bias is a Vec\[Hidden\] of size 9"):
-        jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), template)
+        nn.Linear(rebuilt.weight, rebuilt.bias)

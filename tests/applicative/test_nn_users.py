@@ -15,7 +15,7 @@ from applicative.nn import Matrix
 from applicative.protocols.kinds import Measured
 from tests.applicative import numpy_reference as ref
 from tests.applicative.dims import Model, Out, Seq
-from tests.applicative.test_nn import SIZES, Vocab, zeros
+from tests.applicative.test_nn import HIDDEN, MODEL, OPTIONS, Vocab, options, zeros
 from tests.applicative.tolerance import Tolerance
 
 I = TypeVar("I")  # noqa: E741  (queries)
@@ -67,12 +67,11 @@ def test_a_users_score_and_normalisation_run_in_an_encoder_as_the_numpy_referenc
     x = rng.normal(size=(5, 8))
     enc: nn.Encoder[Any, Any, Any, Any] = nn.init_encoder(
         jax.random.key(0),
+        options(score=NegativeDistance, normalise=Sigmoid()),
         inputs=zeros(8, Vocab),
+        hidden=HIDDEN,
         outputs=zeros(3, Vocab),
         layers=2,
-        score=NegativeDistance,
-        normalise=Sigmoid(),
-        **SIZES,
     )
     layer = enc.layers[0]
     assert isinstance(layer, nn.EncoderLayer)
@@ -87,8 +86,8 @@ def test_a_users_score_and_normalisation_run_in_an_encoder_as_the_numpy_referenc
 
 def test_cross_attention_takes_its_own_score() -> None:
     dec: nn.Decoder[Any, Any, Any, Any, Any] = nn.init_decoder(
-        jax.random.key(1), inputs=zeros(8, Vocab), outputs=zeros(3, Vocab), layers=1, source=SIZES["model"],
-        cross_score=NegativeDistance, **SIZES,
+        jax.random.key(1), OPTIONS, inputs=zeros(8, Vocab), hidden=HIDDEN, outputs=zeros(3, Vocab), layers=1,
+        source=MODEL, cross_score=NegativeDistance,
     )  # fmt: skip
     layer = dec.layers[0]
     assert isinstance(layer, nn.DecoderLayer)
@@ -105,7 +104,7 @@ def test_cross_attention_takes_its_own_score() -> None:
 
 def test_a_decoder_without_a_source_has_no_parameter_without_a_gradient() -> None:
     dec: nn.Decoder[Any, Any, Any, Any, Any] = nn.init_decoder(
-        jax.random.key(2), inputs=zeros(8, Vocab), outputs=zeros(3, Vocab), layers=2, **SIZES
+        jax.random.key(2), OPTIONS, inputs=zeros(8, Vocab), hidden=HIDDEN, outputs=zeros(3, Vocab), layers=2
     )
     assert all(
         isinstance(layer, nn.DecoderLayer)
@@ -123,8 +122,9 @@ def test_a_decoder_without_a_source_has_no_parameter_without_a_gradient() -> Non
     assert len(gradients) == len(jax.tree_util.tree_leaves(dec))
     assert all(float(jnp.max(jnp.abs(g))) > 0 for g in gradients)
     with_source: nn.Decoder[Any, Any, Any, Any, Any] = nn.init_decoder(
-        jax.random.key(2), inputs=zeros(8, Vocab), outputs=zeros(3, Vocab), layers=2, source=SIZES["model"], **SIZES
-    )
+        jax.random.key(2), OPTIONS, inputs=zeros(8, Vocab), hidden=HIDDEN, outputs=zeros(3, Vocab), layers=2,
+        source=MODEL,
+    )  # fmt: skip
     assert all(
         isinstance(layer, nn.DecoderLayer) and layer.norms is not None and layer.norms[1] is not None
         for layer in with_source.layers
@@ -134,7 +134,7 @@ def test_a_decoder_without_a_source_has_no_parameter_without_a_gradient() -> Non
 def test_a_padded_sequence_attends_only_to_its_real_positions() -> None:
     """Padding changes nothing at the real positions; the mask is PyTorch's key_padding_mask negated."""
     enc: nn.Encoder[Any, Any, Any, Any] = nn.init_encoder(
-        jax.random.key(3), inputs=zeros(8, Vocab), outputs=zeros(3, Vocab), layers=2, **SIZES
+        jax.random.key(3), OPTIONS, inputs=zeros(8, Vocab), hidden=HIDDEN, outputs=zeros(3, Vocab), layers=2
     )
     length, size = 3, 6
     x = rng.normal(size=(size, 8))

@@ -1,16 +1,18 @@
 """The Funcformer's initialisation: each weight group of ``funcformer.init`` draws its documented scale
 (sample standard deviations against the formulas written here as literals, as in
-tests/applicative/test_init.py), and its initial weights are, draw for draw, the numpy draws its
-docstring lists, in ``funcformer.weights``' layout."""
+tests/applicative/test_init.py), and its initial weights are, draw for draw, the ``jax.random`` draws
+its docstring and ``applicative.nn``'s rule give, in ``funcformer.weights``' layout."""
 
+import itertools
 import math
 from typing import Any
 
+import jax
 import numpy as np
 import pytest
 
 import funcformer
-from tests.applicative.test_init import drawn
+from tests.applicative.test_init import drawn, requested
 
 
 def test_funcformer_draws_its_documented_scales() -> None:
@@ -49,8 +51,9 @@ def test_funcformer_draws_its_documented_scales() -> None:
         np.testing.assert_array_equal(norm["beta"], 0.0)
 
 
-# The Funcformer's initial weights, draw for draw: one generator, each weight z gain / sqrt(fan) with z
-# standard normal in float64, in the order funcformer.init documents, in funcformer.weights' layout.
+# The Funcformer's initial weights, draw for draw: part i of the model (in the order funcformer.init
+# documents) drawn from fold_in(key, i), each of its weights from one request of that key (in the order
+# its initialiser documents, tests/applicative/test_init.py's ``requested``), in funcformer.weights' layout.
 FUNCFORMER_CONFIGS = [
     funcformer.ModelConfig(n=5, channels=3, heads=2, head_channels=2, hidden_channels=4, layers=4, axes="xy",
                            mixers="akma", layer_norm=True),
@@ -61,15 +64,14 @@ FUNCFORMER_CONFIGS = [
 ]  # fmt: skip
 
 
-def funcformer_draws(seed: int, config: funcformer.ModelConfig) -> dict[str, Any]:
-    """funcformer.init's documented weights, drawn here with numpy."""
-    rng = np.random.default_rng(seed)
+def funcformer_draws(seed: int, config: funcformer.ModelConfig, dtype: type) -> dict[str, Any]:
+    """funcformer.init's documented weights, drawn here with jax.random."""
+    parts = (jax.random.fold_in(jax.random.key(seed), i) for i in itertools.count())
     n, c, heads, k, h = config.n, config.channels, config.heads, config.head_channels, config.hidden_channels
     residual = 1 / np.sqrt(2.0 * config.layers)
 
-    def normal(shape: tuple[int, ...], fan: int, gain: float = 1.0) -> np.ndarray:
-        drawn: np.ndarray = rng.standard_normal(shape) * gain / np.sqrt(fan)
-        return drawn
+    def normal(part: jax.Array, request: int, shape: tuple[int, ...], fan: int, gain: float = 1.0) -> np.ndarray:
+        return requested(part, request, shape, gain / np.sqrt(float(fan)), dtype)
 
     def norm() -> dict[str, np.ndarray]:
         gamma = np.zeros((n, c))
@@ -79,34 +81,38 @@ def funcformer_draws(seed: int, config: funcformer.ModelConfig) -> dict[str, Any
     def norms(count: int) -> list[dict[str, np.ndarray]] | None:
         return [norm() for _ in range(count)] if config.layer_norm else None
 
-    def mlp() -> dict[str, Any]:
+    def mlp() -> dict[str, Any]:  # a FeedForward: its hidden, then its output weight
+        part = next(parts)
         return {
-            "hidden": {"weight": normal((n, h, n, c), n * c), "bias": np.zeros((n, h))},
-            "output": {"weight": normal((n, c, n, h), n * h, residual), "bias": np.zeros((n, c))},
+            "hidden": {"weight": normal(part, 0, (n, h, n, c), n * c), "bias": np.zeros((n, h))},
+            "output": {"weight": normal(part, 1, (n, c, n, h), n * h, residual), "bias": np.zeros((n, c))},
         }
 
-    def head_map() -> dict[str, np.ndarray]:
-        return {"weight": normal((heads, n, k, n, c), n * c), "bias": np.zeros((heads, n, k))}
+    def head_map(part: jax.Array, request: int) -> dict[str, np.ndarray]:  # every head's at once
+        return {"weight": normal(part, request, (heads, n, k, n, c), n * c), "bias": np.zeros((heads, n, k))}
 
-    embed = {"weight": normal((n, c, n), n)[..., None], "bias": np.zeros((n, c))}
-    positions = normal((n, n, c), n * n)
+    embed_part = next(parts)
+    embed = {"weight": normal(embed_part, 0, (n, c, n), n)[..., None], "bias": np.zeros((n, c))}
+    positions = requested(next(parts), None, (n, n, c), 1 / n, dtype)  # nn.normal_like: no request
     layers: list[dict[str, Any]] = []
     for i in range(config.layers):
         axis, mixer = config.axes[i % len(config.axes)], config.mixers[i % len(config.mixers)]
-        if mixer == "k":
-            kernel = normal((heads, n, n), n * n)
-            value = head_map()
-            output = normal((heads, n, c, n, k), n * k, residual / np.sqrt(heads))
+        if mixer == "k":  # a KernelIntegral: kernels, values, output projections
+            part = next(parts)
+            kernel = normal(part, 0, (heads, n, n), n * n)
+            value = head_map(part, 1)
+            output = normal(part, 2, (heads, n, c, n, k), n * k * heads, residual)
             layers.append({"axis": axis, "kernel": {"kernel": kernel, "value": value, "output": output,
                                                     "bias": np.zeros((n, c))}})  # fmt: skip
         elif mixer == "m":
             layers.append({"axis": axis, "mlp": mlp(), "norms": norms(1)})
-        else:
-            maps = {name: head_map() for name in ("query", "key", "value")}
-            output = normal((heads, n, c, n, k), n * k, residual / np.sqrt(heads))
+        else:  # a SelfAttentionBlock (queries, keys, values, output projections), then a FeedForward
+            part = next(parts)
+            maps = {name: head_map(part, request) for request, name in enumerate(("query", "key", "value"))}
+            output = normal(part, 3, (heads, n, c, n, k), n * k * heads, residual)
             attention = {**maps, "output": output, "bias": np.zeros((n, c))}
             layers.append({"axis": axis, "attention": attention, "mlp": mlp(), "norms": norms(2)})
-    unembed = {"weight": normal((n, n, c), n * c)[:, None], "bias": np.zeros((n, 1))}
+    unembed = {"weight": normal(next(parts), 0, (n, n, c), n * c)[:, None], "bias": np.zeros((n, 1))}
     norm_ = norm() if config.layer_norm else None
     return {"embed": embed, "positions": positions, "layers": layers, "norm": norm_, "unembed": unembed}
 
@@ -132,6 +138,6 @@ def same(got: Any, want: Any, dtype: type, where: str = "weights") -> None:
 
 @pytest.mark.parametrize("config", FUNCFORMER_CONFIGS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_funcformer_init_is_its_documented_numpy_draws(config: funcformer.ModelConfig, dtype: type) -> None:
+def test_funcformer_init_is_its_documented_draws(config: funcformer.ModelConfig, dtype: type) -> None:
     for seed in (0, 7):
-        same(funcformer.weights(funcformer.init(seed, config, dtype)), funcformer_draws(seed, config), dtype)
+        same(funcformer.weights(funcformer.init(seed, config, dtype)), funcformer_draws(seed, config, dtype), dtype)

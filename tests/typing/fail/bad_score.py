@@ -4,7 +4,7 @@ import jax
 import numpy as np
 
 from applicative import Dim, Vec
-from applicative.nn import Matrix, MultiHeadAttention, attention
+from applicative.nn import AttentionOptions, Matrix, attention
 
 
 class NotAScore:
@@ -30,5 +30,5 @@ class Model(Dim): ...
 
 x = Vec.from_array(np.ones((3, 4)), Seq, Model)
 t = Vec.from_array(np.zeros(4), Model)
-MultiHeadAttention.init(jax.random.key(0), heads=t, model=t, head_features=t, score=NotAScore)  # E: Argument "score" to "init" of "MultiHeadAttention" has incompatible type
+AttentionOptions(heads=t, model=t, head_features=t, score=NotAScore)  # E: Argument "score" to "AttentionOptions" has incompatible type
 attention(x, x, x, normalise=RowsOnly())  # E: Argument "normalise" to "attention" has incompatible type "RowsOnly"

@@ -9,6 +9,7 @@ import numpy as np
 
 from applicative import Dim, Vec, VecOf
 from applicative.nn import (
+    AttentionOptions,
     CrossAttentionBlock,
     EncoderLayer,
     FeedForward,
@@ -49,15 +50,14 @@ def zeros(n: int, tag: type[N]) -> Vec[N, jax.Array]:
 
 
 key = jax.random.key(0)
-cross = CrossAttentionBlock.init(key, heads=zeros(2, Head), model=zeros(16, Model), head_features=zeros(8, Key),
-                                 source=zeros(12, Source))  # fmt: skip
+options = AttentionOptions(heads=zeros(2, Head), model=zeros(16, Model), head_features=zeros(8, Key))
+cross = CrossAttentionBlock.init(key, options, source=zeros(12, Source))
 x = Vec.from_array(np.zeros((4, 16)), Seq, Model)
 cross(x, Vec.from_array(np.zeros((6, 12)), Memory, Model))  # E: incompatible type "type[Model]"; expected "type[Source]"
 pinned: CrossAttentionBlock[VecOf[Head], VecOf[Model], VecOf[Model], VecOf[Key]] = cross  # E: Incompatible types in assignment
-attend = SelfAttentionBlock.init(key, heads=zeros(2, Head), model=zeros(16, Model), head_features=zeros(8, Key))
+attend = SelfAttentionBlock.init(key, options)
 forward = FeedForward.init(key, model=zeros(16, Other), hidden=zeros(32, Other))
 EncoderLayer.from_blocks(attend, forward)  # E: Cannot infer value of type parameter "D"
-decoder = init_decoder(key, inputs=zeros(8, Vocab), model=zeros(16, Model), hidden=zeros(32, Other),
-                       heads=zeros(2, Head), head_features=zeros(8, Key), layers=1, outputs=zeros(8, Vocab),
-                       source=zeros(12, Source))  # fmt: skip
+decoder = init_decoder(key, options, inputs=zeros(8, Vocab), hidden=zeros(32, Other), layers=1,
+                       outputs=zeros(8, Vocab), source=zeros(12, Source))  # fmt: skip
 memory: MultiHeadAttention[Any, VecOf[Model], VecOf[Model], Any, Any] | None = decoder.layer(0).cross  # E: Incompatible types in assignment

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 
 from applicative import Dim, Measured, Vec, VecOf, causal_mask, record, to_array
-from applicative.nn import Decoder, Encoder, EncoderDecoder, Matrix, init_decoder, init_encoder
+from applicative.nn import AttentionOptions, Decoder, Encoder, EncoderDecoder, Matrix, init_decoder, init_encoder
 
 N = TypeVar("N", bound=Dim)
 F = TypeVar("F", bound=Measured)
@@ -45,22 +45,20 @@ def positions(n: int, tag: type[N]) -> Vec[N, Vec[Model, jax.Array]]:
 
 Tagger = Encoder[VecOf[Seq], VecOf[Vocab], VecOf[Model], VecOf[Vocab]]
 Translator = EncoderDecoder[VecOf[Out], VecOf[Vocab], VecOf[Model], VecOf[Vocab]]
-SIZES = {"model": zeros(16, Model), "hidden": zeros(32, Hidden), "heads": zeros(2, Head)}
+OPTIONS = AttentionOptions(heads=zeros(2, Head), model=zeros(16, Model), head_features=zeros(8, Key))
 
 
 def tag(model: Tagger, tokens: Vec[Seq, Vec[Vocab, jax.Array]]) -> jax.Array:
     return to_array(model(tokens))
 
 
-tagger = init_encoder(jax.random.key(0), inputs=zeros(8, Vocab), model=zeros(16, Model), hidden=zeros(32, Hidden),
-                      heads=zeros(2, Head), head_features=zeros(8, Key), layers=1, outputs=zeros(8, Vocab),
-                      positions=positions(5, Seq))  # fmt: skip
+tagger = init_encoder(jax.random.key(0), OPTIONS, inputs=zeros(8, Vocab), hidden=zeros(32, Hidden), layers=1,
+                      outputs=zeros(8, Vocab), positions=positions(5, Seq))  # fmt: skip
 tag(tagger, Vec.from_array(np.zeros((5, 8)), Seq, Vocab))
-encoder = init_encoder(jax.random.key(1), inputs=zeros(8, Vocab), model=zeros(16, Model), hidden=zeros(32, Hidden),
-                       heads=zeros(2, Head), head_features=zeros(8, Key), layers=1, outputs=None)  # fmt: skip
-decoder = init_decoder(jax.random.key(2), inputs=zeros(8, Vocab), model=zeros(16, Model), hidden=zeros(32, Hidden),
-                       heads=zeros(2, Head), head_features=zeros(8, Key), layers=1, outputs=zeros(8, Vocab),
-                       source=zeros(16, Model), positions=positions(4, Out))  # fmt: skip
+encoder = init_encoder(jax.random.key(1), OPTIONS, inputs=zeros(8, Vocab), hidden=zeros(32, Hidden), layers=1,
+                       outputs=None)  # fmt: skip
+decoder = init_decoder(jax.random.key(2), OPTIONS, inputs=zeros(8, Vocab), hidden=zeros(32, Hidden), layers=1,
+                       outputs=zeros(8, Vocab), source=zeros(16, Model), positions=positions(4, Out))  # fmt: skip
 translator: Translator = EncoderDecoder(encoder, decoder)
 cross: Decoder[VecOf[Out], VecOf[Vocab], VecOf[Model], VecOf[Model], VecOf[Vocab]] = decoder
 

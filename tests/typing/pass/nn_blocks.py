@@ -9,6 +9,7 @@ import numpy as np
 
 from applicative import Applicative, Dim, Vec, VecOf, causal_mask
 from applicative.nn import (
+    AttentionOptions,
     CrossAttentionBlock,
     DecoderLayer,
     EncoderLayer,
@@ -50,10 +51,11 @@ def zeros(n: int, tag: type[N]) -> Vec[N, jax.Array]:
 
 
 key = jax.random.key(0)
-cross = CrossAttentionBlock.init(key, heads=zeros(2, Head), model=zeros(16, Model), head_features=zeros(8, Key),
-                                 source=zeros(12, Source))  # fmt: skip
+options = AttentionOptions(heads=zeros(2, Head), model=zeros(16, Model), head_features=zeros(8, Key))
+typed: AttentionOptions[VecOf[Head], VecOf[Model], VecOf[Key]] = options
+cross = CrossAttentionBlock.init(key, options, source=zeros(12, Source))
 pinned: CrossAttentionBlock[VecOf[Head], VecOf[Model], VecOf[Source], VecOf[Key]] = cross
-attend = SelfAttentionBlock.init(key, heads=zeros(2, Head), model=zeros(16, Model), head_features=zeros(8, Key))
+attend = SelfAttentionBlock.init(key, options)
 forward = FeedForward.init(key, model=zeros(16, Model), hidden=zeros(32, Hidden), layer_norm=False)
 
 x = Vec.from_array(np.zeros((4, 16)), Seq, Model)
@@ -66,9 +68,8 @@ again: SelfAttentionBlock[VecOf[Head], VecOf[Model], VecOf[Key]] = layer.blocks[
 decoder_layer = DecoderLayer.from_blocks(attend, cross, forward)
 as_typed: DecoderLayer[VecOf[Head], VecOf[Model], VecOf[Source], VecOf[Key], VecOf[Hidden]] = decoder_layer
 
-decoder = init_decoder(key, inputs=zeros(8, Vocab), model=zeros(16, Model), hidden=zeros(32, Hidden),
-                       heads=zeros(2, Head), head_features=zeros(8, Key), layers=2, outputs=zeros(8, Vocab),
-                       source=zeros(12, Source))  # fmt: skip
+decoder = init_decoder(key, options, inputs=zeros(8, Vocab), hidden=zeros(32, Hidden), layers=2,
+                       outputs=zeros(8, Vocab), source=zeros(12, Source))  # fmt: skip
 first_cross = decoder.layer(0).cross
 if first_cross is not None:
     attended: MultiHeadAttention[Any, VecOf[Model], VecOf[Source], Any, Any] = first_cross

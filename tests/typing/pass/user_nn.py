@@ -7,7 +7,7 @@ import jax
 import numpy as np
 
 from applicative import Applicative, Dim, Measured, Vec, VecOf, mul_mmt, record
-from applicative.nn import Matrix, MultiHeadAttention, Score, attention, init_decoder, init_encoder
+from applicative.nn import AttentionOptions, Matrix, MultiHeadAttention, Score, attention, init_decoder, init_encoder
 
 I = TypeVar("I")  # noqa: E741
 F = TypeVar("F", bound=Measured)
@@ -53,11 +53,9 @@ def template(n: int, tag: type[Dim]) -> Vec[Dim, jax.Array]:
 x = Vec.from_array(np.ones((3, 4)), Seq, Model)
 score: Score[VecOf[Model]] = Scaled()
 attention(x, x, x, score=Scaled(), normalise=Identity())
-MultiHeadAttention.init(jax.random.key(0), heads=template(2, Head), model=template(4, Model),
-                        head_features=template(2, Key), score=Scaled, normalise=Identity())  # fmt: skip
-init_encoder(jax.random.key(0), inputs=template(4, Model), outputs=None, model=template(4, Model),
-             hidden=template(8, Model), heads=template(2, Head), head_features=template(2, Key), layers=1,
-             score=Scaled, normalise=Identity())  # fmt: skip
-init_decoder(jax.random.key(0), inputs=template(4, Model), outputs=template(4, Model), model=template(4, Model),
-             hidden=template(8, Model), heads=template(2, Head), head_features=template(2, Key), layers=1,
-             source=template(4, Model), score=Scaled, cross_score=Scaled, normalise=Identity())  # fmt: skip
+options = AttentionOptions(heads=template(2, Head), model=template(4, Model), head_features=template(2, Key),
+                           score=Scaled, normalise=Identity())  # fmt: skip
+MultiHeadAttention.init(jax.random.key(0), options)
+init_encoder(jax.random.key(0), options, inputs=template(4, Model), outputs=None, hidden=template(8, Model), layers=1)
+init_decoder(jax.random.key(0), options, inputs=template(4, Model), outputs=template(4, Model),
+             hidden=template(8, Model), layers=1, source=template(4, Model), cross_score=Scaled)  # fmt: skip

@@ -22,9 +22,9 @@ the window at the top of the page, one of the widest table, of the widest scroll
 block, of the first highlighted code block and of the first formula, to the output directory
 (default /tmp/site_shots).
 
-    python bench/site.py                        # build the site, check and shoot the default pages
-    python bench/site.py --api                  # ... and every API page
-    python bench/site.py --out shots --pages design/ api/linalg/
+    python tools/site.py                        # build the site, check and shoot the default pages
+    python tools/site.py --api                  # ... and every API page
+    python tools/site.py --out shots --pages design/ api/linalg/
 
 Needs Chromium and its driver (Debian: ``apt-get install chromium chromium-driver``) and the
 selenium package (``pip install selenium``), neither of which the project installs: this script is

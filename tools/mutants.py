@@ -22,10 +22,10 @@ fresh dataset cache), and the original file is restored. Nothing in the reposito
 First a baseline run checks that the unmutated copy passes every selected mutant's tests (else the
 kill rate would mean nothing, and the script stops).
 
-    python bench/mutants.py                     # every mutant (about 35 minutes on 2 CPU cores)
-    python bench/mutants.py --only ID [ID ...]  # some mutants
-    python bench/mutants.py --list              # the mutants, their tests, and whether each applies
-    python bench/mutants.py --jobs 2 --timeout 300
+    python tools/mutants.py                     # every mutant (about 35 minutes on 2 CPU cores)
+    python tools/mutants.py --only ID [ID ...]  # some mutants
+    python tools/mutants.py --list              # the mutants, their tests, and whether each applies
+    python tools/mutants.py --jobs 2 --timeout 300
 
 It prints a Markdown table (id, file, description, result, seconds), the reasons of the equivalent
 mutants, and last ``killed K of M non-equivalent mutants (E equivalent, S survived: ids)``. Results:
@@ -248,12 +248,16 @@ MUTANTS = [
     mutant("weighted-sum-fold-unscaled", "applicative/stacked.py",
            "(module.scale(weights[i], element(data, i)) for i in range(n))", "(element(data, i) for i in range(n))",
            "the Module fold drops the weights", TA + "test_distribution.py"),
-    mutant("record-own-init", "applicative/records.py",
-           'own_init = "__init__" in cls.__dict__', "own_init = False",
-           "records are rebuilt through their validating constructor", TA + "test_distribution.py"),
+    mutant("record-rebuilt-through-init", "applicative/records.py",
+           "jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)",
+           "jax.tree_util.register_dataclass(cls, data_fields=list(children), meta_fields=list(metadata))",
+           "JAX rebuilds records through __init__, running their checks",
+           TA + "test_nn_blocks.py::test_a_model_is_checked_when_built_and_never_when_jax_rebuilds_it",
+           TA + "test_distribution.py"),
     # nn: attention, softmax, masks, MLP, layer norm, initialisers, transformer
     mutant("mha-init-heads-scaling", NN + "_attention.py",
-           "Std(variance(values), variance(heads), output_gain)", "Std(variance(values), gain=output_gain)",
+           "Std(variance(values), variance(options.heads), options.output_gain)",
+           "Std(variance(values), gain=options.output_gain)",
            "MultiHeadAttention.init without 1/sqrt(heads) on the output", TA + "test_init.py",
            TEST_NN + "test_multi_head_attention_matches_numpy"),
     mutant("softmax-unscaled", NN + "_attention.py",
@@ -283,6 +287,12 @@ MUTANTS = [
     mutant("linear-init-fan-out", NN + "_linear.py",
            "Std(variance(inputs), gain=gain)", "Std(variance(outputs), gain=gain)",
            "Linear.init scaled by fan-out", TA + "test_init.py"),
+    mutant("draws-one-key", NN + "_base.py",
+           "return jax.random.fold_in(self.root, next(self.requests))", "return jax.random.fold_in(self.root, 0)",
+           "every request of an initialiser draws from one key (queries = keys = values)", TA + "test_init.py"),
+    mutant("normal-blocks-one-key", NN + "_base.py",
+           "jax.random.normal(jax.random.fold_in(key, j), (BLOCK,), dtype)", "jax.random.normal(key, (BLOCK,), dtype)",
+           "a weight of several blocks repeats its first", TA + "test_init.py"),
     mutant("mlp-no-activation", NN + "_mlp.py",
            "self.output(self.hidden(x).fmap(self.activation))", "self.output(self.hidden(x))",
            "the MLP drops its activation", TEST_NN + "test_encoder_layer_and_encoder_match_numpy"),
@@ -300,17 +310,17 @@ MUTANTS = [
            "return add(x, norm_each(self.norm, x).fmap(self.mlp))", "return norm_each(self.norm, x).fmap(self.mlp)",
            "the feed-forward block drops its residual", TEST_NN + "test_encoder_layer_and_encoder_match_numpy"),
     mutant("decoder-cross-norm", NN + "_transformer.py",
-           "CrossAttentionBlock(self.cross, n2, mark)", "CrossAttentionBlock(self.cross, n1, mark)",
+           "CrossAttentionBlock(self.cross, n2)", "CrossAttentionBlock(self.cross, n1)",
            "cross attention uses the self-attention's norm", TEST_NN + "test_encoder_decoder_matches_numpy",
            TA + "test_nn_users.py"),
     mutant("fixed-positions-gradient", NN + "_transformer.py",
            "self.positions if self.learned else jax.lax.stop_gradient(self.positions)", "self.positions",
            "fixed positional encodings get a gradient", TEST_NN + "test_positional_encodings"),
-    mutant("causal-mask-upper", "applicative/instances/sequence.py",
+    mutant("causal-mask-upper", "applicative/nn/_sequence.py",
            "jnp.tril(jnp.ones((length, length), bool))", "jnp.triu(jnp.ones((length, length), bool))",
            "causal mask sees the future", TEST_NN + "test_decoder_is_autoregressive",
            TEST_NN + "test_encoder_decoder_matches_numpy", TA + "test_bad_input.py"),
-    mutant("padding-mask-off-by-one", "applicative/instances/sequence.py",
+    mutant("padding-mask-off-by-one", "applicative/nn/_sequence.py",
            "keep = jnp.arange(size) < length", "keep = jnp.arange(size) <= length",
            "padding mask shows one padded key", TA + "test_nn_users.py"),
     # funcformer: the model, the metric, training, the solver, the tasks
@@ -856,7 +866,7 @@ def main() -> int:
         return 0
 
     started = time.perf_counter()
-    print(f"$ python {shlex.join(['bench/mutants.py', *sys.argv[1:]])}")
+    print(f"$ python {shlex.join(['tools/mutants.py', *sys.argv[1:]])}")
     print(
         f"{datetime.date.today().isoformat()}; {platform.machine()} {platform.system()}, {os.cpu_count()} CPU "
         f"cores, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; Python {platform.python_version()}"

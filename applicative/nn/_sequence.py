@@ -1,7 +1,7 @@
 """Helpers for ``Vec`` sequences: causal and padding masks, sinusoidal positions, one-hot tokens.
 
-These know the order of a sequence, so they live beside ``Vec``; the
-transformer itself sees only structures.
+They know the order of a ``Vec`` sequence, where the rest of ``nn`` sees only structures: the one
+module of ``nn`` that imports a structure.
 
 Masks hold one row per query, over the keys, and ``True`` means *may attend*
 (as in ``jax.nn.dot_product_attention`` and ``torch.nn.functional.scaled_dot_product_attention``).
