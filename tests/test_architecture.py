@@ -67,6 +67,14 @@ def test_imports_run_down_the_layers(package: str, forbidden: tuple[str, ...]) -
     assert offending(package, forbidden) == []
 
 
+def test_nn_sees_no_structure_but_vec_in_its_sequence_helpers() -> None:
+    generic = [path for path in sorted((ROOT / "applicative/nn").glob("*.py")) if path.name != "_sequence.py"]
+    assert len(generic) >= 8
+    for path in generic:
+        assert offending(str(path.relative_to(ROOT)), ("applicative.instances",)) == []
+    assert offending("applicative/nn/_sequence.py", ("applicative.instances",))  # the check sees it
+
+
 def test_the_check_sees_imports() -> None:
     """The scan finds what it forbids: each task imports the shared layer."""
     assert offending("funcformer/poisson", ("funcformer.learning",))

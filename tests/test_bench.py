@@ -181,6 +181,18 @@ def test_trees_times_a_dense_tree_step_against_a_vec_step(shared: Path) -> None:
 # The training loop and the tasks' baselines, searches and checks
 
 
+def test_init_times_the_blocks_against_a_draw_per_weight_in_fresh_processes(shared: Path) -> None:
+    out = bench(shared, "init.py", "--smoke")
+    _, weights, scalars, *cases = row(rows(out, "| model | weights |"), "tiny")
+    assert int(weights) > 10
+    assert int(scalars.replace(",", "")) > 1000
+    assert len(cases) == 3  # blocks, per weight eagerly, per weight under jit
+    for cell in cases:
+        first, again = (duration(part.strip()) for part in cell.split("/"))
+        assert first > again  # the first call compiles
+    last_line(out, "ratio first call, per weight / blocks")
+
+
 def test_training_loop_times_the_loop_against_its_steps_for_both_tasks(scales: Path) -> None:
     out = bench(scales, "training_loop.py", "--smoke")
     for task in ("Poisson", "Darcy"):
