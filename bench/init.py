@@ -35,7 +35,7 @@ from funcformer.model import ModelConfig, init, parameter_count
 MODELS = {
     "1 layer": {"layers": 1},
     "2 layers": {"layers": 2},
-    "4 layers (the default)": {},
+    "4 layers (the default)": {},  # ModelConfig(): attention layers
     "8 layers": {"layers": 8},
     "4 layers, 16 channels": {"channels": 16, "hidden_channels": 32},
 }
