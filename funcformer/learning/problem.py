@@ -200,38 +200,44 @@ def code_digest(problem: Problem[Any]) -> bytes:
     library modules (``applicative``, ``funcformer``) that those modules import: what a dataset's numbers
     depend on, besides its config and seed. The imports are read from the source, not from what a
     process happens to have imported, so every process computes the same digest."""
-    modules = {f.__module__ for f in (problem.draw, problem.solve) if f is not None}
-    for name in list(modules):
-        modules |= _library_imports(sys.modules[name])
+    sources = {f.__module__: inspect.getsource(sys.modules[f.__module__]) for f in (problem.draw, problem.solve) if f}
+    for name in list(sources):
+        for imported, path in _library_imports(sources[name], sys.modules[name]).items():
+            sources[imported] = path.read_text(encoding="utf-8")
     digest = hashlib.sha256()
-    for name in sorted(modules):
+    for name in sorted(sources):
         digest.update(name.encode())
-        digest.update(inspect.getsource(sys.modules[name]).encode())
+        digest.update(sources[name].encode())
     return digest.digest()
 
 
-def _library_imports(module: types.ModuleType) -> set[str]:
-    """The ``applicative`` and ``funcformer`` modules that ``module``'s source imports (``import a.b``,
-    ``from a import b`` of a submodule b or of a name defined in a, relative imports resolved)."""
+def _library_imports(source: str, module: types.ModuleType) -> dict[str, Path]:
+    """The ``applicative`` and ``funcformer`` modules, and their files, that ``module``'s ``source``
+    imports (``import a.b``, ``from a import b`` of a submodule b or of a name defined in a, relative
+    imports resolved), whether or not this process has imported them (``if TYPE_CHECKING:`` counts)."""
     package = module.__name__ if hasattr(module, "__path__") else module.__name__.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(inspect.getsource(module))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             parts = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
             base = ".".join([*parts, *([node.module] if node.module else [])])
-            found |= {f"{base}.{a.name}" if _is_library_module(f"{base}.{a.name}") else base for a in node.names}
-    return {name for name in found if _is_library_module(name)}
+            found |= {f"{base}.{a.name}" if _library_file(f"{base}.{a.name}") else base for a in node.names}
+    return {name: path for name in found if (path := _library_file(name))}
 
 
-def _is_library_module(name: str) -> bool:
-    """Whether ``name`` is a module of ``applicative`` or ``funcformer``: a file of theirs, found on disk."""
+def _library_file(name: str) -> Path | None:
+    """The source file of module ``name`` of ``applicative`` or ``funcformer``, found on disk; None for a
+    name that is not one."""
     top, *rest = name.split(".")
     if top not in ("applicative", "funcformer"):
-        return False
+        return None
     path = Path(inspect.getfile(sys.modules[top])).parent.joinpath(*rest)
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def check_problem(problem: object, what: str) -> None:

@@ -344,6 +344,28 @@ def test_a_dataset_cached_by_one_process_is_read_by_another(tmp_path: Path) -> N
     assert before.stat().st_mtime_ns == _only_file(tmp_path).stat().st_mtime_ns
 
 
+def test_the_code_digest_reads_every_library_import_of_the_source() -> None:
+    # imports under TYPE_CHECKING (never run), relative ones, submodules and names of a module
+    source = """
+from __future__ import annotations
+from typing import TYPE_CHECKING
+import numpy as np
+import applicative.instances.collocation
+from . import families
+from ..learning.problem import Problem
+if TYPE_CHECKING:
+    from funcformer.learning import metric
+"""
+    found = problem_module._library_imports(source, sys.modules["funcformer.poisson"])
+    expected = {
+        "applicative.instances.collocation": "applicative/instances/collocation.py",
+        "funcformer.poisson.families": "funcformer/poisson/families.py",
+        "funcformer.learning.problem": "funcformer/learning/problem.py",
+        "funcformer.learning.metric": "funcformer/learning/metric.py",
+    }
+    assert {name: path.as_posix()[-len(expected[name]) :] for name, path in found.items()} == expected
+
+
 def test_a_training_set_is_cached_without_its_fine_solutions(tmp_path: Path) -> None:
     task = DataConfig(n=12, k=8, solver_points=32)
     full = PROBLEM.dataset(tmp_path, task, 3, 7)
