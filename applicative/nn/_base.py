@@ -199,8 +199,7 @@ class Draws:
         """A structure shaped like ``template`` of independently drawn elements (heads): for a ``Dense``
         template, ``init`` run once on these draws with its axes as ``batch``; for another (a Tree of
         heads, outside any batch), ``init`` run on each element's own key (``init_each``)."""
-        axes = template.axes() if isinstance(template, Dense) else None
-        if axes is None or not isinstance(template, Dense):
+        if not isinstance(template, Dense) or (axes := template.axes()) is None:
             if self.batch:
                 kind = type(template).__name__
                 raise TypeError(f"Draws.each: elements of elements must be a Dense structure, got a {kind}")

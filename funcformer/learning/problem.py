@@ -221,7 +221,7 @@ def _library_imports(source: str, module: types.ModuleType) -> dict[str, Path]:
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            parts = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            parts = package.split(".")[: package.count(".") + 2 - node.level] if node.level else []
             base = ".".join([*parts, *([node.module] if node.module else [])])
             found |= {f"{base}.{a.name}" if _library_file(f"{base}.{a.name}") else base for a in node.names}
     return {name: path for name in found if (path := _library_file(name))}
