@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from applicative.instances import Cheb, Compose, DenseTree, Distribution, Leaf, Node, Quantum, Vec
+from applicative.instances import Cheb, Compose, DenseTree, Distribution, Leaf, Node, Quantum, Vec, dyadic
 from applicative.instances.tree import Shape
 from applicative.laws import Maps, Triple, leafwise
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
@@ -147,19 +147,21 @@ def tree_triples(shapes: tuple[Shape, ...] = TREE_SHAPES) -> st.SearchStrategy[T
     return st.tuples(one, one, one)
 
 
-def shapes(max_leaves: int = 64) -> st.SearchStrategy[Shape]:
-    """Random tree shapes of 1 to ``max_leaves`` leaves: each node splits its leaves at a uniformly
-    drawn point, so shapes run from balanced to combs (depth at most max_leaves - 1)."""
+def shapes(max_leaves: int = 64, max_depth: int = dyadic.MAX_DEPTH) -> st.SearchStrategy[Shape]:
+    """Random tree shapes of 1 to ``max_leaves`` leaves, no leaf deeper than ``max_depth`` (by default
+    what a layout holds): each node splits its leaves at a uniformly drawn point among those that leave
+    each side no more leaves than its depth can hold, so shapes run from balanced to combs."""
 
     @st.composite
     def draw(draw: st.DrawFn) -> Shape:
-        def split(n: int) -> Shape:
+        def split(n: int, room: int) -> Shape:  # n leaves below a node with `room` levels left
             if n == 1:
                 return None
-            k = draw(st.integers(1, n - 1))
-            return (split(k), split(n - k))
+            most = 2 ** (room - 1)  # the most leaves either child can hold
+            k = draw(st.integers(max(1, n - most), min(n - 1, most)))
+            return (split(k, room - 1), split(n - k, room - 1))
 
-        return split(draw(st.integers(1, max_leaves)))
+        return split(draw(st.integers(1, min(max_leaves, 2**max_depth))), max_depth)
 
     return draw()
 

@@ -6,6 +6,7 @@ where the trees share a shape; bad input is named."""
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import hypothesis
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -367,6 +368,29 @@ def test_laws_hold_on_shapes_of_up_to_64_leaves() -> None:
         laws.check_law(law, strategies.dense_tree_triples(64, (64,)), max_examples=3)
     trees = strategies.dense_tree_triples().map(lambda xyz: xyz[0])
     laws.check_algebra_laws(Pointwise(ARITHMETIC), trees, max_examples=10)
+
+
+def test_drawn_shapes_never_pass_the_deepest_layout_and_reach_it() -> None:
+    # 64 leaves admit a comb of depth 63; drawn shapes stop at what a layout holds (the case that
+    # found it: a comb of 63 leaves, one leaf at depth 62). At a depth of 6, 64 leaves fit one way only.
+    def deepest(shape: Shape) -> int:
+        return max(dyadic.depths_of(shape))
+
+    def balanced(depth: int) -> Shape:
+        return None if depth == 0 else (balanced(depth - 1), balanced(depth - 1))
+
+    @hypothesis.given(strategies.shapes(64), strategies.shapes(64, max_depth=6))
+    @hypothesis.settings(max_examples=200, deadline=None, database=None)
+    def fits(shape: Shape, shallow: Shape) -> None:
+        assert deepest(shape) <= dyadic.MAX_DEPTH
+        assert deepest(shallow) <= 6
+        assert len(dyadic.depths_of(shallow)) < 64 or shallow == balanced(6)
+        DenseTree.stack(shape, np.zeros(len(dyadic.depths_of(shape))), 64)
+
+    fits()
+    settings = hypothesis.settings(max_examples=1000, database=None)
+    assert deepest(hypothesis.find(strategies.shapes(64), lambda s: deepest(s) >= 40, settings=settings)) >= 40
+    assert hypothesis.find(strategies.shapes(64, 6), lambda s: len(dyadic.depths_of(s)) == 64) == balanced(6)
 
 
 def test_ordinary_arithmetic_adds_trees_through_pair() -> None:
