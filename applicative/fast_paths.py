@@ -8,7 +8,8 @@ contracted level folded into one operand; ``on_coordinates`` applies a sum or a 
 structures of one shape; ``shaped`` rebuilds the result's structures around its coordinates. The first
 two give None where their formula does not apply (an operand that is not dense, levels that do not meet:
 trees of different shapes), and the generic definition runs; levels that cannot meet (different sizes)
-raise a ValueError naming both.
+raise a ValueError naming both. ``coordinates`` and ``fold_gram`` are the pieces a fast path of its own
+is built from (attention's, in ``applicative.nn``), ``log_taken`` how it reports that it ran.
 
 ``USE_FAST_PATHS`` turns the formulas off (``applicative.linalg.generic_only()``), ``FAST_PATH_LOG`` lists
 those that ran (``applicative.linalg.record_fast_paths()``). Everything here runs at trace time: a compiled
@@ -31,7 +32,17 @@ from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense, nest
 from applicative.stacked import sums_leafwise
 
-__all__ = ["FAST_PATH_LOG", "USE_FAST_PATHS", "Level", "dense_formula", "on_coordinates", "shaped"]
+__all__ = [
+    "FAST_PATH_LOG",
+    "USE_FAST_PATHS",
+    "Level",
+    "coordinates",
+    "dense_formula",
+    "fold_gram",
+    "log_taken",
+    "on_coordinates",
+    "shaped",
+]
 
 Level = tuple[Axis, ...]
 """The axes of one structure level (a Compose has two)."""
@@ -62,7 +73,7 @@ def on_coordinates(op: str, module: Module[Any], f: Callable[..., Any], *xs: obj
         return None
     if any(jnp.shape(x) != jnp.shape(y) for other in leaves[1:] for x, y in zip(leaves[0], other, strict=True)):
         return None
-    _log(op)
+    log_taken(op)
     return cast(object, nest(shells, jax.tree_util.tree_map(f, *elements)))
 
 
@@ -77,7 +88,7 @@ def dense_formula(
         return None
     inputs, output = spec.split("->")
     names = inputs.split(",")
-    views = [v for x, n in zip(operands, names, strict=True) if (v := _coordinates(op, x, len(n))) is not None]
+    views = [v for x, n in zip(operands, names, strict=True) if (v := coordinates(op, x, len(n))) is not None]
     if len(views) < len(names):
         return None
     levels: dict[str, Level] = {}
@@ -103,7 +114,7 @@ def dense_formula(
         position = 0
         for letter in letters:
             if hosts.get(letter) == i:
-                array = _fold_gram(array, levels[letter], position)
+                array = fold_gram(array, levels[letter], position)
             position += len(levels[letter])
         arrays.append(array)
 
@@ -119,16 +130,16 @@ def dense_formula(
     order = sorted(range(len(names)), key=place)
     subscripts = ",".join("".join(axis_chars[c] for c in names[i]) for i in order)
     result = jnp.einsum(f"{subscripts}->{''.join(axis_chars[c] for c in output)}", *(arrays[i] for i in order))
-    _log(op)
+    log_taken(op)
     return result, [shells[letter] for letter in output]
 
 
-def shaped(coordinates: jax.Array, shells: list[Dense[Any, Any]]) -> Applicative[Any, Any]:
-    """The nested structure of these shapes (outermost first) holding the coordinates."""
-    return cast(Applicative[Any, Any], nest(shells, coordinates))
+def shaped(array: jax.Array, shells: list[Dense[Any, Any]]) -> Applicative[Any, Any]:
+    """The nested structure of these shapes (outermost first) holding the coordinates ``array``."""
+    return cast(Applicative[Any, Any], nest(shells, array))
 
 
-def _coordinates(op: str, x: object, levels: int) -> tuple[jax.Array, list[Level], list[Dense[Any, Any]]] | None:
+def coordinates(op: str, x: object, levels: int) -> tuple[jax.Array, list[Level], list[Dense[Any, Any]]] | None:
     """The coordinate array of ``x``, the axes of its first ``levels`` structure levels and those
     structures; None unless every level is Dense and the elements below them are scalars. A clear
     error if the coordinates' shape is not the axes' sizes (a size that disagrees with the data)."""
@@ -164,7 +175,7 @@ def _meet(op: str, a: Level, b: Level) -> bool:
     raise ValueError(f"{op}: dimension mismatch: {describe(a)} vs {describe(b)}")
 
 
-def _fold_gram(array: jax.Array, level: Level, position: int) -> jax.Array:
+def fold_gram(array: jax.Array, level: Level, position: int) -> jax.Array:
     """The array with the Gram matrix of each axis of ``level`` (starting at ``position``) applied along it."""
     for i, axis in enumerate(level, start=position):
         if axis.gram is not None:
@@ -189,6 +200,7 @@ def _levels(x: object) -> tuple[list[Dense[Any, Any]], list[Level], object]:
     return shells, axes, x
 
 
-def _log(op: str) -> None:
+def log_taken(op: str) -> None:
+    """Record that ``op``'s fast path ran (``applicative.linalg.record_fast_paths()``)."""
     if (taken := FAST_PATH_LOG.get()) is not None:
         taken.append(op)

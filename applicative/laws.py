@@ -45,7 +45,7 @@ from applicative.linalg import add, dot, generic_only, mul_mm, mul_mmt, mul_mv, 
 from applicative.protocols import algebra, applicative, functor
 from applicative.protocols.algebra import ARITHMETIC, Module
 from applicative.protocols.applicative import Applicative, Shaped
-from applicative.protocols.dense import Axis, Dense
+from applicative.protocols.dense import Axis, Dense, to_array
 from applicative.protocols.integration import Counit, additivity_law, counit, homogeneity_law, pairing_law
 
 __all__ = [
@@ -266,6 +266,7 @@ def check_laws(
 DENSE_LAWS: tuple[str, ...] = (
     "dense Gram matrices",
     "dense exactness",
+    "dense nodal",
     "dense counit",
     "dense dot",
     "dense outer",
@@ -294,6 +295,9 @@ def check_dense(
         dense Gram matrices   every axis's Gram matrix is symmetric and positive definite (a diagonal
                               that is data, a tree's measure, may hold zeros: padding)
         dense exactness       every axis's ``Axis.exact`` leaves at least one coordinate to compare
+        dense nodal           a ``nodal`` axis has a Gram matrix that is None or a diagonal (a weight
+                              per position), and where every axis is nodal, fmap f is f on each
+                              coordinate (attention's softmax runs on coordinates there)
         dense counit          dot(x, fmap (const 1) x) = counit x: the Gram matrices against the counit,
                               once the counit has kept its own laws on x and y (additivity, homogeneity,
                               respecting pairing): a counit that breaks them is reported as at fault,
@@ -319,6 +323,7 @@ def check_dense(
         for axis in axes:
             _check_gram(axis)
             _check_exact(axis)
+        _check_nodal(x, axes, xyz, rtol, atol)
         _check_counit(x, y, xyz, rtol, atol)
         ones = x.fmap(lambda a: jnp.ones_like(a))
         through_gram = _dense("dot", lambda: dot(x, ones))
@@ -344,6 +349,16 @@ def check_dense(
                    generic, xyz, rtol, atol)  # fmt: skip
 
     run()
+
+
+def _check_nodal(x: X, axes: tuple[Axis, ...], xyz: Triple, rtol: float | None, atol: float | None) -> None:
+    for axis in axes:
+        if axis.nodal and axis.gram is not None and jnp.ndim(axis.gram) != 1:
+            raise AssertionError(f"dense nodal: {axis} is nodal but its Gram matrix is not a diagonal (a weight "
+                                 "per position): set nodal=False, or give the diagonal")  # fmt: skip
+    if axes and all(axis.nodal for axis in axes):
+        _agree("dense nodal", "the coordinates of fmap sin", to_array(x.fmap(jnp.sin)),
+               "sin of the coordinates", jnp.sin(to_array(x)), xyz, rtol, atol)  # fmt: skip
 
 
 def _check_exact(axis: Axis) -> None:

@@ -1,39 +1,38 @@
 """Benchmark: training the trees example's encoder on trees of every shape, against the same encoder on
-a Vec of as many positions, and against the recursive Tree.
+a Vec of as many positions, with the attention's scores materialised and in chunks; and the recursive Tree.
 
 The model is ``applicative.examples.trees``'s encoder at width 64, 4 heads of 16 features, an MLP of
 128, one layer. A training step is ``value_and_grad`` of the loss and an optax AdamW update, one
-``jit``, on a batch of 32 inputs:
+``jit``, on a batch of 32 inputs, never in micro-batches:
 
 - DenseTree: 32 trees of mixed random shapes (leaf counts uniform in [n/2, n]) at capacity n, the
   example's loss (cross entropy over the leaves, padding excluded). The step is compiled once, ahead
   of time, then run on batches of new shapes: no shape compiles anything more.
-- Vec: the same encoder on 32 sequences of n positions (dense attention, same widths), cross entropy
-  over every position.
+- Vec: the same encoder on 32 sequences of n positions (same widths), cross entropy over every position.
 - Tree (recursive): 32 trees of one shape of 4, 8 or 16 leaves, vmapped; every shape its own compile.
 
-Both dense steps are timed side by side: 15 pairs of steps (5 at 4,096 leaves), each pair in
+Each size runs with the attention materialised (``Softmax(chunk=None)``: n x n scores per sequence
+and head) and in chunks of 128 queries (``Softmax(chunk=128)``: 128 x n), where XLA's own account of
+the compiled step's temporary buffers fits in this machine's memory; a size whose steps are not timed
+(``--time-up-to``) shows its memory alone. Both dense steps are timed side by side: pairs of steps in
 alternating order; the table gives each step's median and the median of the pairs' ratios, so that a
 slow spell of a shared machine slows both halves of a ratio (on this 2-core machine single steps at
-1,024 leaves vary by 30%: most of a step is memory traffic, and the kernel's zeroing of 1.7 GB of
-fresh temporary buffers every step). At n = 4,096 a batch's
-attention matrices would not fit in memory (32 x 4 heads x 4096^2 floats is 8.6 GB, several times
-over in the backward pass), so both steps accumulate the gradient over micro-batches of 4
-(``jax.lax.map``); the table says so. Memory is XLA's own account of a compiled step's temporary
-buffers: a tree step's grows as the Vec step's does, as leaves^2 through the attention matrices only.
+1,024 leaves vary by 30%: most of a step is memory traffic).
 
     python bench/trees.py                 # every size, and the recursive Tree (about 15 minutes on 2 CPU cores)
     python bench/trees.py --sizes 64 256  # some sizes only, no recursive Tree
     python bench/trees.py --shapes        # the depths of real shapes, the standard library's syntax trees
 
-The last line is ``ratio tree/vec train step at 1024 leaves: X.XX``.
+The last line is ``ratio tree/vec train step at 1024 leaves: X.XX`` (the library's default attention).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import math
+import os
 import pathlib
 import sys
 import sysconfig
@@ -53,12 +52,13 @@ from _timing import paired, race  # bench/, the script's directory
 from applicative import Dim, Tree, Vec, to_array
 from applicative.examples import trees as example
 from applicative.instances import dyadic
+from applicative.nn import Softmax
 
 BATCH = 32
 CONFIG = example.Config(width=64, hidden=128, heads=4, head_features=16, layers=1)
-MICRO = {4096: 4}  # micro-batch size where a whole batch's attention would not fit
-REPEATS = collections.defaultdict(lambda: 15, {4096: 5})  # timed pairs of steps: fewer where a step takes 20 s
+REPEATS = collections.defaultdict(lambda: 1, {64: 15, 256: 15, 1024: 15, 4096: 3})  # timed pairs of steps
 SPEC_LEAVES = (4, 8, 16)
+MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9  # GB of this machine
 
 
 class Position(Dim):
@@ -72,18 +72,12 @@ optimiser_state = jax.jit(lambda model: example.optimiser(CONFIG, 1000).init(mod
 """The AdamW state of a model, made under one ``jit`` (eagerly, each leaf shape would compile)."""
 
 
-def make_step(loss: Callable[..., jax.Array], micro: int) -> Step:
-    """A jitted training step of ``loss(model, *batch)``: value_and_grad and an AdamW update,
-    accumulated over micro-batches of ``micro`` inputs (``jax.lax.map``) when smaller than the batch."""
+def make_step(loss: Callable[..., jax.Array]) -> Step:
+    """A training step of ``loss(model, *batch)``: value_and_grad and an AdamW update."""
     tx = example.optimiser(CONFIG, 1000)
 
     def step(model: Any, state: optax.OptState, *batch: Any) -> tuple[Any, optax.OptState, jax.Array]:
-        if micro >= BATCH:
-            value, grads = jax.value_and_grad(loss)(model, *batch)
-        else:
-            chunks = jax.tree_util.tree_map(lambda leaf: leaf.reshape(BATCH // micro, micro, *leaf.shape[1:]), batch)
-            values, all_grads = jax.lax.map(lambda chunk: jax.value_and_grad(loss)(model, *chunk), chunks)
-            value, grads = values.mean(), jax.tree_util.tree_map(lambda g: g.mean(0), all_grads)
+        value, grads = jax.value_and_grad(loss)(model, *batch)
         updates, state = tx.update(grads, state, model)
         return optax.apply_updates(model, updates), state, value
 
@@ -121,12 +115,17 @@ def compiled(step: Step, model: Any, *batch: Any) -> tuple[Any, float, float]:
     return executable, seconds, temp
 
 
-def dense_row(n: int, model: Any) -> dict[str, Any]:
-    micro = MICRO.get(n, BATCH)
+def dense_row(n: int, chunk: int | None, timed: bool) -> dict[str, Any]:
+    """The tree and Vec steps at n leaves (positions) with the attention in chunks of ``chunk`` queries
+    (None: materialised): compile time, temporary memory and, if ``timed`` and both fit, step times."""
+    model = example.init_model(jax.random.PRNGKey(0), dataclasses.replace(CONFIG, chunk=chunk))
     trees, labels = tree_batch(0, n)
-    tree_step, tree_compile, tree_memory = compiled(make_step(example.loss, micro), model, trees, labels)
+    tree_step, tree_compile, tree_memory = compiled(make_step(example.loss), model, trees, labels)
     xs, vec_labels = vec_batch(0, n)
-    vec_step, _, vec_memory = compiled(make_step(vec_loss, micro), model, xs, vec_labels)
+    vec_step, _, vec_memory = compiled(make_step(vec_loss), model, xs, vec_labels)
+    row = {"n": n, "chunk": chunk, "tree_compile": tree_compile, "tree_memory": tree_memory, "vec_memory": vec_memory}
+    if not timed or max(tree_memory, vec_memory) > 0.6 * MEMORY:
+        return row
     state = optimiser_state(model)
     # New shapes for every timed batch: the one executable takes them all.
     batches = [tree_batch(seed, n) for seed in (1, 2, 3)]
@@ -136,16 +135,20 @@ def dense_row(n: int, model: Any) -> dict[str, Any]:
         return tree_step(model, state, *batches[next(counter) % len(batches)])
 
     tree_seconds, vec_seconds, ratio = paired(tree, lambda: vec_step(model, state, xs, vec_labels), 1, REPEATS[n])
-    return {
-        "n": n,
-        "micro": micro,
-        "tree_compile": tree_compile,
-        "tree_step": tree_seconds,
-        "vec_step": vec_seconds,
-        "ratio": ratio,
-        "tree_memory": tree_memory,
-        "vec_memory": vec_memory,
-    }
+    return row | {"tree_step": tree_seconds, "vec_step": vec_seconds, "ratio": ratio}
+
+
+def dense_line(row: dict[str, Any]) -> str:
+    attention = "materialised" if row["chunk"] is None else f"chunks of {row['chunk']}"
+    memory = f"{row['tree_memory']:.2f} / {row['vec_memory']:.2f} GB"
+    if "ratio" not in row:
+        fits = max(row["tree_memory"], row["vec_memory"]) <= 0.6 * MEMORY
+        why = "not timed" if fits else f"does not fit in {MEMORY:.0f} GB"
+        return f"| {row['n']} | {attention} | {row['tree_compile']:.1f} s | {why} | | | {memory} |"
+    return (
+        f"| {row['n']} | {attention} | {row['tree_compile']:.1f} s | {row['tree_step'] * 1e3:.0f} ms | "
+        f"{row['vec_step'] * 1e3:.0f} ms | {row['ratio']:.2f} | {memory} |"
+    )
 
 
 def spec_row(leaves: int, model: Any) -> dict[str, Any]:
@@ -165,7 +168,7 @@ def spec_row(leaves: int, model: Any) -> dict[str, Any]:
     def loss(model: Any, v: jax.Array, y: jax.Array) -> jax.Array:
         return jax.vmap(one, (None, 0, 0))(model, v, y).mean()
 
-    step = jax.jit(make_step(loss, BATCH))
+    step = jax.jit(make_step(loss))
     state = optimiser_state(model)
     start = time.perf_counter()
     jax.block_until_ready(step(model, state, values, labels))
@@ -195,37 +198,35 @@ def shapes_table() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096, 16384, 65536])
+    parser.add_argument("--time-up-to", type=int, default=4096, help="time steps up to this size, then memory only")
+    parser.add_argument("--chunk", type=int, default=128, help="queries per chunk (default: %(default)s)")
     parser.add_argument("--shapes", action="store_true", help="only the depths of the syntax trees")
     args = parser.parse_args(argv)
     if args.shapes:
         shapes_table()
         return
-    model = example.init_model(jax.random.PRNGKey(0), CONFIG)
     device = jax.devices()[0]
     print(f"# {device.platform} ({device.device_kind}), JAX {jax.__version__}; batch {BATCH}, width 64, 4 heads\n")
-    print("| leaves | tree: compile (once, every shape) | tree step | Vec step | tree / Vec | tree / Vec temp memory |")
-    print("|---|---|---|---|---|---|")
-    rows = []
+    print("| leaves | attention | tree: compile (once, every shape) | tree step | Vec step | tree / Vec | "
+          "temp memory, tree / Vec |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    ratio_at_1024 = None
     for n in args.sizes:
-        row = dense_row(n, model)
-        rows.append(row)
-        micro = "" if row["micro"] == BATCH else f" (micro-batches of {row['micro']})"
-        print(
-            f"| {n}{micro} | {row['tree_compile']:.1f} s | {row['tree_step'] * 1e3:.0f} ms | "
-            f"{row['vec_step'] * 1e3:.0f} ms | {row['ratio']:.2f} | "
-            f"{row['tree_memory']:.2f} / {row['vec_memory']:.2f} GB |",
-            flush=True,
-        )
+        for chunk in (None, args.chunk):
+            row = dense_row(n, chunk, n <= args.time_up_to)
+            print(dense_line(row), flush=True)
+            if n == 1024 and Softmax().rows_per_chunk(n, n) == chunk and "ratio" in row:
+                ratio_at_1024 = row["ratio"]
     if args.sizes == parser.get_default("sizes"):
+        model = example.init_model(jax.random.PRNGKey(0), CONFIG)
         print("\n| recursive Tree: leaves (depth) | compile + first step | step |")
         print("|---|---|---|")
         for leaves in SPEC_LEAVES:
             row = spec_row(leaves, model)
             print(f"| {leaves} ({row['depth']}) | {row['first']:.1f} s | {row['step'] * 1e3:.1f} ms |", flush=True)
-    for row in rows:
-        if row["n"] == 1024:
-            print(f"\nratio tree/vec train step at 1024 leaves: {row['ratio']:.2f}")
+    if ratio_at_1024 is not None:
+        print(f"\nratio tree/vec train step at 1024 leaves: {ratio_at_1024:.2f}")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, TypeVar, cast
+from typing import Literal, NamedTuple, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +52,7 @@ from applicative import DenseTree, DenseTreeOf, Dim, Vec, VecOf, stacked, to_arr
 from applicative.examples._training import adamw
 from applicative.instances import dyadic
 from applicative.instances.tree import Shape
-from applicative.nn import AttentionOptions, Encoder, init_encoder
+from applicative.nn import AttentionOptions, Encoder, Softmax, init_encoder
 
 __all__ = [
     "Config",
@@ -117,6 +117,7 @@ class Config:
     heads: int = 4
     head_features: int = 8
     layers: int = 1
+    chunk: int | Literal["auto"] | None = "auto"  # rows of queries at a time (``Softmax``)
     batch: int = 16
     learning_rate: float = 3e-3
     warmup: int = 50
@@ -157,6 +158,7 @@ def init_model(key: Array, config: Config) -> TreeModel:
         heads=_template(config.heads, Head),
         model=_template(config.width, Model),
         head_features=_template(config.head_features, HeadFeature),
+        normalise=Softmax(config.chunk),
     )
     model: TreeModel = init_encoder(
         key,

@@ -220,14 +220,14 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         """The same function on the common refinement of both shapes: fmap(fst, pair(self, other))."""
         return self.pair(other).fmap(_first)
 
-    # Dense: one axis, the indicator functions of the leaves; their Gram matrix is diagonal, the
+    # Dense: one nodal axis, the indicator functions of the leaves; their Gram matrix is diagonal, the
     # leaves' measures 2^-depth, and data. Trees meet in a product only when they share a layout.
 
     def axes(self) -> tuple[Axis] | None:
         shape = self._shape(None)
         if shape is None:
             return None  # a stack of trees of different shapes: no one axis
-        return (Axis("DenseTree", None, self.capacity, dyadic.weights(shape), _Shared(shape)),)
+        return (Axis("DenseTree", None, self.capacity, dyadic.weights(shape), _Shared(shape), nodal=True),)
 
     def elements(self) -> A_co:
         return self.data

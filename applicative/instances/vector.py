@@ -123,11 +123,11 @@ class Vec(Dense[VecOf[N], A_co], Counit[VecOf[N], A_co], VectorSpace):
         check_stacked(self.data, self.size, f"Vec[{self.tag.__name__}].counit")
         return weighted_sum(module if module is not None else arithmetic(), None, self.data, self.size)
 
-    # Dense: one axis, the standard basis (identity Gram matrix). The dense formulas are the
+    # Dense: one nodal axis, the standard basis (identity Gram matrix). The dense formulas are the
     # generic definitions exactly.
 
     def axes(self) -> tuple[Axis]:
-        return (Axis("Vec", self.tag, self.size),)
+        return (Axis("Vec", self.tag, self.size, nodal=True),)
 
     def elements(self) -> A_co:
         return self.data

@@ -5,11 +5,15 @@ initialiser taking a PRNG key (``jax.random.key``, drawn from by ``jax.random``)
 give the shapes, a variance rule (``by_measure``, the default, or ``fan_in``), and checks
 when it is built that its parts meet (a ValueError naming it and both parts; JAX's rebuilds
 check nothing). Attention and the transformer family take their heads, widths, norms, score,
-normalisation, variance rule and gain as one ``AttentionOptions``. Transformer layers are made of
+normalisation, variance rule and gain as one ``AttentionOptions``. Attention's softmax runs on
+coordinates where keys and queries are values at positions, in chunks of queries for long ones
+(memory linear in the keys; ``Softmax``). Transformer layers are made of
 blocks that are built alone as well: ``SelfAttentionBlock``, ``CrossAttentionBlock``, ``FeedForward``.
 The ``Vec`` sequence helpers (masks, positions, one-hot tokens) are here too.
 """
 
+from applicative.nn._attention import CHUNK as CHUNK
+from applicative.nn._attention import CHUNK_ABOVE as CHUNK_ABOVE
 from applicative.nn._attention import Additive as Additive
 from applicative.nn._attention import AttentionHead as AttentionHead
 from applicative.nn._attention import AttentionOptions as AttentionOptions
@@ -60,6 +64,8 @@ from applicative.nn._transformer import init_encoder as init_encoder
 
 __all__ = [
     "BLOCK",
+    "CHUNK",
+    "CHUNK_ABOVE",
     "MLP",
     "Additive",
     "AttentionHead",

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +42,7 @@ from jax import Array
 
 from applicative.linalg import add, dot, mul_mm, mul_mmt, outer, scale, sum_mul_mmt
 from applicative.nn._base import Draws, Matrix, Std, Variance, by_measure, floating_template, measure
+from applicative.nn._dense_attention import dense_attention
 from applicative.nn._linear import Linear, draw_linear, inputs_of, outputs_of
 from applicative.nn._parts import Level, agree, level, nested, stacked
 from applicative.operands import check_nesting
@@ -205,13 +206,47 @@ def _softmax_row(row: Applicative[F, jax.Array], keep: Applicative[F, jax.Array]
     return scale(1.0 / jnp.where(total > 0, total, 1.0), e)
 
 
+CHUNK = 128
+"""How many rows of queries a chunk of ``Softmax(chunk="auto")`` holds (docs/trees.md measures it)."""
+
+CHUNK_ABOVE = 1024 * 1024
+"""The most scores of one sequence and head (queries x keys) that ``Softmax(chunk="auto")`` holds at
+once: there chunks cost 1.05x the materialised step, and beyond it a batch's materialised scores soon
+outgrow the memory (docs/trees.md)."""
+
+
 @dataclass(frozen=True)
 class Softmax:
-    """softmax(s / sqrt(d_k)) over each row (the standard normalisation)."""
+    """softmax(s / sqrt(d_k)) over each row (the standard normalisation).
+
+    Where keys and queries are values at positions (a Vec, a DenseTree: ``nodal`` axes) and the score
+    is ``DotProduct``, ``attention`` computes it on coordinates, the measure a bias on each key, and
+    holds ``chunk`` rows of queries' scores at a time: memory linear in the keys, forward and backward
+    (``applicative.nn._dense_attention``). ``chunk="auto"`` (the default) holds 128 rows at a time
+    where a sequence has more than 1,024 x 1,024 scores (``CHUNK``, ``CHUNK_ABOVE``: measured in
+    docs/trees.md); None never chunks; a positive integer always does.
+    Anything else is a TypeError or ValueError naming ``Softmax``."""
+
+    chunk: int | Literal["auto"] | None = "auto"
+
+    def __post_init__(self) -> None:
+        chunk = self.chunk
+        if chunk is None or chunk == "auto":
+            return
+        if not isinstance(chunk, int) or isinstance(chunk, bool):
+            raise TypeError(f'Softmax: chunk must be a positive integer, "auto" or None, got {chunk!r}')
+        if chunk < 1:
+            raise ValueError(f"Softmax: chunk must be a positive number of queries, got {chunk}")
 
     def __call__(self, scores: Matrix[I, F], mask: Matrix[I, F] | None, d_k: jax.Array) -> Matrix[I, F]:
         factor = 1.0 / jnp.sqrt(d_k)
         return _rowwise(scores, mask, lambda row, keep: _softmax_row(scale(factor, row), keep))
+
+    def rows_per_chunk(self, queries: int, keys: int) -> int | None:
+        """The rows of queries a chunk holds for ``queries`` x ``keys`` scores (None: all)."""
+        if self.chunk == "auto":
+            return CHUNK if queries * keys > CHUNK_ABOVE else None
+        return self.chunk
 
 
 @dataclass(frozen=True)
@@ -263,8 +298,15 @@ def attention(
     normalise: Normalisation = SOFTMAX,
     mask: Matrix[I, F] | None = None,
 ) -> Matrix[I, G]:
-    """mul_mm(normalise(score(queries, keys), mask, d_k), values); ``mask`` is True where a query may see a key."""
+    """mul_mm(normalise(score(queries, keys), mask, d_k), values); ``mask`` is True where a query may see a key.
+
+    With ``DotProduct`` and ``Softmax`` on structures whose measure is a weight per position, the dense
+    formula (``applicative.nn._dense_attention``) computes the same, without the whole score matrix."""
     d_k = measure(counit(keys, Pointwise(ARITHMETIC)))
+    if type(score) is DotProduct and type(normalise) is Softmax:
+        fast = dense_attention(queries, keys, values, mask, d_k, normalise.rows_per_chunk)
+        if fast is not None:
+            return cast(Matrix[I, G], fast)
     weights: Matrix[I, F] = normalise(score(queries, keys), mask, d_k)
     return mul_mm(weights, values)
 

@@ -14,6 +14,10 @@ array axes. Such a structure shows them by reporting
     Compose of two of these   both axes (the product measure)
     DenseTree of n slots      one axis of length n, Gram matrix diag(2^-depth): a measure that is data
 
+An axis is ``nodal`` where its coordinates are values at positions (a Vec's, a
+tree's; not a Cheb's coefficients): ``fmap`` acts on each alone, and its Gram
+matrix is a weight per position.
+
 Two axes meet in a product (their coordinates contracted through one Gram
 matrix) only when they are provably one measure (``Axis.__eq__``): the same
 kind, tag and size, and the same ``Axis.shape``, which for a measure that is
@@ -102,6 +106,13 @@ class Axis:
     (N + 1) // 2: its ``fmap`` truncates a product to N coefficients, the dropped ones integrate to
     nonzero values, so the two agree for products of degree below N. The law suite
     (``applicative.laws.check_dense``) checks the relation on such elements."""
+    nodal: bool = field(default=False, compare=False, repr=False)
+    """Whether the coordinates along this axis are the structure's values at its positions, each
+    position weighing its Gram diagonal (a measure that is a weight per position): ``fmap`` maps each
+    position's element alone, and the Gram matrix is None or a diagonal. True for a Vec's elements and
+    a tree's slots; False for coefficients (a Cheb's: its ``fmap`` samples the function, and a
+    Legendre series' Gram matrix is diagonal but not its weights). Attention's softmax then runs on
+    the coordinates (``applicative.nn``, docs/design.md); the law suite checks the claim."""
 
     def __eq__(self, other: object) -> bool:
         """Whether the two axes are provably one measure: the same kind, tag and size, and either the

@@ -8,7 +8,9 @@ counit is the trapezoid rule, the exact integral of the piecewise-linear interpo
 
 and its ``Dense`` hook is one axis whose Gram matrix is the diagonal of those weights (the lumped
 mass matrix), so dot(f, g) = sum_i w_i f(x_i) g(x_i), the trapezoid rule of the product: the
-dense formulas are the generic definitions exactly.
+dense formulas are the generic definitions exactly. Its coordinates are values at the nodes, and
+``fmap`` maps each alone: the axis is ``nodal``, so attention's softmax runs on them, the weights a
+bias on each key.
 
 Written like ``DensePeriodic`` in docs/new_structure.md (section 6), with one design rule: the
 nodes are part of the structure's *shape*, never an element. They are static pytree metadata (a
@@ -105,11 +107,11 @@ class Mesh(Dense[MeshOf[N], A], Counit[MeshOf[N], A]):
         weights = jnp.asarray(trapezoid_weights(self.nodes))
         return weighted_sum(module if module is not None else arithmetic(), weights, self.data, self.size)
 
-    # Dense: one axis, the hat functions with their lumped (diagonal) Gram matrix; the nodes are the
-    # axis's shape, so meshes on other nodes never meet in a dense formula.
+    # Dense: one nodal axis, the hat functions with their lumped (diagonal) Gram matrix; the nodes are
+    # the axis's shape, so meshes on other nodes never meet in a dense formula.
 
     def axes(self) -> tuple[Axis]:
-        return (Axis("Mesh", self.tag, self.size, trapezoid_weights(self.nodes), shape=self.nodes),)
+        return (Axis("Mesh", self.tag, self.size, trapezoid_weights(self.nodes), shape=self.nodes, nodal=True),)
 
     def elements(self) -> A:
         return self.data

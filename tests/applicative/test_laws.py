@@ -346,6 +346,22 @@ def test_the_dense_check_refuses_an_exactness_beyond_the_axis(monkeypatch: pytes
         laws.check_dense(_one_triple(_cheb), max_examples=1)
 
 
+def test_the_dense_check_catches_coefficients_that_claim_to_be_nodal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Cheb's fmap samples the function: its coefficients are not values at positions, so a claim
+    that they are is refused, by its full Gram matrix first and, given a diagonal, by its fmap."""
+
+    def nodal(gram: Callable[[int], Any]) -> None:
+        monkeypatch.setattr(Cheb, "axes", lambda self: (Axis("Cheb", self.tag, self.size, gram(self.size),
+                                                             exact=(self.size + 1) // 2, nodal=True),))  # fmt: skip
+
+    nodal(chebyshev.gram)
+    with pytest.raises(AssertionError, match=r"dense nodal: Cheb\[Law\] of size 4 is nodal but its Gram matrix is not"):
+        laws.check_dense(_one_triple(_cheb), max_examples=1)
+    nodal(lambda n: np.diag(chebyshev.gram(n)))  # a diagonal (wrong, but the counit check comes after)
+    with pytest.raises(AssertionError, match=r"the Dense hook fails 'dense nodal': the coordinates of fmap sin"):
+        laws.check_dense(_one_triple(_cheb), max_examples=1)
+
+
 @pytest.mark.parametrize(
     ("op", "spec"), [("mul_mv", "gf,g->f"), ("mul_vm", "f,gf->g"), ("mul_mm", "gf,gh->fh"), ("mul_mm", "fg,hg->fh")]
 )

@@ -1,0 +1,136 @@
+"""Attention's dense formula: softmax attention on coordinates, where the keys' measure is a weight per
+position, the scores materialised or in chunks of queries (memory linear in the keys).
+
+Keys and values on a structure F whose every axis is ``nodal`` (a Vec, a DenseTree, a Compose of them:
+the coordinates are values at positions, position j weighing w_j, its Gram matrix's diagonal; 1 for a
+Vec, 2^-depth for a tree's leaf, 0 for its padding) turn the generic definition, a softmax whose sum
+is the counit and a ``mul_mm`` contracted through the Gram matrix,
+
+    attention(q, k, v)_i = sum_j w_j e_ij v_j / sum_j w_j e_ij,     e_ij = exp(q_i . k_j / sqrt(d_k)),
+
+into an ordinary softmax with the log-weight as a bias on each key:
+
+    attention(q, k, v)_i = sum_j softmax_j(q_i . k_j / sqrt(d_k) + log w_j) v_j,
+
+with masked keys and padding (w_j = 0) at -inf, and a row with no key left 0, as the generic definition
+gives. The queries' structure must be nodal too (the softmax runs row by row through its ``fmap``,
+which there is per coordinate); the features of queries and keys (H) and of values (G) are any
+``Dense`` levels of scalars (q . k contracts through H's Gram matrix). Anything else, or
+``generic_only()``, and ``attention`` takes the generic definition; a ``Cheb`` of keys, whose softmax
+samples the function, is never nodal.
+
+``chunk`` rows of queries at a time (``jax.lax.map``), each under ``jax.checkpoint``: a chunk's softmax
+is over every key (no running maximum needed), and the backward pass recomputes a chunk's scores
+instead of storing them, so the temporaries are chunk x keys, never queries x keys, forward and
+backward, with JAX's own gradients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from applicative.fast_paths import USE_FAST_PATHS, Level, coordinates, fold_gram, log_taken, shaped
+
+__all__ = ["dense_attention"]
+
+
+def dense_attention(
+    queries: object,
+    keys: object,
+    values: object,
+    mask: object | None,
+    d_k: jax.Array,
+    chunk: Callable[[int, int], int | None],
+) -> Any | None:
+    """``softmax(score(queries, keys) / sqrt(d_k)) values`` by the dense formula above, ``chunk(queries,
+    keys)`` rows of queries at a time (None: all at once); None where it does not apply."""
+    if not USE_FAST_PATHS.get():
+        return None
+    query_view, key_view, value_view = (coordinates("attention", x, 2) for x in (queries, keys, values))
+    if query_view is None or key_view is None or value_view is None:
+        return None
+    (q, (i, h), q_shells), (k, (f, h_keys), _), (v, (f_values, _), v_shells) = query_view, key_view, value_view
+    if not (_nodal(i) and _nodal(f)) or h != h_keys or f != f_values:
+        return None  # not a weight per position, or levels that the generic definition refines or names
+    keep = None
+    if mask is not None:
+        if (mask_view := coordinates("attention", mask, 2)) is None or mask_view[1] != [i, f]:
+            return None
+        keep = jnp.reshape(mask_view[0], (_size(i), _size(f))).astype(bool)
+    q = jnp.reshape(fold_gram(q, h, len(i)), (_size(i), _size(h)))
+    k = jnp.reshape(k, (_size(f), _size(h)))
+    v_features = v.shape[len(f) :]
+    rows = chunk(_size(i), _size(f))
+    out = softmax_attention(q, k, jnp.reshape(v, (_size(f), -1)), _log_weights(f, q.dtype), keep, d_k, rows)
+    log_taken("attention")
+    return shaped(jnp.reshape(out, (*(axis.size for axis in i), *v_features)), [q_shells[0], v_shells[1]])
+
+
+def softmax_attention(
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    bias: jax.Array | None,
+    keep: jax.Array | None,
+    d_k: jax.Array,
+    chunk: int | None,
+) -> jax.Array:
+    """softmax(q k^T / sqrt(d_k) + bias, masked where not ``keep``) v on arrays: queries (n, h), keys
+    (m, h), values (m, g), a bias (m,) or None, a mask (n, m) or None; (n, g), ``chunk`` rows of
+    queries at a time (None: all at once)."""
+    factor = (1.0 / jnp.sqrt(d_k)).astype(q.dtype)
+
+    def rows(q: jax.Array, keep: jax.Array | None) -> jax.Array:
+        s = jnp.einsum("nh,mh->nm", q, k) * factor
+        if bias is not None:
+            s = s + bias
+        if keep is not None:
+            s = jnp.where(keep, s, -jnp.inf)
+        # Any shift gives the same softmax; the row's largest keeps exp bounded (no key left: none).
+        top = jax.lax.stop_gradient(jnp.max(s, axis=-1, keepdims=True))
+        e = jnp.exp(s - jnp.where(jnp.isfinite(top), top, 0.0))
+        total = jnp.sum(e, axis=-1, keepdims=True)
+        return jnp.einsum("nm,mg->ng", e, v) / jnp.where(total > 0, total, 1.0)
+
+    n = q.shape[0]
+    if chunk is None or n <= chunk:
+        return rows(q, keep)
+    pad = -n % chunk
+
+    def chunks(a: jax.Array) -> jax.Array:
+        # Padded by concatenation: jaxlib 0.9.0's eager float64 pad of 8 rows by 1 corrupts the heap.
+        padded = jnp.concatenate([a, jnp.zeros((pad, a.shape[1]), a.dtype)]) if pad else a
+        return padded.reshape(-1, chunk, a.shape[1])
+
+    out: jax.Array = jax.lax.map(
+        jax.checkpoint(lambda xs: rows(*xs)), (chunks(q), None if keep is None else chunks(keep))
+    )
+    return out.reshape(-1, v.shape[1])[:n]
+
+
+def _nodal(level: Level) -> bool:
+    return all(axis.nodal for axis in level)
+
+
+def _size(level: Level) -> int:
+    size = 1
+    for axis in level:
+        size *= axis.size
+    return size
+
+
+def _log_weights(level: Level, dtype: Any) -> jax.Array | None:
+    """log w_j over the positions of a nodal level (flattened), -inf where w_j = 0; None for weights 1."""
+    total = None
+    for position, axis in enumerate(level):
+        if axis.gram is None:
+            continue
+        w = jnp.asarray(axis.gram, dtype)
+        log_w = jnp.where(w > 0, jnp.log(jnp.where(w > 0, w, 1.0)), -jnp.inf)
+        log_w = jnp.reshape(log_w, (-1,) + (1,) * (len(level) - position - 1))
+        total = log_w if total is None else total + log_w
+    return None if total is None else jnp.reshape(jnp.broadcast_to(total, [axis.size for axis in level]), -1)

@@ -1,0 +1,232 @@
+"""Attention's dense formula (``applicative.nn._dense_attention``) against its specification, the generic
+definition (``generic_only``), in float64 to 1e-12: on every structure whose measure is a weight per
+position (Vec, DenseTree of every shape drawn, a Compose grid, a user's Mesh), with features of any
+structure (a Cheb), self and cross attention, masks, chunks of every size, gradients, eagerly and
+under ``jit``; structures whose softmax is not a weight per position keep the generic path; and the
+chunked attention's temporaries grow as the keys, not as queries x keys."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from applicative import (
+    Cheb,
+    Compose,
+    DenseTree,
+    Dim,
+    Vec,
+    generic_only,
+    nn,
+    record_fast_paths,
+    strategies,
+    to_array,
+)
+from applicative.instances.tree import Node, Shape
+from tests.applicative.dims import Hidden, Seq
+from tests.applicative.mesh import Mesh
+from tests.applicative.tolerance import Tolerance
+
+TOL: Tolerance = {"rtol": 1e-12, "atol": 1e-12}
+rng = np.random.default_rng(35)
+
+
+class Key(Dim):
+    """Query/key features."""
+
+
+class Value(Dim):
+    """Value features."""
+
+
+class Column(Dim):
+    """The second axis of a grid."""
+
+
+Maps = tuple[np.ndarray, np.ndarray, np.ndarray]
+SOFTMAX = nn.Softmax()
+MAPS: Maps = (rng.normal(size=(3, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2)))
+
+
+def features(a: jax.Array, tag: type[Dim]) -> Vec[Any, jax.Array]:
+    return Vec.from_array(a, tag)
+
+
+def attend(x: Any, source: Any = None, mask: Any = None, normalise: nn.Normalisation = SOFTMAX) -> Any:
+    """Attention of x's projections to the source's (x's own by default): each a structure of Vecs."""
+    source = x if source is None else source
+    wq, wk, wv = (jnp.asarray(w) for w in MAPS)
+    q = x.fmap(lambda e: features(to_array(e) @ wq, Key))
+    k = source.fmap(lambda e: features(to_array(e) @ wk, Key))
+    v = source.fmap(lambda e: features(to_array(e) @ wv, Value))
+    return nn.attention(q, k, v, mask=mask, normalise=normalise)
+
+
+def leaves(x: Any) -> list[np.ndarray]:
+    return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(x)]
+
+
+def same(x: Any, y: Any) -> None:
+    assert len(leaves(x)) == len(leaves(y))
+    for a, b in zip(leaves(x), leaves(y), strict=True):
+        np.testing.assert_allclose(a, b, **TOL)
+
+
+def check(run: Callable[..., Any], *inputs: Any) -> None:
+    """``run(*inputs)`` by the dense formula (which must run) equals it by the generic definition, eagerly
+    and under jit, and so do the gradients (under jit) of a random projection of it with respect to the
+    inputs' elements."""
+    with record_fast_paths() as taken:
+        fast = run(*inputs)
+    assert "attention" in taken
+    with generic_only():
+        spec = run(*inputs)
+    same(fast, spec)
+    same(jax.jit(run)(*inputs), spec)
+    weights = [rng.normal(size=np.shape(leaf)) for leaf in leaves(spec)]
+
+    def loss(*elements: Any) -> jax.Array:
+        out = run(*(x.with_elements(e) for x, e in zip(inputs, elements, strict=True)))
+        return sum((jnp.sum(leaf * w) for leaf, w in zip(jax.tree_util.tree_leaves(out), weights, strict=True)),
+                   jnp.zeros(()))  # fmt: skip
+
+    elements = [x.elements() for x in inputs]
+    grad = jax.grad(loss, argnums=tuple(range(len(inputs))))
+    with generic_only():
+        spec_grad = grad(*elements)
+    same(jax.jit(grad)(*elements), spec_grad)
+
+
+def vec(n: int, tag: type[Dim] = Seq) -> Vec[Any, Any]:
+    return Vec.from_array(rng.normal(size=(n, 3)), tag, Hidden)
+
+
+def tree(shape: Shape, capacity: int) -> DenseTree[Any]:
+    n = len(jax.tree_util.tree_leaves(Node.from_shape(shape, 0.0)))
+    return DenseTree.of(shape, [Vec.from_array(rng.normal(size=3), Hidden) for _ in range(n)], capacity)
+
+
+def mesh(nodes: tuple[float, ...]) -> Mesh[Any, Any]:
+    return Mesh.of([Vec.from_array(rng.normal(size=3), Hidden) for _ in nodes], Seq, nodes)
+
+
+@pytest.mark.parametrize("normalise", [nn.Softmax(), nn.Softmax(chunk=4)])
+def test_on_a_vec_self_and_cross(normalise: nn.Softmax) -> None:
+    x, memory = vec(37), vec(23, Column)
+    check(lambda x: attend(x, normalise=normalise), x)
+    check(lambda x, m: attend(x, m, normalise=normalise), x, memory)
+
+
+@pytest.mark.slow  # a compile per shape drawn; one tree is checked in test_with_masks
+@hypothesis.given(strategies.shapes(48), strategies.shapes(48))
+@hypothesis.settings(max_examples=3, deadline=None, database=None)
+def test_on_trees_of_every_shape_drawn(shape: Shape, other: Shape) -> None:
+    x, memory = tree(shape, 48), tree(other, 64)
+    check(lambda x: attend(x, normalise=nn.Softmax(chunk=5)), x)
+    check(lambda x, m: attend(x, m), x, memory)  # queries on one tree, keys on another
+
+
+def test_on_a_grid_a_mesh_and_features_of_any_structure() -> None:
+    grid = Compose(Vec.from_array(rng.normal(size=(5, 4, 3)), Seq, Column, Hidden))
+    check(lambda q, g: attend(q, g, normalise=nn.Softmax(chunk=3)), vec(7, Key), grid)
+    check(lambda m: attend(m, normalise=nn.Softmax(chunk=2)), mesh((0.0, 0.1, 0.15, 0.5, 0.9, 1.0)))
+    # Features on a Cheb: the scores contract through its Gram matrix (the exact integral; the generic
+    # dot truncates a product to 4 coefficients, so the factors have 2, Axis.exact), the values are
+    # its coefficients.
+    x = Vec.from_array(rng.normal(size=(9, 4)), Seq, Hidden)
+
+    def run(x: Any) -> Any:
+        low = jnp.asarray([1.0, 1.0, 0.0, 0.0])
+        q = x.fmap(lambda e: Cheb.from_array(to_array(e) * low, Key))
+        k = x.fmap(lambda e: Cheb.from_array(jnp.sin(to_array(e)) * low, Key))
+        v = x.fmap(lambda e: Cheb.from_array(to_array(e)[:3], Value))
+        return nn.attention(q, k, v, normalise=nn.Softmax(chunk=4))
+
+    check(run, x)
+
+
+def test_with_masks() -> None:
+    n = 13
+    x = vec(n)
+    keep = rng.random((n, n)) > 0.4
+    keep[3] = False  # a query that sees no key: 0, as the generic definition gives
+    masks = {
+        "causal": nn.causal_mask(n, Seq),
+        "padding": nn.padding_mask(9, n, Seq),
+        "a user's": Vec.from_array(keep, Seq, Seq),
+    }
+    for mask, chunk in zip(masks.values(), (None, 4, 5), strict=True):
+        check(lambda x, mask=mask, chunk=chunk: attend(x, mask=mask, normalise=nn.Softmax(chunk)), x)
+    out = attend(x, mask=masks["a user's"])
+    np.testing.assert_array_equal(to_array(out)[3], 0.0)
+
+    # On a tree, a mask that depends on the data: query i sees key j where their first features
+    # sum above 0 (built on the tree, so it shares its shape).
+    def on_tree(t: Any) -> Any:
+        first = t.fmap(lambda e: to_array(e)[0])
+        mask = first.fmap(lambda a: first.fmap(lambda b: a + b > 0))
+        return attend(t, mask=mask, normalise=nn.Softmax(chunk=3))
+
+    check(on_tree, tree(((None, None), (None, (None, (None, None)))), 8))
+
+
+def test_structures_whose_softmax_is_not_a_weight_per_position_keep_the_generic_path() -> None:
+    x = vec(6)
+    cheb = Cheb.from_array(rng.normal(size=(6, 3)), Seq, Hidden)
+    wq, wk, wv = (jnp.asarray(w) for w in MAPS)
+    cases: dict[str, Callable[[], Any]] = {
+        "a Cheb of keys": lambda: attend(cheb),
+        "the reference's softmax": lambda: attend(x, normalise=nn.ReferenceSoftmax()),
+        "a multiplicative score": lambda: nn.attention(
+            x.fmap(lambda e: features(to_array(e) @ wq, Key)),
+            x.fmap(lambda e: features(to_array(e) @ wk, Key)),
+            x.fmap(lambda e: features(to_array(e) @ wv, Value)),
+            score=nn.Multiplicative(Vec.from_array(jnp.eye(4), Key, Key)),
+        ),
+    }
+    for name, case in cases.items():
+        with record_fast_paths() as taken:
+            case()
+        assert "attention" not in taken, name
+    with generic_only(), record_fast_paths() as taken:
+        attend(x)
+    assert taken == []
+
+
+def test_softmax_refuses_a_chunk_that_is_not_a_number_of_queries() -> None:
+    with pytest.raises(ValueError, match=r"Softmax: chunk must be a positive number of queries, got 0"):
+        nn.Softmax(chunk=0)
+    with pytest.raises(TypeError, match=r"Softmax: chunk must be a positive integer, \"auto\" or None, got 2.5"):
+        nn.Softmax(chunk=2.5)  # type: ignore[arg-type]
+    assert nn.Softmax().rows_per_chunk(64, 64) is None
+    assert nn.Softmax().rows_per_chunk(1024, 1024) is None
+    assert nn.Softmax().rows_per_chunk(1025, 1024) == nn.CHUNK == nn.Softmax(chunk=nn.CHUNK).rows_per_chunk(1, 1)
+
+
+def temporaries(n: int, chunk: int | None) -> float:
+    """XLA's temporary bytes of the gradient of attention over n positions (16 features, 2 heads' worth
+    of batch), compiled and never run."""
+    xs = jnp.zeros((2, n, 16), jnp.float32)
+
+    def loss(data: jax.Array) -> jax.Array:
+        def one(a: jax.Array) -> jax.Array:
+            x = Vec.from_array(a, Seq, Key)
+            return jnp.sum(to_array(nn.attention(x, x, x, normalise=nn.Softmax(chunk))))
+
+        return jnp.sum(jax.vmap(one)(data))
+
+    analysis = jax.jit(jax.grad(loss)).lower(xs).compile().memory_analysis()
+    assert analysis is not None
+    return float(analysis.temp_size_in_bytes)
+
+
+def test_chunked_attention_needs_memory_linear_in_the_keys() -> None:
+    small, large = temporaries(1024, 128), temporaries(4096, 128)
+    assert large < 6 * small  # 4x the keys: about 4x, where the whole score matrix would be 16x
+    assert temporaries(4096, None) > 8 * large
