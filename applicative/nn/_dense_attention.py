@@ -27,6 +27,7 @@ backward, with JAX's own gradients.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -117,20 +118,17 @@ def _nodal(level: Level) -> bool:
 
 
 def _size(level: Level) -> int:
-    size = 1
-    for axis in level:
-        size *= axis.size
-    return size
+    return math.prod(axis.size for axis in level)
 
 
 def _log_weights(level: Level, dtype: Any) -> jax.Array | None:
     """log w_j over the positions of a nodal level (flattened), -inf where w_j = 0; None for weights 1."""
-    total = None
+    w = None
     for position, axis in enumerate(level):
-        if axis.gram is None:
-            continue
-        w = jnp.asarray(axis.gram, dtype)
-        log_w = jnp.where(w > 0, jnp.log(jnp.where(w > 0, w, 1.0)), -jnp.inf)
-        log_w = jnp.reshape(log_w, (-1,) + (1,) * (len(level) - position - 1))
-        total = log_w if total is None else total + log_w
-    return None if total is None else jnp.reshape(jnp.broadcast_to(total, [axis.size for axis in level]), -1)
+        if axis.gram is not None:  # a diagonal: the weights along this axis, broadcast over the later ones
+            along = jnp.reshape(jnp.asarray(axis.gram, dtype), (-1,) + (1,) * (len(level) - position - 1))
+            w = along if w is None else w * along
+    if w is None:
+        return None
+    w = jnp.reshape(jnp.broadcast_to(w, [axis.size for axis in level]), -1)
+    return jnp.where(w > 0, jnp.log(jnp.where(w > 0, w, 1.0)), -jnp.inf)
