@@ -19,7 +19,7 @@ alternating order; the table gives each step's median and the median of the pair
 slow spell of a shared machine slows both halves of a ratio (on this 2-core machine single steps at
 1,024 leaves vary by 30%: most of a step is memory traffic).
 
-    python bench/trees.py                 # every size, and the recursive Tree (about 15 minutes on 2 CPU cores)
+    python bench/trees.py                 # every size, and the recursive Tree (about 20 minutes on 2 CPU cores)
     python bench/trees.py --sizes 64 256  # some sizes only, no recursive Tree
     python bench/trees.py --shapes        # the depths of real shapes, the standard library's syntax trees
 
@@ -124,7 +124,7 @@ def dense_row(n: int, chunk: int | None, timed: bool) -> dict[str, Any]:
     xs, vec_labels = vec_batch(0, n)
     vec_step, _, vec_memory = compiled(make_step(vec_loss), model, xs, vec_labels)
     row = {"n": n, "chunk": chunk, "tree_compile": tree_compile, "tree_memory": tree_memory, "vec_memory": vec_memory}
-    if not timed or max(tree_memory, vec_memory) > 0.6 * MEMORY:
+    if not timed or not fits(row):
         return row
     state = optimiser_state(model)
     # New shapes for every timed batch: the one executable takes them all.
@@ -138,12 +138,16 @@ def dense_row(n: int, chunk: int | None, timed: bool) -> dict[str, Any]:
     return row | {"tree_step": tree_seconds, "vec_step": vec_seconds, "ratio": ratio}
 
 
+def fits(row: dict[str, Any]) -> bool:
+    """Whether XLA's account of both steps' temporary buffers fits in 0.6 of this machine's memory."""
+    return bool(max(row["tree_memory"], row["vec_memory"]) <= 0.6 * MEMORY)
+
+
 def dense_line(row: dict[str, Any]) -> str:
     attention = "materialised" if row["chunk"] is None else f"chunks of {row['chunk']}"
     memory = f"{row['tree_memory']:.2f} / {row['vec_memory']:.2f} GB"
     if "ratio" not in row:
-        fits = max(row["tree_memory"], row["vec_memory"]) <= 0.6 * MEMORY
-        why = "not timed" if fits else f"does not fit in {MEMORY:.0f} GB"
+        why = "not timed" if fits(row) else f"does not fit in {MEMORY:.0f} GB"
         return f"| {row['n']} | {attention} | {row['tree_compile']:.1f} s | {why} | | | {memory} |"
     return (
         f"| {row['n']} | {attention} | {row['tree_compile']:.1f} s | {row['tree_step'] * 1e3:.0f} ms | "

@@ -1,5 +1,5 @@
-"""Train a transformer on trees of 64 to 1,024 leaves, every shape in one compile, to compare each
-leaf with the tree's integral.
+"""Train a transformer on the syntax trees of Python's standard library, up to 4,096 leaves, every
+shape in one compile, to compare each leaf with the tree's integral.
 
 A tree is a piecewise-constant function on [0, 1]: a leaf at depth d covers an
 interval of length 2^-d. The task: every leaf holds a random value v, and its
@@ -17,14 +17,15 @@ through ``counit``, which normalises attention, so the softmax is taken
 against the dyadic measure and a uniform attention head computes exactly the
 integral.
 
-Shapes are data. Training draws batches from a pool of random shapes of 64 to
-1,024 leaves (each node splits its leaves at a uniformly drawn point), laid
-out once at capacity 1,024; the leaf values are drawn inside the jitted step.
-One compiled step serves every shape, and one compiled predictor every test
-tree. Tested on random shapes never trained on, and on real ones: the abstract
-syntax trees of Python's own standard library (``syntax_trees``: every
-function and class definition with 64 to 1,024 syntax nodes, binarised; deep
-and unbalanced).
+Shapes are data, real ones: the abstract syntax trees of the standard
+library's function and class definitions (``syntax_trees``, binarised; deep
+and unbalanced), split by file (``held_out``: a fixed quarter of the files is
+never trained on, so a class and its methods never fall on both sides).
+Training draws batches from a pool of the training files' trees of 64 to 4,096
+leaves, laid out once at capacity 4,096; the leaf values are drawn inside the
+jitted step, and attention runs in chunks of queries (memory linear in the
+leaves). One compiled step serves every shape, and one compiled predictor every
+test tree. Tested on the held-out files' trees, and on random shapes.
 
 Run ``python -m applicative.examples.trees``; docs/trees.md gives its results.
 """
@@ -37,6 +38,7 @@ import math
 import random
 import sysconfig
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,13 +57,17 @@ from applicative.instances.tree import Shape
 from applicative.nn import AttentionOptions, Encoder, Softmax, init_encoder
 
 __all__ = [
+    "HELD_OUT_EVERY",
     "Config",
     "Result",
+    "Score",
     "TreeModel",
     "baseline",
     "binarised",
     "definitions",
+    "held_out",
     "init_model",
+    "library_files",
     "logits",
     "loss",
     "main",
@@ -77,6 +83,8 @@ __all__ = [
 ]
 
 CLASSES = 2  # below or above the dyadic mean
+STEPS = 150  # the default run's training steps
+HELD_OUT_EVERY = 4  # one file of the standard library in this many is kept for testing (``held_out``)
 
 
 class Feature(Dim):
@@ -118,31 +126,39 @@ class Config:
     head_features: int = 8
     layers: int = 1
     chunk: int | Literal["auto"] | None = "auto"  # rows of queries at a time (``Softmax``)
-    batch: int = 16
-    learning_rate: float = 3e-3
-    warmup: int = 50
+    batch: int = 32
+    learning_rate: float = 1e-2
+    warmup: int = 20
     weight_decay: float = 1e-2
     clip: float = 1.0
-    capacity: int = 1024
+    capacity: int = 4096
     min_leaves: int = 64
-    max_leaves: int = 1024
-    train_shapes: int = 512  # the pool training batches are drawn from
-    test_trees: int = 256  # random shapes not in the pool
-    syntax_trees: int = 256  # from the standard library
+    max_leaves: int = 4096
+    train_trees: int = 4096  # syntax trees of the training files: the pool batches are drawn from
+    test_bands: tuple[tuple[int, int], ...] = ((64, 1024), (1025, 4096))  # leaves of the held-out test sets
+    test_trees: int = 256  # held-out syntax trees in each band (all of them if fewer)
+    random_trees: int = 256  # random shapes of min_leaves to max_leaves
     test_batch: int = 32
 
 
+class Score(NamedTuple):
+    """Leaf accuracies over all leaves of one test set."""
+
+    name: str
+    trees: int
+    leaves: tuple[int, int, int]  # the trees' leaf counts: min, median, max
+    accuracy: float
+    baseline: float  # the plain-mean rule
+    disputed: float  # the model on the leaves where the plain-mean rule is wrong
+
+
 class Result(NamedTuple):
-    """What a training run achieved: leaf accuracies over all leaves of each test set."""
+    """What a training run achieved."""
 
     initial_loss: float
     final_loss: float
-    test_accuracy: float  # random shapes never trained on
-    baseline_accuracy: float  # the plain-mean rule on them
-    disputed_accuracy: float  # on the leaves where the plain-mean rule is wrong
-    syntax_accuracy: float  # syntax trees of the standard library
-    syntax_baseline_accuracy: float
-    syntax_leaves: tuple[int, int, int]  # the syntax trees' leaf counts: min, median, max
+    train_leaves: tuple[int, int, int]  # the training pool's leaf counts: min, median, max
+    tests: tuple[Score, ...]  # the held-out syntax trees by band, then the random shapes
     compilations: int  # of the training step, for every shape it met (one)
     seconds: float
 
@@ -203,12 +219,30 @@ def binarised(node: ast.AST) -> Shape:
     return items[0]
 
 
-def definitions(seed: int | None = None) -> Iterator[tuple[str, ast.AST]]:
-    """Every function and class definition of the installed standard library, named ``file:line``,
-    its files in sorted order or, given a ``seed``, in a seeded random order. Files that do not
-    parse (test data with deliberate errors) are skipped."""
+def held_out(file: str) -> bool:
+    """Whether a file of the standard library (its path inside the library) is kept for testing:
+    one in ``HELD_OUT_EVERY``, fixed by a checksum of the path, so that every run tests on the same
+    files and a file's definitions (a class and its methods) all fall on one side."""
+    return zlib.crc32(file.encode()) % HELD_OUT_EVERY == 0
+
+
+Side = Literal["all", "train", "test"]
+
+
+def library_files(side: Side = "all") -> list[str]:
+    """The installed standard library's Python files (paths inside it), sorted: all of them, the
+    training files or the held-out ones (``held_out``)."""
     root = Path(sysconfig.get_paths()["stdlib"])
-    files = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "site-packages" not in p.parts)
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py") if "site-packages" not in p.parts)
+    return files if side == "all" else [name for name in files if held_out(name) == (side == "test")]
+
+
+def definitions(seed: int | None = None, side: Side = "all") -> Iterator[tuple[str, ast.AST]]:
+    """Every function and class definition of the files ``library_files(side)``, named
+    ``file:line``, its files in sorted order or, given a ``seed``, in a seeded random order. Files
+    that do not parse (test data with deliberate errors) are skipped."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = library_files(side)
     if seed is not None:
         random.Random(seed).shuffle(files)
     for name in files:
@@ -221,13 +255,16 @@ def definitions(seed: int | None = None) -> Iterator[tuple[str, ast.AST]]:
                 yield f"{name}:{node.lineno}", node
 
 
-def syntax_trees(count: int, min_leaves: int, max_leaves: int, seed: int = 0) -> list[tuple[str, Shape]]:
-    """``count`` binarised syntax trees of the standard library's definitions (``definitions(seed)``)
-    with ``min_leaves`` to ``max_leaves`` syntax nodes, named ``file:line`` (fewer if the library has
-    fewer). Trees deeper than a layout holds are skipped (``python bench/trees.py --shapes``: none of
-    1,024 nodes or fewer, one of the library's 71,870 definitions in all)."""
+def syntax_trees(
+    count: int, min_leaves: int, max_leaves: int, seed: int = 0, side: Side = "all"
+) -> list[tuple[str, Shape]]:
+    """``count`` binarised syntax trees of the standard library's definitions
+    (``definitions(seed, side)``) with ``min_leaves`` to ``max_leaves`` syntax nodes, named
+    ``file:line`` (fewer if the library has fewer). Trees deeper than a layout holds are skipped
+    (``python bench/trees.py --shapes``: none of 1,024 nodes or fewer, one of the library's 71,870
+    definitions in all)."""
     found: list[tuple[str, Shape]] = []
-    for name, node in definitions(seed):
+    for name, node in definitions(seed, side):
         shape = binarised(node)
         depths = dyadic.depths_of(shape)
         if min_leaves <= len(depths) <= max_leaves and max(depths) <= dyadic.MAX_DEPTH:
@@ -299,23 +336,41 @@ def optimiser(config: Config, steps: int) -> optax.GradientTransformation:
 # Training and testing
 
 
+def _leaf_counts(trees: DenseTree[Array]) -> tuple[int, int, int]:
+    leaves = np.asarray(jax.vmap(lambda t: t.valid())(trees)).sum(-1)
+    return int(leaves.min()), int(np.median(leaves)), int(leaves.max())
+
+
 def train(
     steps: int,
     seed: int = 0,
     config: Config = Config(),
-    log_every: int = 100,
+    log_every: int = 20,
     log: Callable[[str], None] = print,
 ) -> Result:
-    """Train on ``steps`` batches drawn from a pool of random shapes, then test on random shapes
-    outside the pool and on syntax trees of the standard library."""
+    """Train on ``steps`` batches drawn from a pool of the training files' syntax trees, then test on
+    the held-out files' syntax trees, band by band (``config.test_bands``), and on random shapes."""
+    for what, leaves in (("max_leaves", config.max_leaves), *((f"test band {b}", b[1]) for b in config.test_bands)):
+        if leaves > config.capacity:
+            raise ValueError(f"trees example: {what} reaches {leaves} leaves, above the capacity {config.capacity}")
     start = time.perf_counter()
-    pool = stack_shapes(random_shapes(seed, config.train_shapes, config), config.capacity)
-    unseen = stack_shapes(random_shapes(seed + 1, config.test_trees, config), config.capacity)
-    named = syntax_trees(config.syntax_trees, config.min_leaves, min(config.max_leaves, config.capacity), seed)
-    syntax = stack_shapes([shape for _, shape in named], config.capacity)
+    named = syntax_trees(config.train_trees, config.min_leaves, config.max_leaves, seed, side="train")
+    if not named:
+        raise ValueError(f"trees example: no syntax tree of {config.min_leaves} to {config.max_leaves} leaves")
+    pool = stack_shapes([shape for _, shape in named], config.capacity)
+    tests = {}
+    for low, high in config.test_bands:
+        band = [shape for _, shape in syntax_trees(config.test_trees, low, high, seed, side="test")]
+        if not band:
+            raise ValueError(f"trees example: the held-out files have no syntax tree of {low} to {high} leaves")
+        tests[f"held-out syntax trees of {low} to {high} leaves"] = stack_shapes(band, config.capacity)
+    tests[f"random shapes of {config.min_leaves} to {config.max_leaves} leaves"] = stack_shapes(
+        random_shapes(seed, config.random_trees, config), config.capacity
+    )
     log(
-        f"{config.train_shapes} training shapes, {config.test_trees} unseen, {len(named)} syntax trees "
-        f"(drawn, parsed and laid out in {time.perf_counter() - start:.1f} s)"
+        f"{len(named)} training syntax trees; tests: "
+        + ", ".join(f"{len(jax.tree_util.tree_leaves(t)[0])} {name}" for name, t in tests.items())
+        + f" (parsed and laid out in {time.perf_counter() - start:.1f} s)"
     )
 
     model_key, data_key, test_key = jax.random.split(jax.random.PRNGKey(seed), 3)
@@ -327,7 +382,7 @@ def train(
     def step(model: TreeModel, state: optax.OptState, step: Array) -> tuple[TreeModel, optax.OptState, Array]:
         # A batch of shapes from the pool and fresh values, drawn inside the step.
         pick, draw = jax.random.split(jax.random.fold_in(data_key, step))
-        chosen = jax.random.choice(pick, config.train_shapes, (config.batch,))
+        chosen = jax.random.choice(pick, len(named), (config.batch,))
         trees = jax.tree_util.tree_map(lambda leaf: leaf[chosen], pool)
         values = jax.random.normal(draw, (config.batch, config.capacity), jnp.float32)
         value, grads = jax.value_and_grad(loss)(model, with_values(trees, values), targets(trees, values))
@@ -336,8 +391,8 @@ def train(
 
     evaluate = jax.jit(predict)
 
-    def test(trained: TreeModel, trees: DenseTree[Array], key: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per valid leaf of every tree: model correct, baseline correct."""
+    def test(name: str, trained: TreeModel, trees: DenseTree[Array], key: Array) -> Score:
+        """Leaf accuracies of the model and of the baseline over every valid leaf of ``trees``."""
         n = jax.tree_util.tree_leaves(trees)[0].shape[0]
         values = jax.random.normal(key, (n, config.capacity), jnp.float32)
         labels, valid = np.asarray(targets(trees, values)), np.asarray(jax.vmap(lambda t: t.valid())(trees))
@@ -346,9 +401,10 @@ def train(
             chunk = jnp.arange(i, i + config.test_batch) % n
             batch = jax.tree_util.tree_map(lambda leaf, c=chunk: leaf[c], trees)
             predicted.append(np.asarray(evaluate(trained, with_values(batch, values[chunk]))))
-        model_right = (np.concatenate(predicted)[:n] == labels)[valid]
-        baseline_right = (baseline(np.asarray(values), valid) == labels)[valid]
-        return model_right, baseline_right, valid.sum(-1)
+        right = (np.concatenate(predicted)[:n] == labels)[valid]
+        base = (baseline(np.asarray(values), valid) == labels)[valid]
+        disputed = float(right[~base].mean()) if not base.all() else math.nan
+        return Score(name, n, _leaf_counts(trees), float(right.mean()), float(base.mean()), disputed)
 
     losses = []  # each step's loss is taken before its update: the first is the untrained model's
     drawn = time.perf_counter()
@@ -359,19 +415,14 @@ def train(
             value.block_until_ready()
             log(f"compiled the training step and took it in {time.perf_counter() - drawn:.1f} s")
         if (i + 1) % log_every == 0:
-            log(f"step {i + 1:5d}  loss {float(value):.4f}")
-    unseen_key, syntax_key = jax.random.split(test_key)
-    right, base, _ = test(model, unseen, unseen_key)
-    syntax_right, syntax_base, leaves = test(model, syntax, syntax_key)
+            log(f"step {i + 1:5d}  loss {float(value):.4f}  ({time.perf_counter() - drawn:.0f} s)")
+    keys = jax.random.split(test_key, len(tests))
+    scores = tuple(test(name, model, trees, key) for (name, trees), key in zip(tests.items(), keys, strict=True))
     return Result(
         float(losses[0]),
         float(losses[-1]),
-        float(right.mean()),
-        float(base.mean()),
-        float(right[~base].mean()) if not base.all() else math.nan,
-        float(syntax_right.mean()),
-        float(syntax_base.mean()),
-        (int(leaves.min()), int(np.median(leaves)), int(leaves.max())),
+        _leaf_counts(pool),
+        scores,
         step._cache_size(),  # type: ignore[attr-defined]
         time.perf_counter() - start,
     )
@@ -379,21 +430,20 @@ def train(
 
 def _lines(result: Result) -> Iterator[str]:
     yield f"loss {result.initial_loss:.3f} -> {result.final_loss:.4f} (chance ln 2 = {math.log(CLASSES):.3f})"
-    yield (
-        f"unseen random shapes: leaf accuracy {result.test_accuracy:.3f} "
-        f"(plain-mean baseline {result.baseline_accuracy:.3f}; where it is wrong: {result.disputed_accuracy:.3f})"
-    )
-    low, median, high = result.syntax_leaves
-    yield (
-        f"standard-library syntax trees ({low} to {high} leaves, median {median}): leaf accuracy "
-        f"{result.syntax_accuracy:.3f} (plain-mean baseline {result.syntax_baseline_accuracy:.3f})"
-    )
+    low, median, high = result.train_leaves
+    yield f"trained on syntax trees of {low} to {high} leaves (median {median})"
+    for score in result.tests:
+        low, median, high = score.leaves
+        yield (
+            f"{score.trees} {score.name} (median {median}): leaf accuracy {score.accuracy:.3f} "
+            f"(plain-mean baseline {score.baseline:.3f}; where it is wrong: {score.disputed:.3f})"
+        )
     yield f"in {result.seconds:.1f} s, the training step compiled {result.compilations} time(s) for every shape"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Train a transformer on trees to compare leaves with the integral.")
-    parser.add_argument("--steps", type=int, default=400, help="training steps (default: %(default)s)")
+    parser.add_argument("--steps", type=int, default=STEPS, help="training steps (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     args = parser.parse_args(argv)
     for line in _lines(train(args.steps, args.seed)):

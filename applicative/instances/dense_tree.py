@@ -159,8 +159,14 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
     @staticmethod
     def from_shape(shape: Shape, value: T, capacity: int | None = None) -> DenseTree[T]:
         """The tree of ``shape`` with ``value`` at every leaf."""
-        depths = dyadic.depths_of(shape, "DenseTree.from_shape")
-        return _build("DenseTree.from_shape", [value] * len(depths), depths, capacity)
+        what = "DenseTree.from_shape"
+        depths = dyadic.depths_of(shape, what)
+
+        def repeated(leaf: Any) -> Any:  # one value per leaf, as a broadcast view: no copy per leaf
+            x = numeric(leaf, what, host=True)
+            return (np.broadcast_to if isinstance(x, np.ndarray) else jnp.broadcast_to)(x, (len(depths), *x.shape))
+
+        return _build(what, jax.tree_util.tree_map(repeated, value), depths, capacity)
 
     # Functor, Applicative, Counit
 
@@ -409,10 +415,10 @@ def _build(what: str, values: Sequence[T] | T, depths: list[int], capacity: int 
     if isinstance(values, list):
         if len(values) != n:
             raise ValueError(f"{what}: {len(values)} leaf values for a shape of {n} leaves")
-        data: Any = _shared(stack([values[i] for i in slots], what))
+        data: Any = stack([values[i] for i in slots], what)
     else:
         data = jax.tree_util.tree_map(lambda leaf: _take(numeric(leaf, what, host=True), slots), values)
-    return DenseTree(data, _canonical(lay), capacity)  # trees of one shape built apart zip and meet
+    return DenseTree(_shared(data), _canonical(lay), capacity)  # trees of one shape built apart zip and meet
 
 
 def _shared(data: T) -> T:

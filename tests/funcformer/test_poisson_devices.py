@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 SCRIPT = """
 import json, sys
@@ -70,6 +71,7 @@ def _result(process: subprocess.Popen[str]) -> dict[str, object]:
     return result
 
 
+@pytest.mark.slow  # two training processes, 30 s (as the runs of tests/funcformer/test_processes.py)
 def test_training_on_two_devices_matches_one_device(tmp_path: Path) -> None:
     processes = [_start(1, tmp_path / "one"), _start(2, tmp_path / "two")]
     one, two = (_result(process) for process in processes)
