@@ -24,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"})
-MATH_PAGES = ["design", "poisson", "darcy", "trees"]  # pages whose formulas are written as $...$
+MATH_PAGES = ["design", "poisson", "darcy", "fno_darcy", "trees"]  # pages whose formulas are written as $...$
 
 
 @dataclass(eq=False)

@@ -1,0 +1,244 @@
+"""Darcy flow as in the Fourier Neural Operator paper (docs/fno_darcy.md): its data, regenerated from the
+authors' recipe (``funcformer.fno_darcy.data``), written once to a directory and loaded at the paper's
+resolutions.
+
+    generate    the training set (seed ``TRAIN_SEED``) and the test set (``TEST_SEED``) at s = 421, written
+                to a directory in shards of ``SHARD_SIZE`` samples, in parallel over processes
+                (``python -m funcformer.fno_darcy generate --out DIR``)
+    load        a split's (a, u), subsampled to s = 85, 141, 211 or 421 (``data.subsample``)
+
+The directory holds ``dataset.json`` (what was asked for) and the shards ``train-00000.npz``, ...,
+``test-00000.npz``, ...: shard k of a split holds its samples k * shard_size, ... (fewer in the last), the
+coefficients ``a`` and the solutions ``u`` (``data.solution``), both on the cell-centred grid, (count, s, s)
+float64, with the shard's description and a SHA-256 of it and of the arrays, checked whenever the shard is read. A shard
+appears only once fully written (``funcformer.learning._files.atomic_file``), so a killed generator
+resumes where it stopped: ``generate`` again makes only the missing shards; a shard that fails its check
+is refused by name, never overwritten. One generator at a time writes a directory
+(``funcformer.learning._files.holding``: an OS file lock).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import multiprocessing
+import os
+import zipfile
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from funcformer.fno_darcy.data import (
+    ALPHA,
+    HIGH,
+    LOW,
+    NODES,
+    TAU,
+    coefficients,
+    mean_relative_l2,
+    relative_l2,
+    solution,
+    solve,
+    subsample,
+)
+from funcformer.learning._files import RunInUse, atomic_file, holding, write_atomically
+
+__all__ = [
+    "SHARD_SIZE",
+    "SPLITS",
+    "TEST_SEED",
+    "TRAIN_SEED",
+    "coefficients",
+    "generate",
+    "load",
+    "mean_relative_l2",
+    "relative_l2",
+    "solution",
+    "solve",
+    "subsample",
+]
+
+TRAIN_SEED = 0
+"""The training set's seed."""
+TEST_SEED = 1
+"""The test set's seed."""
+SPLITS = {"train": TRAIN_SEED, "test": TEST_SEED}
+"""Each split's seed."""
+SHARD_SIZE = 10
+"""Samples per shard: 10 at s = 421 are 28 MB of arrays (about 13 MB compressed), 10 solves."""
+RECIPE = 1
+"""The recipe's version, recorded in every shard: raised when the numbers a seed gives change."""
+DATASET = "dataset.json"
+
+
+def _shard_path(directory: Path, split: str, index: int) -> Path:
+    return directory / f"{split}-{index:05d}.npz"
+
+
+def _shards(settings: dict[str, Any], split: str) -> list[dict[str, Any]]:
+    """The descriptions of a split's shards: what each holds and how it is drawn."""
+    count, size = settings["splits"][split], settings["shard_size"]
+    common = {key: settings[key] for key in ("recipe", "s", "low", "high", "alpha", "tau")}
+    return [
+        {**common, "split": split, "seed": SPLITS[split], "index": k, "start": start, "count": min(size, count - start)}
+        for k, start in enumerate(range(0, count, size))
+    ]
+
+
+def _digest(text: str, a: np.ndarray, u: np.ndarray) -> str:
+    """The SHA-256 (hex) of a shard's description and its arrays' float64 bytes."""
+    digest = hashlib.sha256(text.encode())
+    for array in (a, u):
+        digest.update(np.ascontiguousarray(array, np.float64).tobytes())
+    return digest.hexdigest()
+
+
+def _write_shard(path: Path, shard: dict[str, Any]) -> int:
+    """Draw and solve a shard's samples and write them to ``path`` atomically; the number of samples."""
+    a = coefficients(shard["seed"], shard["count"], shard["s"], shard["low"], shard["high"], start=shard["start"])
+    u = np.stack([solution(sample) for sample in a])
+    text = json.dumps(shard, sort_keys=True)
+    savez: Callable[..., None] = np.savez_compressed  # numpy's stubs would let a dict fill allow_pickle
+    with atomic_file(path) as file:
+        savez(file, shard=np.asarray(text), a=a, u=u, sha256=np.asarray(_digest(text, a, u)))
+    return int(shard["count"])
+
+
+def _read_shard(path: Path, shard: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(a, u) of the shard at ``path``, checked: its description must be ``shard`` and its checksum must match.
+    ValueError naming the file otherwise."""
+    advice = "delete it and run generate again to make it anew"
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            text, a, u, checksum = str(stored["shard"]), stored["a"], stored["u"], str(stored["sha256"])
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        raise ValueError(f"{path} is corrupt or truncated ({type(error).__name__}: {error}): {advice}") from None
+    if text != json.dumps(shard, sort_keys=True):
+        raise ValueError(f"{path} holds another shard ({text}) than this dataset's ({json.dumps(shard)}): {advice}")
+    shape = (shard["count"], shard["s"], shard["s"])
+    if a.shape != shape or u.shape != shape or a.dtype != np.float64 or u.dtype != np.float64:
+        raise ValueError(f"{path} holds arrays {a.shape} {a.dtype}, {u.shape} {u.dtype}, not {shape} float64: {advice}")
+    if _digest(text, a, u) != checksum:
+        raise ValueError(f"{path} is corrupt: its arrays do not match its SHA-256 checksum: {advice}")
+    return a, u
+
+
+def _settings(directory: Path) -> dict[str, Any]:
+    """The directory's ``dataset.json``; FileNotFoundError if there is none, ValueError if it is unreadable."""
+    path = directory / DATASET
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no dataset at {directory} (no {DATASET}): make it with python -m funcformer.fno_darcy generate --out DIR"
+        )
+    try:
+        settings: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        for split in SPLITS:
+            _shards(settings, split)
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} is not a dataset description ({type(error).__name__}: {error})") from None
+    return settings
+
+
+def generate(
+    out: Path | str,
+    train: int = 1000,
+    test: int = 200,
+    s: int = NODES,
+    *,
+    low: float = LOW,
+    workers: int | None = None,
+    shard_size: int = SHARD_SIZE,
+    progress: bool = True,
+) -> int:
+    """Make the ``train`` training and ``test`` test samples at s points per axis in ``out`` (created if need
+    be), or finish making them: only the shards not yet in ``out`` are made, each checked one is kept. Sample i
+    of a split is ``coefficients(seed, 1, s, low, HIGH, start=i)`` and ``solution(a)`` (solved at s nodes and
+    interpolated back to the cell centres, as in solve_gwf.m). ``workers`` processes (default: every core; 1:
+    this process) make the shards, a ``tqdm`` bar counting samples. Returns the number of samples made now.
+
+    ValueError: a count or s out of range, ``out`` holding a dataset of other settings, or a shard that fails
+    its check (named); ``_files.RunInUse`` if another generator holds ``out``."""
+    for name, value, least in (("train", train, 1), ("test", test, 1), ("s", s, 4), ("shard_size", shard_size, 1)):
+        if not isinstance(value, int) or value < least:
+            raise ValueError(f"generate: {name} must be an integer >= {least}, got {value!r}")
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"generate: workers must be an integer >= 1, got {workers!r}")
+    if not (np.isfinite(low) and low > 0):
+        raise ValueError(f"generate: low = {low} must be positive and finite (a > 0: the PDE is elliptic)")
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    settings: dict[str, Any] = {"recipe": RECIPE, "s": s, "low": float(low), "high": HIGH, "alpha": ALPHA, "tau": TAU}
+    settings.update(shard_size=shard_size, splits={"train": train, "test": test})
+    try:
+        with holding(directory, ("train-", "test-", DATASET)):
+            return _generate(directory, settings, workers, progress)
+    except RunInUse:
+        message = f"{directory} is being written by another generator: wait for it to finish, or use another directory"
+        raise RunInUse(message) from None
+
+
+def _generate(directory: Path, settings: dict[str, Any], workers: int, progress: bool) -> int:
+    """``generate`` once ``directory`` is held."""
+    if (directory / DATASET).exists():
+        stored = _settings(directory)
+        if stored != settings:
+            differ = sorted(key for key in settings if stored.get(key) != settings[key])
+            raise ValueError(
+                f"{directory} holds a dataset of other settings (differing: {', '.join(differ)}; stored "
+                f"{json.dumps(stored)}): use another directory, or the stored settings to finish it"
+            )
+    else:
+        write_atomically(directory / DATASET, json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    todo, done = [], 0
+    for split in SPLITS:
+        for shard in _shards(settings, split):
+            path = _shard_path(directory, split, shard["index"])
+            if path.exists():
+                _read_shard(path, shard)
+                done += shard["count"]
+            else:
+                todo.append((path, shard))
+    total: int = settings["splits"]["train"] + settings["splits"]["test"]
+    with tqdm(total=total, initial=done, desc="fno_darcy", unit="sample", disable=not progress) as bar:
+        if workers == 1 or len(todo) <= 1:
+            for path, shard in todo:
+                bar.update(_write_shard(path, shard))
+        else:
+            context = multiprocessing.get_context("spawn")  # never fork a process that may hold JAX's threads
+            with concurrent.futures.ProcessPoolExecutor(min(workers, len(todo)), mp_context=context) as pool:
+                futures = [pool.submit(_write_shard, path, shard) for path, shard in todo]
+                try:
+                    for future in concurrent.futures.as_completed(futures):
+                        bar.update(future.result())
+                except BaseException:
+                    pool.shutdown(cancel_futures=True)
+                    raise
+    return total - done
+
+
+def load(directory: Path | str, split: str, s: int = 85) -> tuple[np.ndarray, np.ndarray]:
+    """(a, u) of a split ("train" or "test") in ``directory``, each (count, s, s) float64: the stored coefficients
+    and solutions subsampled to s (``subsample``; s = 85, 141, 211, 421 from the 421 grid), every shard checked.
+
+    FileNotFoundError: no dataset, or a missing shard (the generator has not finished). ValueError: another
+    split, an s the stored grid has not, or a shard that fails its check (named)."""
+    directory = Path(directory)
+    if split not in SPLITS:
+        raise ValueError(f"load: split must be one of {', '.join(SPLITS)}, got {split!r}")
+    settings = _settings(directory)
+    subsample(np.zeros((settings["s"], settings["s"])), s)  # refuses an s the stored grid has not
+    a, u = [], []
+    for shard in _shards(settings, split):
+        path = _shard_path(directory, split, shard["index"])
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: the generator has not finished; run generate again to resume")
+        shard_a, shard_u = _read_shard(path, shard)
+        a.append(np.ascontiguousarray(subsample(shard_a, s)))
+        u.append(np.ascontiguousarray(subsample(shard_u, s)))
+    return np.concatenate(a), np.concatenate(u)
