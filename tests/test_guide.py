@@ -69,7 +69,11 @@ def test_the_guide_has_a_program_and_mistakes(guide: str) -> None:
         assert 'jax.config.update("jax_enable_x64", True)' in program(guide)
 
 
-@pytest.mark.parametrize("guide", sorted(MISTAKES))
+@pytest.mark.parametrize(
+    "guide",
+    # the structure guides' programs check their laws in float64, 30 s each: in CI's slow run (-m slow)
+    [pytest.param(g, marks=pytest.mark.slow) if g in STRUCTURES else g for g in sorted(MISTAKES)],
+)
 def test_the_guides_program_runs_and_its_checks_hold(guide: str, user: Path) -> None:
     command = [sys.executable, f"{guide.removesuffix('.md')}_program.py"]
     result = subprocess.run(command, cwd=user, capture_output=True, text=True, check=False, timeout=600)

@@ -37,14 +37,19 @@ from applicative.protocols.algebra import Arithmetic, Module, Real
 from applicative.strategies import Law
 from tests.applicative.dims import Seq
 
+EXAMPLES = {"default": (10, 6), "slow": (40, 16)}
+"""Examples drawn per law, for most instances and for those with a Chebyshev axis (their fmaps run DCTs op
+by op): in the default run, and in CI's slow run (-m slow)."""
+
 
 @pytest.mark.parametrize("instance", list(strategies.INSTANCES))
-def test_structure_laws(instance: str) -> None:
+@pytest.mark.parametrize("run", ["default", pytest.param("slow", marks=pytest.mark.slow)])
+def test_structure_laws(instance: str, run: str) -> None:
     """check_laws checks every law the instance claims: all of them, but for Quantum's counit (a
     measurement, not linear: tests/applicative/test_distribution.py shows a counterexample to each law it drops)."""
     strategy, maps = strategies.INSTANCES[instance]
-    # Chebyshev fmaps run DCTs op by op: fewer examples keep the suite quick.
-    checked = laws.check_laws(strategy(), maps=maps, max_examples=8 if "Cheb" in instance else 20)
+    most, chebyshev = EXAMPLES[run]
+    checked = laws.check_laws(strategy(), maps=maps, max_examples=chebyshev if "Cheb" in instance else most)
     not_claimed = ("counit additivity", "counit respects pairing") if instance == "Quantum" else ()
     # The Dense hook is checked where the structure is one of scalars (not a matrix: Vec of Vec).
     dense = laws.DENSE_LAWS if instance in ("Vec", "Compose Vec Vec", "Cheb", "Compose Vec Cheb",
