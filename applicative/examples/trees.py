@@ -336,8 +336,14 @@ def optimiser(config: Config, steps: int) -> optax.GradientTransformation:
 # Training and testing
 
 
-def _leaf_counts(trees: DenseTree[Array]) -> tuple[int, int, int]:
-    leaves = np.asarray(jax.vmap(lambda t: t.valid())(trees)).sum(-1)
+def _valid(trees: DenseTree[Array]) -> np.ndarray:
+    """Which slots of a stack of trees hold leaves (trees, capacity)."""
+    return np.asarray(jax.vmap(lambda t: t.valid())(trees))
+
+
+def _leaf_counts(valid: np.ndarray) -> tuple[int, int, int]:
+    """The least, median and largest leaf count of a stack of trees, from ``_valid``."""
+    leaves = valid.sum(-1)
     return int(leaves.min()), int(np.median(leaves)), int(leaves.max())
 
 
@@ -395,7 +401,7 @@ def train(
         """Leaf accuracies of the model and of the baseline over every valid leaf of ``trees``."""
         n = jax.tree_util.tree_leaves(trees)[0].shape[0]
         values = jax.random.normal(key, (n, config.capacity), jnp.float32)
-        labels, valid = np.asarray(targets(trees, values)), np.asarray(jax.vmap(lambda t: t.valid())(trees))
+        labels, valid = np.asarray(targets(trees, values)), _valid(trees)
         predicted = []
         for i in range(0, n, config.test_batch):  # batches of one size: one compilation
             chunk = jnp.arange(i, i + config.test_batch) % n
@@ -404,7 +410,7 @@ def train(
         right = (np.concatenate(predicted)[:n] == labels)[valid]
         base = (baseline(np.asarray(values), valid) == labels)[valid]
         disputed = float(right[~base].mean()) if not base.all() else math.nan
-        return Score(name, n, _leaf_counts(trees), float(right.mean()), float(base.mean()), disputed)
+        return Score(name, n, _leaf_counts(valid), float(right.mean()), float(base.mean()), disputed)
 
     losses = []  # each step's loss is taken before its update: the first is the untrained model's
     drawn = time.perf_counter()
@@ -421,7 +427,7 @@ def train(
     return Result(
         float(losses[0]),
         float(losses[-1]),
-        _leaf_counts(pool),
+        _leaf_counts(_valid(pool)),
         scores,
         step._cache_size(),  # type: ignore[attr-defined]
         time.perf_counter() - start,
