@@ -278,3 +278,26 @@ def test_site_describes_itself_without_a_browser(shared: Path) -> None:
     out = run(shared, "tools/site.py", "--help")
     assert out.startswith("usage: site.py")
     assert "The documentation site in a real browser" in out
+
+
+def test_fno_darcy_trains_both_models_and_prints_the_table_beside_the_published_rows(shared: Path) -> None:
+    out = bench(shared, "fno_darcy.py", "--smoke")
+    table = rows(out, "| method | all | first |")
+    for name in ("image to function", "FNO, the paper's settings, trained here", "mean of the training solutions"):
+        _, every, first, *_ = row(table, name)
+        positive(every)
+        positive(first)
+    ours = row(table, "image to function")
+    assert re.search(rf"2 epochs, {NUMBER} (s|ms)", ours[3]), ours
+    assert re.search(rf"floor of its 4 x 4 output {NUMBER}", ours[4]), ours
+    published = {cells[0]: float(cells[1]) for cells in table if cells[0].endswith("(published)")}
+    assert published["FNO (published)"] == 1.08e-2
+    assert min(published.values()) == 4.9e-3
+    grids = rows(out, "| input \\ output |")
+    assert [cells[0] for cells in grids] == ["s = 15", "s = 29", "truncation floor, N = 4"]
+    for cells in grids:
+        assert len(cells) == 3
+        for cell in cells[1:]:
+            positive(cell)
+    for label in ("exact solver", "image to function, the series of u", "FNO at s = 15"):
+        assert re.search(rf"^{re.escape(label)}.*: {NUMBER} (s|ms|us)", out, re.M), label

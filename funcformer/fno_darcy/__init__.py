@@ -7,6 +7,15 @@ resolutions.
                 (``python -m funcformer.fno_darcy generate --out DIR``)
     load        a split's (a, u), subsampled to s = 85, 141, 211 or 421 (``data.subsample``)
 
+and the models trained on them (bench/fno_darcy.py prints the table):
+
+    model       ``ImageToFunction``: the coefficient as an image, the solution as a Chebyshev series, the
+                library's encoder and cross attention between them
+    recipes     ``Recipe``, ``train_image``, ``solve_image``, ``predict_image``: its training and its answers
+                at any of the benchmark's grids
+    fno         the FNO paper's model and training protocol, ported to JAX: the sanity check on the data
+    fit         ``fit``: the training loop both use (a pure step built once, resumable from a checkpoint)
+
 The directory holds ``dataset.json`` (what was asked for) and the shards ``train-00000.npz``, ...,
 ``test-00000.npz``, ...: shard k of a split holds its samples k * shard_size, ... (fewer in the last), the
 coefficients ``a`` and the solutions ``u`` (``data.solution``), both on the cell-centred grid, (count, s, s)
@@ -46,6 +55,9 @@ from funcformer.fno_darcy.data import (
     solve,
     subsample,
 )
+from funcformer.fno_darcy.fit import Fitted, fit
+from funcformer.fno_darcy.model import ImageConfig, ImageToFunction
+from funcformer.fno_darcy.recipes import Recipe, predict_image, solve_image, train_image
 from funcformer.learning._files import RunInUse, atomic_file, holding, write_atomically
 
 __all__ = [
@@ -53,14 +65,22 @@ __all__ = [
     "SPLITS",
     "TEST_SEED",
     "TRAIN_SEED",
+    "Fitted",
+    "ImageConfig",
+    "ImageToFunction",
+    "Recipe",
     "coefficients",
+    "fit",
     "generate",
     "load",
     "mean_relative_l2",
+    "predict_image",
     "relative_l2",
     "solution",
     "solve",
+    "solve_image",
     "subsample",
+    "train_image",
 ]
 
 TRAIN_SEED = 0
