@@ -32,7 +32,7 @@ from _report import duration, header  # bench/, the script's directory
 
 from funcformer.fno_darcy import data, fno, generate, load
 from funcformer.fno_darcy.model import ImageConfig, grid_vandermonde, parameter_count
-from funcformer.fno_darcy.recipes import Recipe, predict_image, solve_image, train_image
+from funcformer.fno_darcy.recipes import Recipe, at_grid, predict_image, solve_image, train_image
 from funcformer.learning import default_cache
 
 PUBLISHED = (
@@ -61,9 +61,8 @@ SMOKE_FNO = fno.FNOConfig(modes=2, width=2, hidden=4)
 def floor(u: np.ndarray, n: int) -> float:
     """The mean relative L2 error of the best n x n series fit of each u (least squares at its grid points)."""
     v = grid_vandermonde(u.shape[-1], n)
-    pinv = np.linalg.pinv(v)
-    fits = np.einsum("pi,ij,bjk,lk,ql->bpq", v, pinv, u, pinv, v)
-    return data.mean_relative_l2(fits, u)
+    project = v @ np.linalg.pinv(v)  # onto the span of T_0, ..., T_(n-1) at the points
+    return data.mean_relative_l2(project @ u @ project.T, u)
 
 
 def per_sample(fn: object, count: int) -> float:
@@ -161,10 +160,7 @@ def report(
     exact = {g: load(directory, "test", g)[1][:test] for g in grids}
     for g_in in grids:
         series = solve_image(model, load(directory, "test", g_in)[0][:test])
-        cells = []
-        for g in grids:
-            v = grid_vandermonde(g, n)
-            cells.append(f"{data.mean_relative_l2(np.einsum('pi,bij,qj->bpq', v, series, v), exact[g]):.2e}")
+        cells = [f"{data.mean_relative_l2(at_grid(series, g), exact[g]):.2e}" for g in grids]
         print(f"| s = {g_in} | " + " | ".join(cells) + " |")
     print("| truncation floor, N = " + str(n) + " | " + " | ".join(f"{floor(exact[g], n):.2e}" for g in grids) + " |")
 

@@ -4,6 +4,7 @@
     train_image        a Recipe's model trained on (a, u) at one resolution (``fit``, resumable)
     solve_image        its series of u for coefficients at any of the benchmark's grids
     predict_image      its solutions at any of the benchmark's grids, from coefficients at any of them
+    at_grid            a series at a grid's points
 
 The loss is the benchmark's metric, the mean relative L2 error over the grid points of the training
 resolution, of the model's series evaluated there (``model.values``) against the solutions. AdamW with a
@@ -34,7 +35,7 @@ from funcformer.fno_darcy.model import (
     values,
 )
 
-__all__ = ["Recipe", "predict_image", "solve_image", "train_image"]
+__all__ = ["Recipe", "at_grid", "predict_image", "solve_image", "train_image"]
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,11 @@ def solve_image(model: ImageToFunction, a: np.ndarray, batch: int = 50) -> np.nd
 def predict_image(model: ImageToFunction, a: np.ndarray, s: int | None = None, batch: int = 50) -> np.ndarray:
     """(count, s, s) float64: the model's solutions at the s x s grid points (s = None: the input's grid)
     for coefficients ``a`` (count, s_in, s_in), s_in any of the benchmark's grids (``solve_image``)."""
-    s = np.shape(a)[-1] if s is None else s
-    v = grid_vandermonde(s, model.config.n)
-    out: np.ndarray = np.einsum("pi,bij,qj->bpq", v, solve_image(model, a, batch), v)
+    return at_grid(solve_image(model, a, batch), np.shape(a)[-1] if s is None else s)
+
+
+def at_grid(series: np.ndarray, s: int) -> np.ndarray:
+    """(count, s, s) float64: series (count, N, N) at the s x s grid points, V C V^T (``model.values`` in numpy)."""
+    v = grid_vandermonde(s, np.shape(series)[-1])
+    out: np.ndarray = v @ np.asarray(series, np.float64) @ v.T
     return out
