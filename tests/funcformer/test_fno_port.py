@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.typing import DTypeLike
 from scipy.special import erf
 
 from funcformer.fno_darcy import coefficients, mean_relative_l2, solution
@@ -78,7 +79,7 @@ def random_params(config: FNOConfig, seed: int) -> dict[str, np.ndarray]:
     return {name: 0.5 * rng.standard_normal(value.shape) for name, value in init(0, config).items()}
 
 
-def as_jax(params: dict[str, np.ndarray], dtype: jnp.dtype) -> Params:
+def as_jax(params: dict[str, np.ndarray], dtype: DTypeLike) -> Params:
     return {name: jnp.asarray(value, dtype) for name, value in params.items()}
 
 
