@@ -22,6 +22,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: the solver times one sample on one core
@@ -65,9 +66,8 @@ def floor(u: np.ndarray, n: int) -> float:
     return data.mean_relative_l2(project @ u @ project.T, u)
 
 
-def per_sample(fn: object, count: int) -> float:
+def per_sample(fn: Callable[[], object], count: int) -> float:
     """Seconds per sample of a batch call ``fn()`` over ``count`` samples, the second of two calls."""
-    assert callable(fn)
     fn()
     start = time.perf_counter()
     fn()
@@ -120,7 +120,8 @@ def report(
     runs.mkdir(parents=True, exist_ok=True)
     a, u = load(directory, "train", s)
     a, u = a[:train], u[:train]
-    test_a, test_u = (x[:test] for x in load(directory, "test", s))
+    tests = {g: tuple(x[:test] for x in load(directory, "test", g)) for g in grids}  # (a, u) at every grid, once
+    test_a, test_u = tests[s]
     print(f"\nData: {len(a)} training and {len(test_a)} test samples at s = {s} (regenerated from the recipe).")
 
     image = train_image(recipe, a, u, checkpoint=runs / "image.npz", progress=True)
@@ -157,15 +158,16 @@ def report(
         f"({len(test_u)} test samples)\n"
     )
     print("| input \\ output | " + " | ".join(f"s = {g}" for g in grids) + " |\n|---|" + "---|" * len(grids))
-    exact = {g: load(directory, "test", g)[1][:test] for g in grids}
     for g_in in grids:
-        series = solve_image(model, load(directory, "test", g_in)[0][:test])
-        cells = [f"{data.mean_relative_l2(at_grid(series, g), exact[g]):.2e}" for g in grids]
+        series = solve_image(model, tests[g_in][0])
+        cells = [f"{data.mean_relative_l2(at_grid(series, g), tests[g][1]):.2e}" for g in grids]
         print(f"| s = {g_in} | " + " | ".join(cells) + " |")
-    print("| truncation floor, N = " + str(n) + " | " + " | ".join(f"{floor(exact[g], n):.2e}" for g in grids) + " |")
+    print(
+        "| truncation floor, N = " + str(n) + " | " + " | ".join(f"{floor(tests[g][1], n):.2e}" for g in grids) + " |"
+    )
 
     print("\n## Time per sample\n")
-    stored, _ = load(directory, "test", grids[-1])
+    stored = tests[grids[-1]][0]
     start = time.perf_counter()
     for i in range(solves):
         data.solution(stored[i])

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from funcformer.learning._files import atomic_file
 
-__all__ = ["Fitted", "fit", "relative_l2_loss"]
+__all__ = ["Fitted", "fit", "relative_l2", "relative_l2_loss"]
 
 T = TypeVar("T")
 
@@ -45,11 +45,15 @@ class Fitted(Generic[T]):
     seconds: float = 0.0
 
 
-def relative_l2_loss(predicted: jax.Array, target: jax.Array) -> jax.Array:
-    """The mean over the batch of ||p - u|| / ||u|| over each sample's grid values (the benchmark's
-    metric, on (B, s, s) arrays)."""
+def relative_l2(predicted: jax.Array, target: jax.Array) -> jax.Array:
+    """(B,): each sample's ||p - u|| / ||u|| over its grid values ((B, s, s) arrays; the benchmark's metric)."""
     difference = jnp.sqrt(jnp.sum((predicted - target) ** 2, axis=(-2, -1)))
-    return jnp.mean(difference / jnp.sqrt(jnp.sum(target**2, axis=(-2, -1))))
+    return difference / jnp.sqrt(jnp.sum(target**2, axis=(-2, -1)))
+
+
+def relative_l2_loss(predicted: jax.Array, target: jax.Array) -> jax.Array:
+    """The mean over the batch of ``relative_l2``."""
+    return jnp.mean(relative_l2(predicted, target))
 
 
 def fit(

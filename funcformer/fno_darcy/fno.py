@@ -66,7 +66,7 @@ import optax
 from jax.typing import ArrayLike, DTypeLike
 
 from funcformer.fno_darcy.data import mean_relative_l2
-from funcformer.fno_darcy.fit import Fitted, fit
+from funcformer.fno_darcy.fit import Fitted, fit, relative_l2
 
 __all__ = [
     "EPS",
@@ -355,14 +355,6 @@ def optimiser(run: TrainConfig, steps_per_epoch: int) -> optax.GradientTransform
 # Training
 
 
-def _relative_l2(predicted: jax.Array, exact: jax.Array) -> jax.Array:
-    """(B,): LpLoss.rel's per-sample ||predicted - exact||_2 / ||exact||_2 over the flattened grid."""
-    b = exact.shape[0]
-    errors: jax.Array = jnp.linalg.norm((predicted - exact).reshape(b, -1), axis=1)
-    norms: jax.Array = jnp.linalg.norm(exact.reshape(b, -1), axis=1)
-    return errors / norms
-
-
 def _samples(what: str, array: ArrayLike) -> np.ndarray:
     """``array`` as finite float64 (N, s1, s2), or a ValueError naming ``what``."""
     samples = np.asarray(array, dtype=np.float64)
@@ -401,7 +393,7 @@ def train(
     normalisers = Normalisers(Normaliser.fit(a), Normaliser.fit(u))
 
     def loss(params: Params, a: jax.Array, u: jax.Array) -> jax.Array:
-        return jnp.sum(_relative_l2(normalisers.u.decode(apply(params, a, config)), u))
+        return jnp.sum(relative_l2(normalisers.u.decode(apply(params, a, config)), u))
 
     fitted = fit(
         init(run.seed, config), loss, optimiser(run, n // run.batch), normalisers.a.encode(a), u, epochs=run.epochs,
