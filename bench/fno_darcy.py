@@ -1,17 +1,21 @@
-"""The FNO paper's Darcy benchmark, side by side (docs/fno_darcy.md): this project's image-to-function model
-and an FNO with the paper's settings, both trained here on the same regenerated data, beside the published rows.
+"""The FNO paper's Darcy benchmark, side by side (docs/fno_darcy.md): this project's image-to-function model,
+alone and correcting the data's solver run on its input, and an FNO with the paper's settings, all trained
+here on the same regenerated data, beside the published rows and that solver alone.
 
     python bench/fno_darcy.py                 the default budget (docs/fno_darcy.md gives its time)
     python bench/fno_darcy.py --smoke         tiny sizes, seconds (the suite runs it)
 
 It generates the data if they are not in --data (``funcformer.fno_darcy.generate``: 1,000 + 200 samples at
-421, about 14 minutes on two cores), trains the image-to-function model (``recipes.Recipe``, --epochs) and the
-FNO (``fno.TrainConfig``, --fno-epochs: 500 is the paper's) at s = 85 on the first --train samples,
+421, about 14 minutes on two cores), trains the image-to-function model (``recipes.Recipe``, --epochs), the
+same model correcting the solver at 85 nodes (``ImageConfig.solver_nodes``, --corrected-epochs) and the FNO
+(``fno.TrainConfig``, --fno-epochs: 500 is the paper's) at s = 85 on the first --train samples,
 checkpointing each after every epoch in --runs (a rerun resumes, a finished run is read back), and prints:
 the table at s = 85 on all --test samples and on the first 100 (the FNO script's ntest), each run's training
-time; this project's model answering at every grid from inputs at every grid, beside the truncation floor
-of its N x N output (the best N x N series fit of u at those points); and the exact solver's time per sample
-beside each model's.
+time, beside the recipe's own solver run on the s = 85 input (``data.coarse_solution``, what a numerical
+analyst tries first) at s and 2s - 1 nodes, and at five node counts from s / 2 to 2s - 1 with its time per
+sample; this project's models answering at every grid from inputs at every grid, beside the truncation floor
+of their N x N series (the best N x N series fit of what each learns at those points); and the exact solver's
+time per sample beside each model's.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from _report import duration, header  # bench/, the script's directory
 
 from funcformer.fno_darcy import data, fno, generate, load
 from funcformer.fno_darcy.model import ImageConfig, grid_vandermonde, parameter_count
-from funcformer.fno_darcy.recipes import Recipe, at_grid, predict_image, solve_image, train_image
+from funcformer.fno_darcy.recipes import Recipe, predict_image, solver_part, train_image
 from funcformer.learning import default_cache
 
 PUBLISHED = (
@@ -51,6 +55,9 @@ PUBLISHED = (
 )
 """The published relative L2 errors at s = 85 (1,000 training samples, 100 or 200 test samples)."""
 
+CORRECTED_EPOCHS = 20
+"""The corrected model's budget: it starts from the solver's error, not from zero."""
+
 SMOKE = {"stored": 29, "s": 15, "train": 8, "test": 4, "epochs": 2, "fno_epochs": 2}
 SMOKE_MODEL = ImageConfig(
     grid=15, patch=5, width=4, hidden=4, encoder_layers=1, n=4, channels=2, heads=1, head_channels=1,
@@ -59,11 +66,12 @@ SMOKE_MODEL = ImageConfig(
 SMOKE_FNO = fno.FNOConfig(modes=2, width=2, hidden=4)
 
 
-def floor(u: np.ndarray, n: int) -> float:
-    """The mean relative L2 error of the best n x n series fit of each u (least squares at its grid points)."""
+def floor(u: np.ndarray, n: int, part: np.ndarray) -> float:
+    """The mean relative L2 error of the best prediction ``part`` + an n x n series (least squares at the grid
+    points of each u): the truncation floor of a model whose series adds to ``part`` (zeros: u's own)."""
     v = grid_vandermonde(u.shape[-1], n)
     project = v @ np.linalg.pinv(v)  # onto the span of T_0, ..., T_(n-1) at the points
-    return data.mean_relative_l2(project @ u @ project.T, u)
+    return data.mean_relative_l2(part + project @ (u - part) @ project.T, u)
 
 
 def per_sample(fn: Callable[[], object], count: int) -> float:
@@ -74,11 +82,23 @@ def per_sample(fn: Callable[[], object], count: int) -> float:
     return (time.perf_counter() - start) / count
 
 
+def solver_baseline(a: np.ndarray, nodes: int) -> tuple[np.ndarray, float]:
+    """The recipe's solver on each coefficient of ``a`` at ``nodes`` nodes (``data.coarse_solution``), and its
+    seconds per sample on one core."""
+    start = time.perf_counter()
+    solved = np.stack([data.coarse_solution(x, nodes) for x in a])
+    return solved, (time.perf_counter() - start) / len(a)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=default_cache() / "fno_darcy", help="the dataset's directory")
     parser.add_argument("--runs", type=Path, default=None, help="checkpoints (default: DATA/runs)")
     parser.add_argument("--epochs", type=int, default=Recipe().epochs, help="the image-to-function model's epochs")
+    parser.add_argument(
+        "--corrected-epochs", type=int, default=CORRECTED_EPOCHS,
+        help="the same model correcting the recipe's solver on its input at 85 nodes",
+    )  # fmt: skip
     parser.add_argument(
         "--fno-epochs", type=int, default=fno.TrainConfig().epochs, help="the FNO's (500: the paper's; its rate halves "
         "every fifth of them, every 100 of 500)",
@@ -95,20 +115,34 @@ def main() -> None:
             generate(directory, SMOKE["train"], SMOKE["test"], SMOKE["stored"], workers=1, progress=False)
             recipe = Recipe(model=SMOKE_MODEL, epochs=SMOKE["epochs"], batch=4, warmup=0)
             run = fno.TrainConfig(epochs=SMOKE["fno_epochs"], batch=4)
-            report(directory, directory / "runs", recipe, SMOKE_FNO, run, SMOKE["s"], (15, 29), SMOKE["test"], 1)
+            ours = ours_and_corrected(recipe, SMOKE["epochs"], SMOKE["s"])
+            report(directory, directory / "runs", ours, SMOKE_FNO, run, SMOKE["s"], (15, 29), SMOKE["test"], 1)
         return
     generate(args.data, 1000, 200)  # makes only what is missing
-    recipe = dataclasses.replace(Recipe(), epochs=args.epochs)
+    ours = ours_and_corrected(dataclasses.replace(Recipe(), epochs=args.epochs), args.corrected_epochs, 85)
     # fewer epochs than the paper's 500: its schedule compressed, the rate halved every fifth of the run
     run = dataclasses.replace(fno.TrainConfig(), epochs=args.fno_epochs, step_size=max(1, args.fno_epochs // 5))
     runs = args.runs or args.data / "runs"
-    report(args.data, runs, recipe, fno.FNOConfig(), run, 85, (85, 141, 211, 421), args.test, args.solves, args.train)
+    report(args.data, runs, ours, fno.FNOConfig(), run, 85, (85, 141, 211, 421), args.test, args.solves, args.train)
+
+
+def ours_and_corrected(recipe: Recipe, epochs: int, s: int) -> dict[str, Recipe]:
+    """This project's two runs by their checkpoints' names: the recipe's model alone, and the same model
+    correcting the recipe's solver on its input at s nodes (``ImageConfig.solver_nodes``) for ``epochs``."""
+    corrected = dataclasses.replace(recipe.model, solver_nodes=s)
+    return {"image": recipe, "corrected": dataclasses.replace(recipe, model=corrected, epochs=epochs)}
+
+
+def name(recipe: Recipe) -> str:
+    """A run's name in the tables."""
+    nodes = recipe.model.solver_nodes
+    return f"image to function, correcting the solver at {nodes} nodes" if nodes else "image to function"
 
 
 def report(
     directory: Path,
     runs: Path,
-    recipe: Recipe,
+    ours: dict[str, Recipe],
     fno_config: fno.FNOConfig,
     fno_run: fno.TrainConfig,
     s: int,
@@ -124,47 +158,61 @@ def report(
     test_a, test_u = tests[s]
     print(f"\nData: {len(a)} training and {len(test_a)} test samples at s = {s} (regenerated from the recipe).")
 
-    image = train_image(recipe, a, u, checkpoint=runs / "image.npz", progress=True)
-    model = image.params
+    models = {
+        name(recipe): (recipe, train_image(recipe, a, u, checkpoint=runs / f"{run}.npz", progress=True))
+        for run, recipe in ours.items()
+    }
     fitted, normalisers = fno.train(a, u, fno_config, fno_run, checkpoint=runs / "fno.npz", progress=True)
 
-    ours = predict_image(model, test_a)
-    theirs = fno.predict(fitted.params, normalisers, test_a, fno_config)
-    mean = np.broadcast_to(u.mean(axis=0), test_u.shape)
     first = min(100, len(test_u))
-    n = recipe.model.n
 
-    def row(name: str, p: np.ndarray, training: str, note: str) -> str:
+    def row(label: str, p: np.ndarray, training: str, note: str) -> str:
         errors = f"{data.mean_relative_l2(p, test_u):.2e} | {data.mean_relative_l2(p[:first], test_u[:first]):.2e}"
-        return f"| {name} | {errors} | {training} | {note} |"
+        return f"| {label} | {errors} | {training} | {note} |"
 
     print(f"\n## Relative L2 error at s = {s}: all {len(test_u)} test samples | the first {first}\n")
     print("| method | all | first | training here | note |\n|---|---|---|---|---|")
+    for label, (recipe, image) in models.items():
+        n, part = recipe.model.n, solver_part(recipe.model, test_a, s)
+        print(row(
+            f"{label}, N = {n} (this project)", predict_image(image.params, test_a),
+            f"{len(image.losses)} epochs, {duration(image.seconds)}",
+            f"{parameter_count(image.params):,} parameters; floor of its {n} x {n} series {floor(test_u, n, part):.2e}",
+        ))  # fmt: skip
     print(row(
-        f"image to function, N = {n} (this project)", ours, f"{len(image.losses)} epochs, {duration(image.seconds)}",
-        f"{parameter_count(model):,} parameters; floor of its {n} x {n} output {floor(test_u, n):.2e}",
-    ))  # fmt: skip
-    print(row(
-        "FNO, the paper's settings, trained here", theirs,
+        "FNO, the paper's settings, trained here", fno.predict(fitted.params, normalisers, test_a, fno_config),
         f"{len(fitted.losses)} epochs, {duration(fitted.seconds)}",
         f"{fno.parameter_count(fitted.params):,} parameters",
     ))  # fmt: skip
-    print(row("mean of the training solutions", mean, "", "the simplest baseline"))
-    for name, error, source in PUBLISHED:
-        print(f"| {name} (published) | {error:.2e} | | | {source} |")
+    print(
+        row(
+            "mean of the training solutions", np.broadcast_to(u.mean(axis=0), test_u.shape), "", "the simplest baseline"
+        )
+    )
+    coarse = {
+        nodes: solver_baseline(test_a, nodes) for nodes in ((s + 1) // 2, (3 * s + 1) // 4, s, 3 * s // 2, 2 * s - 1)
+    }
+    for nodes in (s, 2 * s - 1):
+        solved, seconds = coarse[nodes]
+        label = f"the recipe's solver on the s = {s} input, {nodes} x {nodes} nodes"
+        print(row(label, solved, "none", f"{duration(seconds)} a sample, one core (data.coarse_solution)"))
+    for label, error, source in PUBLISHED:
+        print(f"| {label} (published) | {error:.2e} | | | {source} |")
 
-    print(
-        "\n## This project's model, one model at every grid: rows the input's s, columns the output's s "
-        f"({len(test_u)} test samples)\n"
-    )
-    print("| input \\ output | " + " | ".join(f"s = {g}" for g in grids) + " |\n|---|" + "---|" * len(grids))
-    for g_in in grids:
-        series = solve_image(model, tests[g_in][0])
-        cells = [f"{data.mean_relative_l2(at_grid(series, g), tests[g][1]):.2e}" for g in grids]
-        print(f"| s = {g_in} | " + " | ".join(cells) + " |")
-    print(
-        "| truncation floor, N = " + str(n) + " | " + " | ".join(f"{floor(tests[g][1], n):.2e}" for g in grids) + " |"
-    )
+    for label, (recipe, image) in models.items():
+        print(
+            f"\n## {label}: one model at every grid, rows the input's s, columns the output's s "
+            f"({len(test_u)} test samples)\n"
+        )
+        print("| input \\ output | " + " | ".join(f"s = {g}" for g in grids) + " |\n|---|" + "---|" * len(grids))
+        for g_in in grids:
+            cells = [
+                f"{data.mean_relative_l2(predict_image(image.params, tests[g_in][0], g), tests[g][1]):.2e}"
+                for g in grids
+            ]
+            print(f"| s = {g_in} | " + " | ".join(cells) + " |")
+        floors = [floor(tests[g][1], recipe.model.n, solver_part(recipe.model, tests[g][0], g)) for g in grids]
+        print(f"| truncation floor, N = {recipe.model.n} | " + " | ".join(f"{f:.2e}" for f in floors) + " |")
 
     print("\n## Time per sample\n")
     stored = tests[grids[-1]][0]
@@ -173,11 +221,17 @@ def report(
         data.solution(stored[i])
     solver = (time.perf_counter() - start) / solves
     print(f"exact solver (s = {grids[-1]}, one core, {solves} samples): {duration(solver)}")
-    ours_time = per_sample(lambda: solve_image(model, test_a), len(test_a))
-    speed = f"{solver / ours_time:.3g}x the solver's speed"
-    print(f"image to function, the series of u (batches of 50): {duration(ours_time)}, {speed}")
+    for nodes, (solved, seconds) in coarse.items():
+        error = data.mean_relative_l2(solved, test_u)
+        speed = f"{solver / seconds:.3g}x the exact solver's speed"
+        print(f"the recipe's solver on the s = {s} input at {nodes} nodes: {error:.2e}, {duration(seconds)}, {speed}")
+    for label, (_, image) in models.items():
+        seconds = per_sample(lambda: predict_image(image.params, test_a), len(test_a))  # noqa: B023 (called here)
+        speed = f"{solver / seconds:.3g}x the exact solver's speed"
+        print(f"{label}, u at s = {s} (batches of 50): {duration(seconds)}, {speed}")
     theirs_time = per_sample(lambda: fno.predict(fitted.params, normalisers, test_a, fno_config), len(test_a))
-    print(f"FNO at s = {s} (batches of 100): {duration(theirs_time)}, {solver / theirs_time:.3g}x the solver's speed")
+    speed = f"{solver / theirs_time:.3g}x the exact solver's speed"
+    print(f"FNO at s = {s} (batches of 100): {duration(theirs_time)}, {speed}")
 
 
 if __name__ == "__main__":

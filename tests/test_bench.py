@@ -283,21 +283,36 @@ def test_site_describes_itself_without_a_browser(shared: Path) -> None:
 def test_fno_darcy_trains_both_models_and_prints_the_table_beside_the_published_rows(shared: Path) -> None:
     out = bench(shared, "fno_darcy.py", "--smoke")
     table = rows(out, "| method | all | first |")
-    for name in ("image to function", "FNO, the paper's settings, trained here", "mean of the training solutions"):
+    ours = ("image to function", "image to function, correcting the solver at 15 nodes")
+    names = (
+        *(f"{label}, N = 4 (this project)" for label in ours), "FNO, the paper's settings, trained here",
+        "mean of the training solutions", "the recipe's solver on the s = 15 input, 15 x 15 nodes",
+        "the recipe's solver on the s = 15 input, 29 x 29",
+    )  # fmt: skip
+    for name in names:
         _, every, first, *_ = row(table, name)
         positive(every)
         positive(first)
-    ours = row(table, "image to function")
-    assert re.search(rf"2 epochs, {NUMBER} (s|ms)", ours[3]), ours
-    assert re.search(rf"floor of its 4 x 4 output {NUMBER}", ours[4]), ours
+    for label in ours:
+        cells = row(table, f"{label}, N = 4")
+        assert re.search(rf"2 epochs, {NUMBER} (s|ms)", cells[3]), cells
+        assert re.search(rf"floor of its 4 x 4 series {NUMBER}", cells[4]), cells
     published = {cells[0]: float(cells[1]) for cells in table if cells[0].endswith("(published)")}
     assert published["FNO (published)"] == 1.08e-2
     assert min(published.values()) == 4.9e-3
-    grids = rows(out, "| input \\ output |")
-    assert [cells[0] for cells in grids] == ["s = 15", "s = 29", "truncation floor, N = 4"]
-    for cells in grids:
-        assert len(cells) == 3
-        for cell in cells[1:]:
-            positive(cell)
-    for label in ("exact solver", "image to function, the series of u", "FNO at s = 15"):
+    for label in ours:
+        section = out.split(f"## {label}: one model at every grid")[1]
+        grids = rows(section, "| input \\ output |")
+        assert [cells[0] for cells in grids] == ["s = 15", "s = 29", "truncation floor, N = 4"]
+        for cells in grids:
+            assert len(cells) == 3
+            for cell in cells[1:]:
+                positive(cell)
+    for label in ("exact solver", *(f"{label}, u at s = 15" for label in ours), "FNO at s = 15"):
         assert re.search(rf"^{re.escape(label)}.*: {NUMBER} (s|ms|us)", out, re.M), label
+    curve = re.findall(
+        rf"^the recipe's solver on the s = 15 input at (\d+) nodes: ({NUMBER}), {NUMBER} (?:s|ms|us)", out, re.M
+    )
+    assert [int(nodes) for nodes, _ in curve] == [8, 11, 15, 22, 29]
+    errors = {int(nodes): float(error) for nodes, error in curve}
+    assert errors[15] == float(row(table, "the recipe's solver on the s = 15 input, 15 x 15")[1])

@@ -11,8 +11,9 @@ and the models trained on them (bench/fno_darcy.py prints the table):
 
     model       ``ImageToFunction``: the coefficient as an image, the solution as a Chebyshev series, the
                 library's encoder and cross attention between them
-    recipes     ``Recipe``, ``train_image``, ``solve_image``, ``predict_image``: its training and its answers
-                at any of the benchmark's grids
+    recipes     ``Recipe``, ``train_image``, ``solve_image``, ``solver_part``, ``predict_image``: its training
+                and its answers at any of the benchmark's grids, alone or correcting the recipe's solver run
+                on the model's input (``data.coarse_solution``, the baseline a numerical analyst tries first)
     fno         the FNO paper's model and training protocol, ported to JAX: the sanity check on the data
     fit         ``fit``: the training loop both use (a pure step built once, resumable from a checkpoint)
 
@@ -48,6 +49,7 @@ from funcformer.fno_darcy.data import (
     LOW,
     NODES,
     TAU,
+    coarse_solution,
     coefficients,
     mean_relative_l2,
     relative_l2,
@@ -57,7 +59,7 @@ from funcformer.fno_darcy.data import (
 )
 from funcformer.fno_darcy.fit import Fitted, fit
 from funcformer.fno_darcy.model import ImageConfig, ImageToFunction
-from funcformer.fno_darcy.recipes import Recipe, predict_image, solve_image, train_image
+from funcformer.fno_darcy.recipes import Recipe, predict_image, solve_image, solver_part, train_image
 from funcformer.learning._files import RunInUse, atomic_file, holding, write_atomically
 
 __all__ = [
@@ -69,6 +71,7 @@ __all__ = [
     "ImageConfig",
     "ImageToFunction",
     "Recipe",
+    "coarse_solution",
     "coefficients",
     "fit",
     "generate",
@@ -79,6 +82,7 @@ __all__ = [
     "solution",
     "solve",
     "solve_image",
+    "solver_part",
     "subsample",
     "train_image",
 ]

@@ -21,6 +21,9 @@ authors' MATLAB ``GRF.m``, ``demo.m`` and ``solve_gwf.m`` ported to float64 nump
     resolutions   a 421-point grid subsampled every r-th point, s = (421 - 1) / r + 1: the paper's
                   s = 85, 141, 211, 421 are r = 5, 3, 2, 1 (``subsample``; the coefficient the same way, so
                   that its points stay the cell centres of the 421 grid)
+    baseline      the same solver run on what a model is given, the coefficient at the benchmark's s x s points
+                  (``grid_points``), interpolated to any number of nodes and the solution back to any of the
+                  benchmark's grids (``coarse_solution``)
     metric        per sample, ||u_pred - u||_2 / ||u||_2 over the grid points (no quadrature weights); the
                   benchmark's figure is its mean over the test set (``relative_l2``, ``mean_relative_l2``)
 
@@ -56,8 +59,10 @@ __all__ = [
     "RESOLUTIONS",
     "TAU",
     "cell_centres",
+    "coarse_solution",
     "coefficients",
     "gaussian_field",
+    "grid_points",
     "mean_relative_l2",
     "node_points",
     "relative_l2",
@@ -85,6 +90,15 @@ RESOLUTIONS = (85, 141, 211, 421)
 def cell_centres(s: int) -> np.ndarray:
     """The s cell centres x_n = (2n + 1) / (2s), n = 0, ..., s - 1, of (0, 1): the field's grid."""
     return (2.0 * np.arange(s) + 1.0) / (2.0 * s)
+
+
+def grid_points(s: int) -> np.ndarray:
+    """The benchmark's s points per axis in (0, 1), float64: every ((NODES - 1) / (s - 1))-th cell centre of the
+    NODES grid, the points of ``subsample``'s values (s = 421: ``cell_centres(421)``). ValueError for an s the
+    NODES grid has not."""
+    if not isinstance(s, int) or s < 2 or (NODES - 1) % (s - 1):
+        raise ValueError(f"grid_points: s = {s!r} is not one of the benchmark's grids (s - 1 must divide {NODES - 1})")
+    return cell_centres(NODES)[:: (NODES - 1) // (s - 1)]
 
 
 def node_points(n: int) -> np.ndarray:
@@ -134,11 +148,12 @@ def coefficients(
 
 
 @functools.cache
-def _spline(s: int, n: int, back: bool = False) -> np.ndarray:
-    """The (n, s) matrix taking values at the s cell centres to the not-a-knot cubic spline's values at the
-    n nodes, extrapolated beyond the outer centres; ``back``: the (s, n) matrix from the n nodes to the s cell
-    centres (read-only)."""
-    source, target = (node_points(n), cell_centres(s)) if back else (cell_centres(s), node_points(n))
+def _spline(s: int, n: int, back: bool = False, subsampled: bool = False) -> np.ndarray:
+    """The (n, s) matrix taking values at the s cell centres (``subsampled``: at the benchmark's s points,
+    ``grid_points``) to the not-a-knot cubic spline's values at the n nodes, extrapolated beyond the outer
+    points; ``back``: the (s, n) matrix from the n nodes to those s points (read-only)."""
+    points = grid_points(s) if subsampled else cell_centres(s)
+    source, target = (node_points(n), points) if back else (points, node_points(n))
     matrix: np.ndarray = CubicSpline(source, np.eye(len(source)), bc_type="not-a-knot", extrapolate=True)(target)
     matrix.flags.writeable = False
     return matrix
@@ -182,6 +197,28 @@ def solution(a: np.ndarray) -> np.ndarray:
     return to_cells(solve(a, nodes=size), size)
 
 
+def coarse_solution(a: np.ndarray, nodes: int | None = None, s: int | None = None) -> np.ndarray:
+    """(s, s) float64: the recipe's solver run on the benchmark's input itself, the baseline a numerical analyst
+    tries first. ``a`` (r, r) is the coefficient at the benchmark's r x r points (``grid_points``, e.g.
+    ``subsample(a, 85)``); it is interpolated by the not-a-knot bicubic spline to ``nodes`` x ``nodes`` nodes
+    (default r), solved there as ``solve`` does, and the solution interpolated by the same spline to the
+    benchmark's s x s points (default r): an approximation of the benchmark's u from what a model is given. At
+    r = s = 421 and 421 nodes it is ``solution``. ValueError as ``solve``, or for an r or s that is not one of
+    the benchmark's grids."""
+    a = _grid(a, "coarse_solution: a")
+    if np.any(a <= 0.0):
+        raise ValueError(f"coarse_solution: a must be positive: {np.count_nonzero(a <= 0)} values are <= 0")
+    r = a.shape[0]
+    grid_points(r)  # refuses a grid the benchmark has not
+    n = r if nodes is None else _count(nodes, "coarse_solution: nodes", 4)
+    out = r if s is None else s
+    grid_points(out)
+    spline, back = _spline(r, n, subsampled=True), _spline(out, n, back=True, subsampled=True)
+    u = _solve_at_nodes(spline @ a @ spline.T, np.ones((n - 2, n - 2)))  # the spline through ones is one
+    result: np.ndarray = back @ u @ back.T
+    return result
+
+
 def solve(a: np.ndarray, f: np.ndarray | None = None, nodes: int = NODES) -> np.ndarray:
     """(nodes, nodes) float64: the finite-difference solution u of -div(a grad u) = f, u = 0 on the boundary,
     at the nodes i / (nodes - 1) (solve_gwf.m). ``a`` and ``f`` (default 1) are (s, s) values at the cell
@@ -210,8 +247,15 @@ def solve(a: np.ndarray, f: np.ndarray | None = None, nodes: int = NODES) -> np.
         if f.shape != a.shape:
             raise ValueError(f"solve: f must have a's shape {a.shape}, got {f.shape}")
         rhs = to_nodes(f, n)[1:-1, 1:-1]
+    return _solve_at_nodes(at_nodes, rhs)
+
+
+def _solve_at_nodes(a: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """(n, n): the five-point solution for a at the (n, n) nodes and f at the (n - 2, n - 2) interior nodes,
+    zero on the boundary (``_matrix``; SuperLU, minimum-degree ordering of A^T + A)."""
+    n = a.shape[0]
     u = np.zeros((n, n))
-    u[1:-1, 1:-1] = splu(_matrix(at_nodes), permc_spec="MMD_AT_PLUS_A").solve(rhs.ravel()).reshape(n - 2, n - 2)
+    u[1:-1, 1:-1] = splu(_matrix(a), permc_spec="MMD_AT_PLUS_A").solve(rhs.ravel()).reshape(n - 2, n - 2)
     return u
 
 

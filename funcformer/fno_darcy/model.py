@@ -20,6 +20,10 @@ weighs the patches, the values put back functions of y. Along y the roles swap. 
 the scores at P Chebyshev points of the sequence axis (``Cheb.fmap``), the MLP's ReLU at P points of
 its features' axis.
 
+With ``ImageConfig.solver_nodes`` the series is not u but its correction: the prediction is the recipe's own
+solver run on the model's g x g image (``data.coarse_solution``, a spline interpolant of a five-point solve,
+itself a function of (x, y)) plus the series, both evaluated at the grid asked for (``recipes.predict_image``).
+
 The input side is a grid of values: an s x s coefficient is read at the model's g x g points
 (``ImageConfig.grid``, the points of the benchmark's grid at s = g) by nearest neighbour (``sampler``):
 exact from s = 421 and from s = g, within half a cell from the others. The output is a function: one
@@ -55,7 +59,7 @@ from applicative.nn import (
     normal_like,
 )
 from funcformer._fields import check_fields
-from funcformer.fno_darcy.data import NODES, cell_centres
+from funcformer.fno_darcy.data import grid_points
 from funcformer.model import Channel, Channels, Features, Head, HeadChannel, HiddenChannel, State, X, Y, transpose
 
 __all__ = [
@@ -66,7 +70,6 @@ __all__ = [
     "Pixel",
     "Token",
     "TokenHidden",
-    "grid_points",
     "grid_vandermonde",
     "init",
     "parameter_count",
@@ -124,6 +127,9 @@ class ImageConfig:
     """Each decoder layer attends along its axis before it attends to the memory."""
     points: int = 0
     """Chebyshev points sampled for nonlinear maps (0: 2n)."""
+    solver_nodes: int = 0
+    """0: the series is u. n >= 4: the series is a correction, added to the recipe's solver run on the model's
+    g x g image at n x n nodes (``data.coarse_solution``; ``recipes.solver_part``, ``recipes.predict_image``)."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -137,6 +143,8 @@ class ImageConfig:
             raise ValueError(f"ImageConfig.patch = {self.patch} does not divide ImageConfig.grid = {self.grid}")
         if not self.axes or set(self.axes) - {"x", "y"}:
             raise ValueError(f"ImageConfig.axes must be a non-empty string of 'x' and 'y', got {self.axes!r}")
+        if self.solver_nodes and self.solver_nodes < 4:
+            raise ValueError(f"ImageConfig.solver_nodes must be 0 (no solver) or >= 4, got {self.solver_nodes}")
         if self.points and self.points < self.n:
             raise ValueError(f"ImageConfig.points = {self.points} cannot resolve n = {self.n} coefficients")
 
@@ -149,14 +157,6 @@ class ImageConfig:
     def tokens(self) -> int:
         """The number of patches, (g / p)^2."""
         return (self.grid // self.patch) ** 2
-
-
-def grid_points(s: int) -> np.ndarray:
-    """The benchmark's s points per axis in (0, 1): every (420 / (s - 1))-th cell centre of the 421 grid
-    (``data.subsample``'s points), float64."""
-    if not isinstance(s, int) or s < 2 or (NODES - 1) % (s - 1):
-        raise ValueError(f"grid_points: s = {s!r} is not one of the benchmark's grids (s - 1 must divide {NODES - 1})")
-    return cell_centres(NODES)[:: (NODES - 1) // (s - 1)]
 
 
 @functools.lru_cache(maxsize=16)
@@ -208,9 +208,9 @@ class CrossAlongY:
 
 @record
 class ImageToFunction:
-    """coefficient image (s, s) -> the series (N, N) of the solution u; ``jax.vmap`` it for a batch,
-    ``values`` evaluates it. The encoder's tokens, the decoder's layers, a final norm, the unembedding, times
-    ``scale``."""
+    """coefficient image (s, s) -> the series (N, N) of the solution u (with ``config.solver_nodes``: of u minus
+    the solver's part, ``recipes.solver_part``); ``jax.vmap`` it for a batch, ``values`` evaluates it. The
+    encoder's tokens, the decoder's layers, a final norm, the unembedding, times ``scale``."""
 
     encoder: Encoder[VecOf[Patch], VecOf[Pixel], VecOf[Token], VecOf[Token]]
     queries: State[X, Y]

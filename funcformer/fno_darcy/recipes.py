@@ -2,14 +2,17 @@
 
     Recipe             the model's architecture and its training budget (hashable, one value a run)
     train_image        a Recipe's model trained on (a, u) at one resolution (``fit``, resumable)
-    solve_image        its series of u for coefficients at any of the benchmark's grids
+    image_loss         its loss
+    solve_image        its series for coefficients at any of the benchmark's grids
+    solver_part        the part of its prediction the recipe's solver gives (``ImageConfig.solver_nodes``; or 0)
     predict_image      its solutions at any of the benchmark's grids, from coefficients at any of them
     at_grid            a series at a grid's points
 
 The loss is the benchmark's metric, the mean relative L2 error over the grid points of the training
-resolution, of the model's series evaluated there (``model.values``) against the solutions. AdamW with a
-linear warm-up and a cosine decay to 1% of the peak, after clipping the gradient's global norm. The
-model's outputs are in units of the training solutions' root mean square (``ImageToFunction.scale``).
+resolution, of the model's prediction there (the solver's part plus the series, ``model.values``) against
+the solutions. AdamW with a linear warm-up and a cosine decay to 1% of the peak, after clipping the
+gradient's global norm. The model's series is in units of the root mean square of what it learns, u minus
+the solver's part (``ImageToFunction.scale``).
 """
 
 from __future__ import annotations
@@ -24,18 +27,18 @@ import numpy as np
 import optax
 
 from funcformer._fields import check_fields
+from funcformer.fno_darcy.data import coarse_solution, grid_points
 from funcformer.fno_darcy.fit import Fitted, fit, relative_l2_loss
 from funcformer.fno_darcy.model import (
     ImageConfig,
     ImageToFunction,
-    grid_points,
     grid_vandermonde,
     init,
     sampler,
     values,
 )
 
-__all__ = ["Recipe", "at_grid", "predict_image", "solve_image", "train_image"]
+__all__ = ["Recipe", "at_grid", "image_loss", "predict_image", "solve_image", "solver_part", "train_image"]
 
 
 @dataclass(frozen=True)
@@ -88,17 +91,26 @@ def train_image(
         raise ValueError(f"train_image: expected a and u of one shape (count, s, s), got {a.shape} and {u.shape}")
     s = a.shape[-1]
     grid_points(s)  # refuses a grid the benchmark has not
-    scale = float(np.sqrt(np.mean(u**2)))
+    part = solver_part(recipe.model, a, s)
+    scale = float(np.sqrt(np.mean((u - part) ** 2)))
     model = init(recipe.seed, recipe.model, scale=scale)
 
-    def loss(model: ImageToFunction, a: jax.Array, u: jax.Array) -> jax.Array:
-        return relative_l2_loss(values(jax.vmap(model)(a), s), u)
+    def loss(model: ImageToFunction, a: jax.Array, targets: jax.Array) -> jax.Array:
+        return image_loss(model, a, targets, s)
 
     fitted: Fitted[ImageToFunction] = fit(
-        model, loss, recipe.optimiser(len(a)), a, u, epochs=recipe.epochs, batch=recipe.batch, seed=recipe.seed,
-        checkpoint=checkpoint, description=recipe.describe() + f" scale={scale!r}", progress=progress,
+        model, loss, recipe.optimiser(len(a)), a, np.stack([u, part], axis=1), epochs=recipe.epochs,
+        batch=recipe.batch, seed=recipe.seed, checkpoint=checkpoint,
+        description=recipe.describe() + f" scale={scale!r}", progress=progress,
     )  # fmt: skip
     return fitted
+
+
+def image_loss(model: ImageToFunction, a: jax.Array, targets: jax.Array, s: int) -> jax.Array:
+    """The training loss: the benchmark's metric at the s x s grid points of the prediction for the images
+    ``a`` (B, s, s), the solver's part plus the model's series, against the solutions; ``targets`` (B, 2, s, s)
+    holds the solutions and the solver's parts (``solver_part``)."""
+    return relative_l2_loss(targets[:, 1] + values(jax.vmap(model)(a), s), targets[:, 0])
 
 
 _series = jax.jit(jax.vmap(ImageToFunction.__call__, in_axes=(None, 0)))
@@ -106,14 +118,11 @@ _series = jax.jit(jax.vmap(ImageToFunction.__call__, in_axes=(None, 0)))
 
 
 def solve_image(model: ImageToFunction, a: np.ndarray, batch: int = 50) -> np.ndarray:
-    """(count, N, N) float64: the model's series of u for coefficients ``a`` (count, s, s), s any of the
-    benchmark's grids: each image is read at the model's points (``model.sampler``) first, so that one
-    compilation serves every s; ``batch`` images a call (the last batch padded to ``batch``)."""
-    a = np.asarray(a)
-    if a.ndim != 3 or a.shape[1] != a.shape[2]:
-        raise ValueError(f"solve_image: expected coefficients of shape (count, s, s), got {a.shape}")
-    index = sampler(a.shape[-1], model.config.grid)
-    images = a[:, index][:, :, index]
+    """(count, N, N) float64: the model's series (of u, or of its correction: ``solver_part``) for coefficients
+    ``a`` (count, s, s), s any of the benchmark's grids: each image is read at the model's points
+    (``model.sampler``) first, so that one compilation serves every s; ``batch`` images a call (the last batch
+    padded to ``batch``)."""
+    images = _images(model.config, a, "solve_image")
     dtype = jax.tree_util.tree_leaves(model)[0].dtype
     batch = min(batch, len(images))
     padded = np.concatenate([images, np.repeat(images[-1:], -len(images) % batch, axis=0)])
@@ -121,10 +130,33 @@ def solve_image(model: ImageToFunction, a: np.ndarray, batch: int = 50) -> np.nd
     return np.concatenate(out)[: len(images)].astype(np.float64)
 
 
+def _images(config: ImageConfig, a: np.ndarray, what: str) -> np.ndarray:
+    """Coefficients (count, s, s), s any of the benchmark's grids, read at the model's g x g points (``sampler``)."""
+    a = np.asarray(a)
+    if a.ndim != 3 or a.shape[1] != a.shape[2]:
+        raise ValueError(f"{what}: expected coefficients of shape (count, s, s), got {a.shape}")
+    index = sampler(a.shape[-1], config.grid)
+    images: np.ndarray = a[:, index][:, :, index]
+    return images
+
+
+def solver_part(config: ImageConfig, a: np.ndarray, s: int) -> np.ndarray:
+    """(count, s, s) float64: the part of the model's prediction at the s x s grid points that the recipe's
+    solver gives for coefficients ``a`` (count, s_in, s_in): ``data.coarse_solution`` of each image as the
+    model reads it (g x g) at ``config.solver_nodes`` nodes; zeros if that is 0 (the series is all of u)."""
+    images = _images(config, a, "solver_part")
+    if not config.solver_nodes:
+        return np.zeros((len(images), s, s))
+    return np.stack([coarse_solution(image, config.solver_nodes, s) for image in images])
+
+
 def predict_image(model: ImageToFunction, a: np.ndarray, s: int | None = None, batch: int = 50) -> np.ndarray:
     """(count, s, s) float64: the model's solutions at the s x s grid points (s = None: the input's grid)
-    for coefficients ``a`` (count, s_in, s_in), s_in any of the benchmark's grids (``solve_image``)."""
-    return at_grid(solve_image(model, a, batch), np.shape(a)[-1] if s is None else s)
+    for coefficients ``a`` (count, s_in, s_in), s_in any of the benchmark's grids: the solver's part
+    (``solver_part``) plus the series (``solve_image``) there."""
+    s = np.shape(a)[-1] if s is None else s
+    predicted: np.ndarray = solver_part(model.config, a, s) + at_grid(solve_image(model, a, batch), s)
+    return predicted
 
 
 def at_grid(series: np.ndarray, s: int) -> np.ndarray:

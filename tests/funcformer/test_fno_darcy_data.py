@@ -21,8 +21,10 @@ from funcformer.fno_darcy.data import (
     ALPHA,
     TAU,
     cell_centres,
+    coarse_solution,
     coefficients,
     gaussian_field,
+    grid_points,
     mean_relative_l2,
     node_points,
     relative_l2,
@@ -192,6 +194,50 @@ def test_solver_errors() -> None:
         solve(np.ones((6, 6)), nodes=2)
 
 
+def square_poisson(x: np.ndarray, y: np.ndarray, terms: int = 301) -> np.ndarray:
+    """-Laplacian u = 1 on (0, 1)^2, u = 0 on the boundary, by its sine series: u = sum over odd m, k of
+    16 sin(m pi x) sin(k pi y) / (pi^4 m k (m^2 + k^2)) (301 terms: within 5e-9 of the sum)."""
+    m = np.arange(1, terms + 1, 2.0)
+    sx, sy = np.sin(np.pi * np.multiply.outer(x, m)), np.sin(np.pi * np.multiply.outer(y, m))
+    weights = 16.0 / (np.pi**4 * np.outer(m, m) * np.add.outer(m**2, m**2))
+    result: np.ndarray = sx @ weights @ sy.T
+    return result
+
+
+def test_coarse_solution_converges_to_the_sine_series() -> None:
+    """A constant coefficient c at the benchmark's 85 points, solved at 85, 169 and 337 nodes: 1 / c times the
+    sine series of the unit square's Poisson problem at those points, to second order in the node spacing; and
+    at 169 nodes, interpolated to the 141 points, as close there."""
+    x = grid_points(85)
+    exact = square_poisson(x, x) / 7.5
+    errors = [
+        float(np.max(np.abs(coarse_solution(np.full((85, 85), 7.5), nodes) - exact))) / float(np.max(exact))
+        for nodes in (85, 169, 337)
+    ]
+    assert errors[0] < 2e-4
+    for coarse, fine in itertools.pairwise(errors):
+        assert 3.5 < coarse / fine < 4.5
+    x = grid_points(141)  # the same solve, interpolated to another grid's points
+    at_141 = coarse_solution(np.full((85, 85), 7.5), 169, s=141)
+    assert np.max(np.abs(at_141 - square_poisson(x, x) / 7.5)) / np.max(exact) < 1.2 * errors[1]
+
+
+def test_coarse_solution_symmetry_and_errors() -> None:
+    a = subsample(coefficients(seed=6, count=1, s=421)[0], 43)
+    u = coarse_solution(a, nodes=57)
+    np.testing.assert_allclose(coarse_solution(a.T, nodes=57), u.T, rtol=1e-12, atol=1e-16)
+    assert u.shape == (43, 43)
+    assert np.all(u > 0)
+    with pytest.raises(ValueError, match=r"s = 44 is not one of the benchmark's grids"):
+        coarse_solution(np.ones((44, 44)))
+    with pytest.raises(ValueError, match=r"s = 100 is not one of the benchmark's grids"):
+        coarse_solution(a, s=100)
+    with pytest.raises(ValueError, match="must be positive: 2 values"):
+        coarse_solution(np.where(np.eye(43) * np.arange(43) > 40, -1.0, 1.0))
+    with pytest.raises(ValueError, match="nodes must be >= 4"):
+        coarse_solution(np.ones((43, 43)), nodes=3)
+
+
 # Resolutions and the metric
 
 
@@ -208,6 +254,19 @@ def test_subsampling_picks_every_rth_point() -> None:
         subsample(index, 84)
     with pytest.raises(ValueError, match=r"\(\.\.\., S, S\).*\(421, 420\)"):
         subsample(index[:, :-1], 85)
+
+
+@pytest.mark.parametrize("s", [85, 141, 211, 421])
+def test_grid_points_are_the_benchmark_subsample(s: int) -> None:
+    step = 420 // (s - 1)
+    np.testing.assert_allclose(grid_points(s), (2 * np.arange(0, 421, step) + 1) / 842, rtol=0, atol=1e-15)
+    x = np.broadcast_to(cell_centres(421), (421, 421))  # x at every point of the 421 grid
+    np.testing.assert_array_equal(grid_points(s), subsample(x, s)[0])
+
+
+def test_grid_points_refuse_other_grids() -> None:
+    with pytest.raises(ValueError, match=r"s = 100 is not one of the benchmark's grids"):
+        grid_points(100)
 
 
 def test_relative_l2() -> None:

@@ -5,6 +5,7 @@ and a short training against the mean-solution baseline."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import jax
@@ -17,6 +18,7 @@ from numpy.polynomial import chebyshev as C
 from applicative import Cheb, Compose, Dim, Vec, to_array
 from applicative.nn import CrossAttentionBlock
 from funcformer.fno_darcy import data
+from funcformer.fno_darcy.data import grid_points
 from funcformer.fno_darcy.fit import fit, relative_l2_loss
 from funcformer.fno_darcy.model import (
     CrossAlongY,
@@ -24,12 +26,11 @@ from funcformer.fno_darcy.model import (
     ImageConfig,
     Patch,
     Pixel,
-    grid_points,
     init,
     sampler,
     values,
 )
-from funcformer.fno_darcy.recipes import Recipe, predict_image, solve_image, train_image
+from funcformer.fno_darcy.recipes import Recipe, image_loss, predict_image, solve_image, solver_part, train_image
 from funcformer.model import Channel, X, Y
 
 SMALL = ImageConfig(
@@ -40,19 +41,6 @@ SMALL = ImageConfig(
 
 class Sample(Dim):
     """Sample points of the sequence axis, as a Vec."""
-
-
-@pytest.mark.parametrize("s", [85, 141, 211, 421])
-def test_grid_points_are_the_benchmark_subsample(s: int) -> None:
-    step = 420 // (s - 1)
-    np.testing.assert_allclose(grid_points(s), (2 * np.arange(0, 421, step) + 1) / 842, rtol=0, atol=1e-15)
-    x = np.broadcast_to(data.cell_centres(421), (421, 421))  # x at every point of the 421 grid
-    np.testing.assert_array_equal(grid_points(s), data.subsample(x, s)[0])
-
-
-def test_grid_points_refuse_other_grids() -> None:
-    with pytest.raises(ValueError, match=r"s = 100 is not one of the benchmark's grids"):
-        grid_points(100)
 
 
 def test_values_are_the_series_at_the_grid() -> None:
@@ -82,6 +70,30 @@ def test_one_model_answers_from_and_at_every_grid() -> None:
         x = 2 * grid_points(s) - 1
         expected = np.stack([C.chebgrid2d(x, x, c) for c in fine])
         np.testing.assert_allclose(predict_image(model, a, s), expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_corrected_model_adds_its_series_to_the_solver_on_its_image() -> None:
+    """``solver_nodes``: the prediction at any grid, from any grid, is ``data.coarse_solution`` of the image the
+    model reads plus the series there (numpy.polynomial); the training loss is the benchmark's metric of that
+    sum."""
+    config = dataclasses.replace(SMALL, solver_nodes=21)
+    a = data.coefficients(8, 3, s=421)
+    image, a29 = data.subsample(a, 15), data.subsample(a, 29)
+    u = np.stack([data.coarse_solution(one, 57) for one in a29])  # any target will do
+    scale = float(np.sqrt(np.mean((u - np.stack([data.coarse_solution(one, 21, 29) for one in image])) ** 2)))
+    model = init(0, config, scale)
+    series = solve_image(model, a)
+    for s in (15, 29):
+        x = 2 * grid_points(s) - 1
+        part = np.stack([data.coarse_solution(one, 21, s) for one in image])
+        expected = part + np.stack([C.chebgrid2d(x, x, c) for c in series])
+        for given in (a, a29):
+            np.testing.assert_allclose(predict_image(model, given, s), expected, rtol=1e-5, atol=1e-7)
+    targets = jnp.asarray(np.stack([u, solver_part(config, a29, 29)], axis=1), jnp.float32)
+    loss = jax.jit(image_loss, static_argnums=3)(model, jnp.asarray(a29, jnp.float32), targets, 29)
+    assert float(loss) == pytest.approx(data.mean_relative_l2(predict_image(model, a29), u), rel=1e-5)
+    with pytest.raises(ValueError, match=r"solver_nodes must be 0 \(no solver\) or >= 4, got 3"):
+        ImageConfig(solver_nodes=3)
 
 
 def test_a_wrong_image_is_refused_by_shape() -> None:
