@@ -7,7 +7,8 @@ here on the same regenerated data, beside the published rows and that solver alo
 
 It generates the data if they are not in --data (``funcformer.fno_darcy.generate``: 1,000 + 200 samples at
 421, about 14 minutes on two cores), trains the image-to-function model (``recipes.Recipe``, --epochs), the
-same model correcting the solver at 85 nodes (``ImageConfig.solver_nodes``, --corrected-epochs) and the FNO
+same model correcting the solver at 85 and at 127 nodes (``ImageConfig.solver_nodes``, --corrected-epochs) and
+the FNO
 (``fno.TrainConfig``, --fno-epochs: 500 is the paper's) at s = 85 on the first --train samples,
 checkpointing each after every epoch in --runs (a rerun resumes, a finished run is read back), and prints:
 the table at s = 85 on all --test samples and on the first 100 (the FNO script's ntest), each run's training
@@ -97,7 +98,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=Recipe().epochs, help="the image-to-function model's epochs")
     parser.add_argument(
         "--corrected-epochs", type=int, default=CORRECTED_EPOCHS,
-        help="the same model correcting the recipe's solver on its input at 85 nodes",
+        help="the same model correcting the recipe's solver on its input at 85 and at 127 nodes",
     )  # fmt: skip
     parser.add_argument(
         "--fno-epochs", type=int, default=fno.TrainConfig().epochs, help="the FNO's (500: the paper's; its rate halves "
@@ -106,6 +107,10 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=1000)
     parser.add_argument("--test", type=int, default=200)
     parser.add_argument("--solves", type=int, default=3, help="exact solves timed at 421")
+    parser.add_argument(
+        "--solver-nodes", type=int, nargs="+", default=(),
+        help="more node counts for the solver on the input (always: s / 2, 3s / 4, s, 3s / 2, 2s - 1)",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="tiny sizes in a temporary directory")
     args = parser.parse_args()
     header(sys.argv[1:])
@@ -115,22 +120,31 @@ def main() -> None:
             generate(directory, SMOKE["train"], SMOKE["test"], SMOKE["stored"], workers=1, progress=False)
             recipe = Recipe(model=SMOKE_MODEL, epochs=SMOKE["epochs"], batch=4, warmup=0)
             run = fno.TrainConfig(epochs=SMOKE["fno_epochs"], batch=4)
-            ours = ours_and_corrected(recipe, SMOKE["epochs"], SMOKE["s"])
-            report(directory, directory / "runs", ours, SMOKE_FNO, run, SMOKE["s"], (15, 29), SMOKE["test"], 1)
+            ours = ours_and_corrected(recipe, SMOKE["epochs"], (SMOKE["s"],))
+            s, more = SMOKE["s"], tuple(args.solver_nodes)
+            report(directory, directory / "runs", ours, SMOKE_FNO, run, s, (15, 29), SMOKE["test"], 1, None, more)
         return
     generate(args.data, 1000, 200)  # makes only what is missing
-    ours = ours_and_corrected(dataclasses.replace(Recipe(), epochs=args.epochs), args.corrected_epochs, 85)
+    ours = ours_and_corrected(dataclasses.replace(Recipe(), epochs=args.epochs), args.corrected_epochs, (85, 127))
     # fewer epochs than the paper's 500: its schedule compressed, the rate halved every fifth of the run
     run = dataclasses.replace(fno.TrainConfig(), epochs=args.fno_epochs, step_size=max(1, args.fno_epochs // 5))
     runs = args.runs or args.data / "runs"
-    report(args.data, runs, ours, fno.FNOConfig(), run, 85, (85, 141, 211, 421), args.test, args.solves, args.train)
+    grids = (85, 141, 211, 421)
+    report(
+        args.data, runs, ours, fno.FNOConfig(), run, 85, grids, args.test, args.solves, args.train, args.solver_nodes
+    )
 
 
-def ours_and_corrected(recipe: Recipe, epochs: int, s: int) -> dict[str, Recipe]:
-    """This project's two runs by their checkpoints' names: the recipe's model alone, and the same model
-    correcting the recipe's solver on its input at s nodes (``ImageConfig.solver_nodes``) for ``epochs``."""
-    corrected = dataclasses.replace(recipe.model, solver_nodes=s)
-    return {"image": recipe, "corrected": dataclasses.replace(recipe, model=corrected, epochs=epochs)}
+def ours_and_corrected(recipe: Recipe, epochs: int, nodes: tuple[int, ...]) -> dict[str, Recipe]:
+    """This project's runs by their checkpoints' names: the recipe's model alone, and the same model correcting
+    the recipe's solver on its input at each of ``nodes`` (``ImageConfig.solver_nodes``) for ``epochs``."""
+    corrected = {
+        f"corrected{n}": dataclasses.replace(
+            recipe, model=dataclasses.replace(recipe.model, solver_nodes=n), epochs=epochs
+        )
+        for n in nodes
+    }
+    return {"image": recipe, **corrected}
 
 
 def name(recipe: Recipe) -> str:
@@ -150,6 +164,7 @@ def report(
     test: int,
     solves: int,
     train: int | None = None,
+    solver_nodes: tuple[int, ...] = (),
 ) -> None:
     runs.mkdir(parents=True, exist_ok=True)
     a, u = load(directory, "train", s)
@@ -189,9 +204,8 @@ def report(
             "mean of the training solutions", np.broadcast_to(u.mean(axis=0), test_u.shape), "", "the simplest baseline"
         )
     )
-    coarse = {
-        nodes: solver_baseline(test_a, nodes) for nodes in ((s + 1) // 2, (3 * s + 1) // 4, s, 3 * s // 2, 2 * s - 1)
-    }
+    every = sorted({(s + 1) // 2, (3 * s + 1) // 4, s, 3 * s // 2, 2 * s - 1, *solver_nodes})
+    coarse = {nodes: solver_baseline(test_a, nodes) for nodes in every}
     for nodes in (s, 2 * s - 1):
         solved, seconds = coarse[nodes]
         label = f"the recipe's solver on the s = {s} input, {nodes} x {nodes} nodes"
