@@ -307,9 +307,12 @@ def check_dense(
                               coordinate beyond ``Axis.exact`` set to zero (products the instance's
                               ``fmap`` represents exactly) and on two different matrices of them, neither
                               symmetric, a = outer(x, y) + outer(z, x) and b = outer(y, z) + outer(x, x):
-                              a formula that transposes or swaps its operands is caught
+                              a formula that transposes or swaps its operands is caught; ``scale`` by
+                              -1.5, so that a formula that ignores its factor (or its sign) is caught
 
-    Tolerances are ``default_tolerance`` of the dtype unless given."""
+    Each result is judged at its own scale: it agrees when max |dense - generic| <= atol + rtol max |generic|
+    over each of its arrays (not entry by entry: a product whose entries span ten decades rounds its small
+    entries at the size of its large ones), rtol and atol ``default_tolerance`` of the dtype unless given."""
     settings = hypothesis.settings(max_examples=max_examples, deadline=None, database=None, phases=_NO_SHRINK)
 
     @settings
@@ -462,12 +465,35 @@ def _agree(
         # where a shape came from (a DenseTree's origin) may differ.
         if _levels(dense) != _levels(generic):
             raise AssertionError(f"{law}: the results' axes differ: {_levels(dense)} and {_levels(generic)}")
-        assert_close(jax.tree_util.tree_leaves(dense), jax.tree_util.tree_leaves(generic), rtol=rtol, atol=atol,
-                     what=law)  # fmt: skip
+        _close_at_scale(jax.tree_util.tree_leaves(dense), jax.tree_util.tree_leaves(generic), rtol, atol)
     except AssertionError as error:
         failure = f"the Dense hook fails {law!r}: {dense_name} is {_shown_value(dense)}, {generic_name} is " \
                   f"{_shown_value(generic)}"  # fmt: skip
         raise AssertionError(_report(failure, error, x=xyz[0], y=xyz[1], z=xyz[2])) from None
+
+
+def _close_at_scale(dense: list[Any], generic: list[Any], rtol: float | None, atol: float | None) -> None:
+    """Each dense leaf against its generic one as a whole: max |dense - generic| <= atol + rtol max |generic|,
+    the tolerances the dtype's (``default_tolerance``) unless given. Rounding is judged at the result's
+    scale: a product whose entries span decades rounds its small entries at the size of its large ones."""
+    if len(dense) != len(generic):
+        raise AssertionError(f"the results hold {len(dense)} and {len(generic)} arrays")
+    for i, (a, b) in enumerate(zip(dense, generic, strict=True)):
+        x, y = np.asarray(a), np.asarray(b)
+        if x.shape != y.shape:
+            raise AssertionError(f"array {i}: shapes {x.shape} and {y.shape}")
+        default = default_tolerance(np.result_type(x, y))
+        scale = float(np.max(np.abs(y), initial=0.0, where=np.isfinite(y)))
+        bound = (default if atol is None else atol) + (default if rtol is None else rtol) * scale
+        wide = np.result_type(x, y, np.float64)
+        error = np.abs(x.astype(wide) - y.astype(wide))
+        error = np.where(np.isnan(x) & np.isnan(y), 0.0, np.where(np.isnan(error), np.inf, error))  # NaN meets NaN
+        if x.size and not float(np.max(error)) <= bound:
+            worst = np.unravel_index(int(np.argmax(error)), x.shape)
+            raise AssertionError(
+                f"array {i}: largest |dense - generic| = {float(error[worst]):.3g} at index {tuple(map(int, worst))}, "
+                f"above atol + rtol * (the result's scale, max |generic| = {scale:.3g}) = {bound:.3g}"
+            )
 
 
 def _shown_value(value: object) -> str:

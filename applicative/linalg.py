@@ -37,7 +37,8 @@ shapes, nothing added to a compiled function): a non-structure (an array where a
 vector where a matrix belongs, or, under ordinary arithmetic, a matrix where a vector belongs raises
 a TypeError naming the operation and the argument. Nesting is visible up front through ``Dense``
 structures; in other structures (trees, distributions) the nested operations of the generic
-definition check theirs (``mul_mv`` calls ``dot`` on each row), and ``*`` refuses to multiply structures.
+definition check theirs (``mul_mv`` calls ``dot`` on each row), and ``dot``'s product refuses
+structures, pointing to ``Compose`` (which takes a structure of structures as one structure).
 ``scale`` takes a scalar r (0-d), never an array that would broadcast against the coordinates.
 
 >>> import numpy as np
@@ -60,7 +61,7 @@ from typing import TypeVar, cast
 import jax.numpy as jnp
 
 from applicative.fast_paths import FAST_PATH_LOG, USE_FAST_PATHS, dense_formula, on_coordinates, shaped
-from applicative.operands import alike, check_nesting
+from applicative.operands import alike, check_nesting, scalars
 from applicative.protocols.algebra import Module, Pointwise, Real, Ring, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import counit
@@ -90,7 +91,12 @@ def dot(a: Applicative[Summed, R], b: Applicative[Summed, R], ring: Ring[R] | No
     check_nesting("dot", r, ("a", a, 1), ("b", b, 1))
     if (fast := dense_formula("dot", "f,f->", r, a, b)) is not None:
         return cast(R, fast[0])
-    return counit(a.pair(b).fmap(lambda p: r.mul(p[0], p[1])), r)
+
+    def product(p: tuple[R, R]) -> R:
+        scalars("dot", r, *p)
+        return r.mul(p[0], p[1])
+
+    return counit(a.pair(b).fmap(product), r)
 
 
 def outer(a: Applicative[F, R], b: Applicative[G, R], ring: Ring[R] | None = None) -> Applicative[F, Applicative[G, R]]:

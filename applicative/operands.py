@@ -4,9 +4,11 @@ Trace-time Python on shapes: nothing reaches a compiled function. ``check_nestin
 naming the operation and the argument for an operand nested less deeply than the operation takes it (an
 array where a Vec belongs, a vector where a matrix belongs) or, under ordinary arithmetic, more deeply
 (a matrix where a vector of scalars belongs), as far as its ``Dense`` levels show; ``alike`` refuses two
-elements about to be added under ordinary arithmetic whose pytrees or leaf shapes differ; ``describe``
-names a structure level as these messages do ("Vec[Seq] of size 3"), as do the dimension mismatches of
-``applicative.fast_paths``.
+elements about to be added under ordinary arithmetic whose pytrees or leaf shapes differ; ``scalars``
+refuses structures where ordinary arithmetic multiplies scalars (the elements of ``dot``'s generic
+definition), pointing to ``Compose``; ``describe`` names a structure level as these messages do
+("Vec[Seq] of size 3"), as do the dimension mismatches of ``applicative.fast_paths``, and ``nesting`` a
+whole structure ("a Vec[Seq] of size 3 of Vec[Model] of size 4 holding scalars").
 
 >>> import numpy as np
 >>> check_nesting("dot", None, ("a", np.ones(3), 1))
@@ -27,7 +29,7 @@ from applicative.protocols.algebra import Arithmetic, Module, Ring
 from applicative.protocols.applicative import Applicative, Shaped
 from applicative.protocols.dense import Axis, Dense
 
-__all__ = ["alike", "check_nesting", "describe"]
+__all__ = ["alike", "check_nesting", "describe", "nesting", "scalars"]
 
 T = TypeVar("T")
 
@@ -47,17 +49,32 @@ def check_nesting(op: str, ring: Ring[Any] | None, *operands: tuple[str, object,
         seen = x
         for depth in range(levels):
             if not isinstance(seen, Applicative):
-                got = f"a {type(x).__name__}" if depth == 0 else _nesting(x)
+                got = f"a {type(x).__name__}" if depth == 0 else nesting(x)
                 raise TypeError(f"{op}: argument {name} is {got}; expected {_NESTING[levels]}")
             if not isinstance(seen, Dense) or seen.axes() is None:
                 break
             seen = seen.elements()
         else:
             if isinstance(ring, Arithmetic) and isinstance(seen, Applicative):
-                raise TypeError(f"{op}: argument {name} is {_nesting(x)}; expected {_NESTING[levels]} of scalars")
+                raise TypeError(
+                    f"{op}: argument {name} is {nesting(x)}; expected {_NESTING[levels]} of scalars{_COMPOSE}"
+                )
 
 
-def _nesting(x: object) -> str:
+_COMPOSE = " (to take a structure of structures as one structure, over the product measure, wrap it: Compose(x))"
+
+
+def scalars(op: str, ring: Ring[Any], a: object, b: object) -> None:
+    """A TypeError naming ``op`` if ordinary arithmetic is about to multiply structures (elements that the
+    operands' levels did not show: a structure of structures of one's own), pointing to ``Compose``."""
+    if isinstance(ring, Arithmetic) and (isinstance(a, Applicative) or isinstance(b, Applicative)):
+        held = type(a if isinstance(a, Applicative) else b).__name__
+        raise TypeError(
+            f"{op}: an element is a {held}, a structure, not a scalar; ordinary arithmetic multiplies scalars{_COMPOSE}"
+        )
+
+
+def nesting(x: object) -> str:
     """A structure described by its visible levels: "a Vec[Seq] of size 3 holding scalars"."""
     names, axes = [], 0
     while isinstance(x, Dense) and (level := x.axes()) is not None:

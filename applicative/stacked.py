@@ -61,6 +61,7 @@ __all__ = [
     "check_stacked",
     "element",
     "floating",
+    "largest",
     "nested",
     "numeric",
     "stack",
@@ -157,7 +158,8 @@ def stack(elements: Sequence[T], what: str = "stack") -> T:
     """The stacked pytree of ``elements`` (the inverse of ``element``): every leaf gains a leading axis
     of length len(elements). The elements must have one pytree structure (tags and sizes included)
     and equal leaf shapes; a clear error names the first that differs. Elements all on the host
-    (numbers, numpy arrays) are stacked there and moved to the device once."""
+    (numbers, numpy arrays) are stacked there and moved to the device once. A stack of ``Shaped``
+    structures records what they share (``Shaped.stacked_from``: trees of one shape, that shape)."""
     if isinstance(elements, jax.Array | str) or not isinstance(elements, Sequence):
         raise ValueError(f"{what}: needs a list of elements, got {type(elements).__name__}")
     if not elements:
@@ -172,8 +174,15 @@ def stack(elements: Sequence[T], what: str = "stack") -> T:
         if (other := [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(x)]) != shapes:
             raise ValueError(f"{what}: element {i} has leaf shapes {other}, element 0 has {shapes}")
     if host:
-        return cast(T, jax.tree_util.tree_map(lambda *leaves: jnp.asarray(np.stack(leaves)), *elements))
-    return cast(T, jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *elements))
+        stacked = jax.tree_util.tree_map(lambda *leaves: jnp.asarray(np.stack(leaves)), *elements)
+    else:
+        stacked = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *elements)
+    # A stack of structures whose shape is data records what its elements share (trees of one shape).
+    return cast(T, jax.tree_util.tree_map(_stacked_from, stacked, *elements, is_leaf=_shaped))
+
+
+def _stacked_from(stacked: Any, *elements: Any) -> Any:
+    return stacked.stacked_from(elements) if isinstance(stacked, Shaped) else stacked
 
 
 def element(data: T, i: int) -> T:
@@ -191,6 +200,23 @@ def along(data: T, f: Callable[[Any], Any], what: str) -> T:
         return x.restack(lambda inner: along(inner, f, what), what) if isinstance(x, Shaped) else f(x)
 
     return cast(T, jax.tree_util.tree_map(one, data, is_leaf=_shaped))
+
+
+def largest(x: object) -> jax.Array:
+    """The largest value of a structure of scalars, or of stacked values: a softmax's shift, which keeps
+    ``exp`` in range (any shift gives the same softmax). A structure with a ``largest`` of its own answers
+    (a series: its values at the points ``fmap`` samples; a tree: its leaves, not its padding); otherwise
+    the largest entry of its array leaves, a ``Shaped`` structure among them answering by its own
+    ``largest``: a tree's layout (a distribution's weights) is never read as a value. A TypeError names a
+    ``Shaped`` structure that has none."""
+    own = getattr(x, "largest", None)
+    if callable(own):
+        return cast(jax.Array, own())
+    if isinstance(x, Shaped):
+        name = type(x).__name__
+        raise TypeError(f"largest: a structure of type {name} has no largest value (its leaves are not values)")
+    parts = jax.tree_util.tree_leaves(x, is_leaf=_shaped)
+    return jnp.max(jnp.stack([largest(part) if _shaped(part) else jnp.max(part) for part in parts]))
 
 
 def _shaped(x: object) -> bool:

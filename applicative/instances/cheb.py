@@ -91,6 +91,7 @@ from applicative.stacked import (
     along,
     check_stacked,
     floating,
+    largest,
     nested,
     numeric,
     stack,
@@ -261,8 +262,8 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co], VectorSpace):
     def largest(self) -> jax.Array:
         """The largest value at the points ``fmap`` samples (a softmax's shift: ``applicative.nn.Sampled``)."""
         self._check("largest")
-        values = [chebyshev.to_values(leaf, self.points) for leaf in jax.tree_util.tree_leaves(self.data)]
-        return jnp.max(jnp.stack([jnp.max(v) for v in values]))
+        what = f"Cheb[{self.tag.__name__}].largest"
+        return largest(along(self.data, lambda leaf: chebyshev.to_values(leaf, self.points), what))
 
     # Calculus (the integral over [-1, 1] is ``counit``)
 

@@ -42,6 +42,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, Self, TypeGuard, TypeVar, cast
 
+import jax
+
+from applicative import stacked
 from applicative.protocols.algebra import Module, Pointwise, arithmetic
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense, nest
@@ -96,6 +99,13 @@ class Compose(Dense[ComposeOf[F, G], A_co], Counit[ComposeOf[F, G], A_co], Vecto
         if stacked:  # fast path (Fubini): sum the inner structures over the outer measure, then that sum
             return counit(counit(self.outer, lifted), m)
         return counit(self.outer.fmap(lambda g: counit(g, m)), m)
+
+    def largest(self) -> jax.Array:
+        """The largest value of a structure of scalars (a softmax's shift: ``applicative.nn.Sampled``): the
+        outer structure's largest of each inner structure's largest (``stacked.largest``), each level read
+        as itself (a series at its sample points, a tree over its leaves)."""
+        self._check("largest")
+        return stacked.largest(self.outer.fmap(stacked.largest))
 
     # VectorSpace: the outer structure's operators, whose elements, the inner structures, add and
     # scale by theirs: Compose(x) + Compose(y) = Compose(x + y) = fmap(add) . pair (naturality of pair).

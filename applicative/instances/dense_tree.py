@@ -22,6 +22,10 @@ them, and ``vmap`` maps over a batch of trees of different shapes.
     restack   ``Shaped``'s hook: a map along a stack of trees of one shape (a Cheb's DCT of a
               function whose values are trees) maps their values and keeps the one layout;
               a stack of trees of different shapes is refused, never transformed as numbers
+    stacked_from  ``Shaped``'s hook for ``stacked.stack``: trees of one shape stacked record it
+    a stack   met as a value (the coefficients of a function whose values are trees, added by
+              ordinary arithmetic), ``fmap`` maps every tree and ``pair`` pairs two stacks of as
+              many trees tree by tree
     f + g     the pointwise Module through ``pair`` (``applicative.protocols.operators``; also
               ``f - g``, ``-f``, ``r * f``, ``f / r``): trees of different shapes add on their common
               refinement, at its capacity n + m - 1
@@ -68,7 +72,10 @@ Built with ``DenseTree.from_nested(obj, capacity)`` (nested pairs or a
 ``to_tree()``, ``leaves()``, ``depths()``, ``shape`` (on the host: they need
 concrete values), ``valid()`` and ``weights()`` (traceable). Rejected, naming
 the tree and the capacity: a tree with more leaves than its capacity, a leaf
-deeper than ``dyadic.MAX_DEPTH``, malformed nesting.
+deeper than ``dyadic.MAX_DEPTH``, malformed nesting; and, where a tree is built
+or JAX rebuilds one (eagerly and under ``jit``, at trace time), a layout that
+is not integer arrays of its slots: what another structure's ``tree_map`` over
+every leaf leaves of it (a transform, a cast, a sum over the slots).
 
 Laws (checked by ``applicative.laws`` on ``applicative.strategies.dense_tree_triples()``,
 random shapes of up to 8 leaves, and of up to 64 in tests/applicative/test_dense_tree.py): every
@@ -100,12 +107,12 @@ from applicative.instances import dyadic
 from applicative.instances.dyadic import Layout
 from applicative.instances.tree import Leaf, Nested, Node, Shape, Tree
 from applicative.protocols.algebra import Module, arithmetic
-from applicative.protocols.applicative import Applicative
+from applicative.protocols.applicative import Applicative, Shaped
 from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Measured
 from applicative.protocols.operators import VectorSpace
-from applicative.stacked import ProductPairing, check_stacked, element, numeric, stack, weighted_sum
+from applicative.stacked import ProductPairing, check_stacked, element, largest, numeric, stack, weighted_sum
 
 __all__ = ["DenseTree", "DenseTreeOf", "as_dense_tree"]
 
@@ -130,6 +137,9 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
     capacity: int
     origin: Layout | None = None
     """The one layout shared by every tree of a stack (rows of a score matrix), when known; static."""
+
+    def __post_init__(self) -> None:
+        _check_layout(self.layout, self.capacity, "DenseTree")
 
     # Construction
 
@@ -171,14 +181,25 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
     # Functor, Applicative, Counit
 
     def fmap(self, f: Callable[[A_co], B]) -> DenseTree[B]:
-        """Map every slot's value: one ``vmap``."""
+        """Map every slot's value: one ``vmap`` (on a stack of trees, every tree's: one more per stack axis)."""
+        if self._stacked():
+            return _each_tree(lambda t: t.fmap(f), self)
         self._single("fmap")
         return _tree(jax.vmap(f, axis_size=self.capacity)(self.data), self.layout, self.capacity, self.origin)
 
     def pair(self, other: Applicative[DenseTreeOf, B]) -> DenseTree[tuple[A_co, B]]:
-        """The common refinement, values paired: a zip if both trees have one known layout."""
+        """The common refinement, values paired: a zip if both trees have one known layout. Two stacks of as
+        many trees (the coefficients of two functions whose values are trees) pair tree by tree."""
         if not isinstance(other, DenseTree):
             raise TypeError(f"pair: DenseTree paired with {type(other).__name__}")
+        if self._stacked() or other._stacked():
+            stacks = jnp.shape(self.layout.depth)[:-1], jnp.shape(other.layout.depth)[:-1]
+            if stacks[0] != stacks[1]:
+                raise ValueError(
+                    f"DenseTree.pair: a stack of trees of shape {stacks[0]} paired with one of shape {stacks[1]}; "
+                    "stacks pair tree by tree, so they need as many trees"
+                )
+            return _each_tree(lambda a, b: a.pair(b), self, other)
         self._single("pair")
         other._single("pair")
         if _same(self._shape("pair"), other._shape("pair")):
@@ -222,6 +243,21 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         layout = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (*stack_axes, self.capacity)), shape)
         return _tree(data, layout, self.capacity, shape)
 
+    def stacked_from(self, elements: Sequence[Any]) -> DenseTree[A_co]:
+        """``Shaped``'s hook for ``applicative.stacked.stack``: this stack, built from the trees ``elements``,
+        records their one shape if they provably have one (one layout object, or equal concrete layouts),
+        so that it is one shape inside ``jit`` too; else it is left a stack of trees of any shapes."""
+        if self.origin is not None or not self._stacked():
+            return self
+        shapes: list[Layout] = []
+        for e in elements:
+            if not isinstance(e, DenseTree) or (shape := e._shape(None)) is None:
+                return self  # (a stack of trees of different shapes among the elements)
+            shapes.append(shape)
+        if shapes and all(_same(s, shapes[0]) or _equal(s, shapes[0]) for s in shapes):  # (stops at the first
+            return _tree(self.data, self.layout, self.capacity, _canonical(shapes[0]))  # that differs)
+        return self
+
     def refine(self, other: DenseTree[object]) -> DenseTree[A_co]:
         """The same function on the common refinement of both shapes: fmap(fst, pair(self, other))."""
         return self.pair(other).fmap(_first)
@@ -231,8 +267,8 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
 
     def axes(self) -> tuple[Axis] | None:
         shape = self._shape(None)
-        if shape is None:
-            return None  # a stack of trees of different shapes: no one axis
+        if shape is None and (shape := _alike_rows(self.layout)) is None:
+            return None  # a stack of trees of different shapes (or not known to be one): no one axis
         return (Axis("DenseTree", None, self.capacity, dyadic.weights(shape), _Shared(shape), nodal=True),)
 
     def elements(self) -> A_co:
@@ -252,15 +288,18 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         return dyadic.weights(self.layout)
 
     def largest(self) -> jax.Array:
-        """The largest value over the leaves, padding excluded (a softmax's shift: ``nn.Sampled``)."""
-        self._single("largest")
+        """The largest value over the leaves, padding excluded (a softmax's shift: ``nn.Sampled``), of every
+        tree of a stack; values that are trees answer by their own ``largest`` (``stacked.largest``)."""
         keep = self.valid()
 
-        def top(leaf: jax.Array) -> jax.Array:
-            mask = jnp.reshape(keep, (self.capacity,) + (1,) * (jnp.ndim(leaf) - 1))
+        def top(leaf: Any) -> jax.Array:
+            if isinstance(leaf, Shaped):
+                return largest(leaf)
+            mask = jnp.reshape(keep, jnp.shape(keep) + (1,) * (jnp.ndim(leaf) - jnp.ndim(keep)))
             return jnp.max(jnp.where(mask, leaf, -jnp.inf))
 
-        return jnp.max(jnp.stack([top(leaf) for leaf in jax.tree_util.tree_leaves(self.data)]))
+        values = jax.tree_util.tree_leaves(self.data, is_leaf=lambda x: isinstance(x, Shaped))
+        return jnp.max(jnp.stack([top(leaf) for leaf in values]))
 
     def count(self) -> int:
         """The number of leaves."""
@@ -323,6 +362,10 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
             "a map along the stack combines their values, so they need one shape: build them on one tree "
             "(tree.with_elements(values)) or refine them to one first"
         )
+
+    def _stacked(self) -> bool:
+        """Whether this is a stack of trees (its layout has axes in front of the slots)."""
+        return jnp.ndim(self.layout.depth) > 1
 
     def _single(self, op: str) -> None:
         """The tree is one tree, not a stack (its operations run under the stack's fmap)."""
@@ -433,6 +476,34 @@ def _shared(data: T) -> T:
     return cast(T, jax.tree_util.tree_map(share, data, is_leaf=lambda x: isinstance(x, DenseTree)))
 
 
+def _each_tree(f: Callable[..., DenseTree[Any]], *stacks: DenseTree[Any]) -> DenseTree[Any]:
+    """``f`` on every tree of stacks of as many trees (one ``vmap`` per stack axis), the results stacked."""
+    for _ in range(jnp.ndim(stacks[0].layout.depth) - 1):
+        f = jax.vmap(f)
+    return f(*stacks)
+
+
+def _check_layout(layout: Layout, capacity: int, what: str) -> None:
+    """A ValueError naming ``what`` unless ``layout``'s arrays can be a layout of ``capacity`` slots: integers
+    (or float0, the tangents of integers) of one shape that ends in the slots. Trace-time Python on dtypes
+    and shapes; JAX's placeholders (axis specs, None) are not arrays and pass. A structure that maps a
+    tree's layout as if it were values (a ``jax.tree_util.tree_map`` over every leaf: a transform, a
+    pad, a cast) is stopped here, before any of its numbers is read as a shape."""
+    arrays = {"depth": layout.depth, "hi": layout.hi, "lo": layout.lo}
+    named = {name: a for name, a in arrays.items() if isinstance(a, jax.Array | np.ndarray)}
+    shapes = {jnp.shape(a) for a in named.values()}
+    integers = all(jnp.issubdtype(a.dtype, jnp.integer) or a.dtype == jax.dtypes.float0 for a in named.values())
+    if integers and len(shapes) <= 1 and all(len(shape) >= 1 and shape[-1] == capacity for shape in shapes):
+        return
+    got = ", ".join(f"{name} {a.dtype}{list(jnp.shape(a))}" for name, a in named.items())
+    raise ValueError(
+        f"{what}: a tree's layout holds integer arrays of its {capacity} slots, got {got}. A tree's shape is never "
+        "an element: a structure holding trees must map their values only, along its own axis with "
+        "applicative.stacked.along (which reaches a tree through DenseTree.restack), never with "
+        "jax.tree_util.tree_map over every leaf, which transforms the layout too (docs/new_structure.md)"
+    )
+
+
 def _alike_rows(layout: Layout) -> Layout | None:
     """The one layout of a concrete stack of layouts whose every row is the same (``_canonical``);
     None for a single layout, a traced one, or rows that differ."""
@@ -466,6 +537,14 @@ def _interned(depth: bytes, hi: bytes, lo: bytes) -> Layout:
 def _same(a: Layout, b: Layout) -> bool:
     """The same layout arrays (objects, not values: decidable at trace time)."""
     return a.depth is b.depth and a.hi is b.hi and a.lo is b.lo
+
+
+def _equal(a: Layout, b: Layout) -> bool:
+    """Equal concrete layouts (values, read on the host); False where either is traced."""
+    pairs = ((a.depth, b.depth), (a.hi, b.hi), (a.lo, b.lo))
+    if any(isinstance(x, jax.core.Tracer) for pair in pairs for x in pair):
+        return False
+    return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in pairs)
 
 
 class _Shared:
@@ -525,6 +604,7 @@ def _flatten(t: DenseTree[Any]) -> tuple[tuple[tuple[Any, Any], ...], tuple[int,
 def _unflatten(aux: tuple[int, _Shared | None], children: Any) -> DenseTree[Any]:
     capacity, shared = aux
     data, layout = children
+    _check_layout(layout, capacity, "DenseTree (rebuilt from its pytree leaves)")
     origin = None if shared is None or not _visible(shared.layout, layout) else shared.layout
     tree = object.__new__(DenseTree)
     for name, value in (("data", data), ("layout", layout), ("capacity", capacity)):

@@ -104,7 +104,7 @@ __all__ = [
     "Weights",
     "mixture",
 ]
-from applicative.stacked import ProductPairing, element, numeric, stacked_size, weighted_sum
+from applicative.stacked import ProductPairing, element, largest, numeric, stacked_size, weighted_sum
 
 TOLERANCE = 1e-6
 """How far the total probability (or squared norm) may be from one at construction."""
@@ -332,6 +332,11 @@ class _Finite(ProductPairing, Generic[A_co]):
                 "outcomes cannot be found; merge the concrete result outside the transformation"
             )
         return type(self)._raw(*_merge(self.outcomes, self.weights))
+
+    def largest(self) -> jax.Array:
+        """The largest outcome (of numbers, or of structures of them): a softmax's shift over a distribution
+        of scores (``stacked.largest``); the weights are no values."""
+        return largest(self.outcomes)
 
     def items(self) -> list[tuple[Any, Any]]:
         """The (outcome, weight) pairs, outcomes unstacked."""

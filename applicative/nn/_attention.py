@@ -45,12 +45,13 @@ from applicative.nn._base import Draws, Matrix, Std, Variance, by_measure, float
 from applicative.nn._dense_attention import dense_attention
 from applicative.nn._linear import Linear, draw_linear, inputs_of, outputs_of
 from applicative.nn._parts import Level, agree, level, nested, stacked
-from applicative.operands import check_nesting
+from applicative.operands import check_nesting, describe, nesting
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import counit
 from applicative.protocols.kinds import Measured
 from applicative.records import record, static
+from applicative.stacked import largest
 
 __all__ = [
     "Additive",
@@ -176,10 +177,12 @@ class Sampled(Protocol):
     points; a ``DenseTree``: its leaves, not its padding), and can say the largest value there.
 
     The softmax subtracts the largest score of each row before ``exp`` (any shift gives the same
-    softmax; this one keeps ``exp`` in range). For a structure of values the largest leaf entry
-    serves; for a coefficient structure (Chebyshev, Legendre, Fourier series) the coefficients
-    are not the values, and a function's values can be far larger than its coefficients, so
-    such a structure implements ``largest`` (structurally: no base class to inherit)."""
+    softmax; this one keeps ``exp`` in range): ``applicative.stacked.largest`` of the row. For a
+    structure of values the largest leaf entry serves (a tree's values, never its layout); for a
+    coefficient structure (Chebyshev, Legendre, Fourier series) the coefficients are not the
+    values, and a function's values can be far larger than its coefficients, so such a structure
+    implements ``largest`` (structurally: no base class to inherit), as ``Compose`` does from its
+    parts'."""
 
     def largest(self) -> jax.Array:
         """The largest value of this structure of scalars at the points where ``fmap`` evaluates it,
@@ -187,20 +190,12 @@ class Sampled(Protocol):
         ...
 
 
-def _largest(row: object) -> jax.Array:
-    """The largest score of a row: at the sample points for a ``Sampled`` structure (a Chebyshev
-    series' values can be far larger than its coefficients), else the largest leaf entry."""
-    if isinstance(row, Sampled):
-        return row.largest()
-    return jnp.max(jnp.stack([jnp.max(leaf) for leaf in jax.tree_util.tree_leaves(row)]))
-
-
 def _softmax_row(row: Applicative[F, jax.Array], keep: Applicative[F, jax.Array] | None) -> Applicative[F, jax.Array]:
     """e^s / counit(e^s) over the kept entries; an all-masked row gives zeros."""
     if keep is not None:
         row = row.pair(keep).fmap(lambda p: jnp.where(p[1], p[0], -jnp.inf))
     # Any constant shift gives the same softmax; the largest score keeps exp bounded.
-    shift = jax.lax.stop_gradient(_largest(row))
+    shift = jax.lax.stop_gradient(largest(row))
     e = row.fmap(lambda s: jnp.exp(s - jnp.where(jnp.isfinite(shift), shift, 0.0)))
     total = counit(e)
     return scale(1.0 / jnp.where(total > 0, total, 1.0), e)
@@ -301,14 +296,65 @@ def attention(
     """mul_mm(normalise(score(queries, keys), mask, d_k), values); ``mask`` is True where a query may see a key.
 
     With ``DotProduct`` and ``Softmax`` on structures whose measure is a weight per position, the dense
-    formula (``applicative.nn._dense_attention``) computes the same, without the whole score matrix."""
-    d_k = measure(counit(keys, Pointwise(ARITHMETIC)))
-    if type(score) is DotProduct and type(normalise) is Softmax:
-        fast = dense_attention(queries, keys, values, mask, d_k, normalise.rows_per_chunk)
-        if fast is not None:
-            return cast(Matrix[I, G], fast)
-    weights: Matrix[I, F] = normalise(score(queries, keys), mask, d_k)
-    return mul_mm(weights, values)
+    formula (``applicative.nn._dense_attention``) computes the same, without the whole score matrix.
+
+    A shape mistake is attention's: operands that are not structures of structures, keys and values on
+    two structures, queries and keys of other features, a mask that is not one row per query over the
+    keys (as far as their ``Dense`` levels show), or any mismatch the linear algebra meets inside, is a
+    TypeError or ValueError that names ``attention`` and describes the queries, keys and values."""
+    _check_operands(queries, keys, values, mask)
+    try:
+        d_k = measure(counit(keys, Pointwise(ARITHMETIC)))
+        if type(score) is DotProduct and type(normalise) is Softmax:
+            fast = dense_attention(queries, keys, values, mask, d_k, normalise.rows_per_chunk)
+            if fast is not None:
+                return cast(Matrix[I, G], fast)
+        weights: Matrix[I, F] = normalise(score(queries, keys), mask, d_k)
+        return mul_mm(weights, values)
+    except (TypeError, ValueError) as error:
+        if type(error) not in (TypeError, ValueError) or str(error).startswith("attention"):
+            raise
+        raise type(error)(f"attention: {error} ({_operands(queries, keys, values)})") from error
+
+
+_SIGNATURE = "queries I (H a), keys F (H a), values F (G a), a mask I (F bool)"
+
+
+def _operands(queries: object, keys: object, values: object) -> str:
+    return f"the queries are {nesting(queries)}, the keys {nesting(keys)}, the values {nesting(values)}"
+
+
+def _check_operands(queries: object, keys: object, values: object, mask: object | None) -> None:
+    """attention's operands against its signature, as far as their ``Dense`` levels show (trace-time
+    Python on static structure); a TypeError or ValueError naming attention and the three otherwise."""
+    try:
+        check_nesting("attention", None, ("queries", queries, 2), ("keys", keys, 2), ("values", values, 2))
+    except TypeError as error:
+        raise TypeError(f"{error} ({_SIGNATURE})") from None
+    pairs = [
+        (("the keys are on", level(keys)), ("the values on", level(values))),
+        (("the queries' features are", level(queries, 1)), ("the keys' features", level(keys, 1))),
+    ]
+    if mask is not None:
+        pairs += [
+            (("the mask's rows are", level(mask)), ("the queries", level(queries))),
+            (("the mask's columns are", level(mask, 1)), ("the keys", level(keys))),
+        ]
+    for (first, a), (second, b) in pairs:
+        if a is not None and b is not None and not _one_structure(a, b):
+            raise ValueError(
+                f"attention: {first} a {describe(a)} but {second} a {describe(b)} ({_SIGNATURE}; "
+                f"{_operands(queries, keys, values)})"
+            )
+
+
+def _one_structure(a: Level, b: Level) -> bool:
+    """The same kind, tag and size of each axis; a measure that is data (trees) may differ in size: the
+    generic definitions refine two trees of other capacities."""
+    if len(a) != len(b):
+        return False
+    pairs = zip(a, b, strict=True)
+    return all(x.kind == y.kind and x.tag == y.tag and (x.size == y.size or x.shape is not None) for x, y in pairs)
 
 
 # Heads

@@ -20,7 +20,7 @@ Laws (checked for every instance by ``applicative.laws``):
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from applicative.protocols.functor import Functor
@@ -77,6 +77,13 @@ class Shaped:
             f"{what}: the elements are {type(self).__name__}s, whose leaves are not coordinates; a linear map "
             "along the structure (a Chebyshev transform, a sum of leaves) cannot combine them"
         )
+
+    def stacked_from(self, elements: Sequence[Any]) -> Any:
+        """This stack of structures, just built by ``applicative.stacked.stack`` from ``elements`` (the
+        structures at this place of each element, in order), with what they provably share recorded: a
+        stack of trees of one shape records that shape, so that a map along the stack (``restack``)
+        knows it inside ``jit`` too. The default records nothing."""
+        return self
 
 
 class ProductPairing(Shaped):

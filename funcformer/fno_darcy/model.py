@@ -73,6 +73,7 @@ __all__ = [
     "grid_vandermonde",
     "init",
     "parameter_count",
+    "patches",
     "sampler",
     "values",
 ]
@@ -167,6 +168,13 @@ def sampler(s: int, g: int) -> np.ndarray:
     return np.asarray(np.abs(target[:, None] - source[None, :]).argmin(axis=1), dtype=np.intp)
 
 
+def patches(image: Array, p: int) -> Array:
+    """The (g / p)^2 tokens of a (g, g) image, (tokens, p p): token i (g / p) + j holds the p x p patch
+    ``image[i p : (i + 1) p, j p : (j + 1) p]``, row by row (p divides g)."""
+    g = image.shape[0]
+    return image.reshape(g // p, p, g // p, p).transpose(0, 2, 1, 3).reshape((g // p) ** 2, p * p)
+
+
 @functools.lru_cache(maxsize=16)
 def grid_vandermonde(s: int, n: int) -> np.ndarray:
     """(s, n) float64: V[p, j] = T_j(2 x_p - 1) at the s grid points (``grid_points``)."""
@@ -230,8 +238,8 @@ class ImageToFunction:
         g, p = config.grid, config.patch
         index = jnp.asarray(sampler(a.shape[0], g))
         image = (a[index][:, index] - 7.5) / 4.5  # 3 and 12 at -1 and 1
-        patches = image.reshape(g // p, p, g // p, p).transpose(0, 2, 1, 3).reshape(config.tokens, p * p)
-        tokens = Vec(Vec(patches.astype(to_array(self.queries).dtype), Pixel, p * p), Patch, config.tokens)
+        pixels = patches(image, p).astype(to_array(self.queries).dtype)
+        tokens = Vec(Vec(pixels, Pixel, p * p), Patch, config.tokens)
         memory = self.encoder.encode(tokens)
         h = self.queries
         for layer in self.layers:

@@ -603,6 +603,33 @@ CASES: dict[str, tuple[Callable[[], Any], Expected]] = {
     "scale: a Vec for r": (lambda: scale(bad(v3), v3), Raises(TypeError, r"scale: r must be a scalar .* got Vec")),
     "scale: ints": (lambda: to_array(scale(2.0, V(ints, Seq))), Equals(lambda: 2.0 * ints)),
     # nn initialisers: templates
+    # nn.attention: a shape mistake is attention's, naming the queries, keys and values
+    "nn.attention: keys and values on two structures": (
+        lambda: nn.attention(m23, m33, bad(V(np.ones((4, 3)), Hidden, Seq))),
+        Raises(ValueError, r"attention: the keys are on a Vec\[Seq\] of size 3 but the values on a Vec\[Hidden\] "
+                           r"of size 4 \(queries I \(H a\), keys F \(H a\), values F \(G a\), .*the queries are a "
+                           r"Vec\[Model\] of size 2 of Vec\[Seq\] of size 3 holding scalars, the keys a Vec\[Seq\]"),
+    ),
+    "nn.attention: queries and keys of other features": (
+        lambda: nn.attention(m23, bad(V(np.ones((3, 2)), Seq, Hidden)), m33),
+        Raises(ValueError, r"attention: the queries' features are a Vec\[Seq\] of size 3 but the keys' features a "
+                           r"Vec\[Hidden\] of size 2"),
+    ),
+    "nn.attention: queries a vector": (
+        lambda: nn.attention(bad(v3), m33, m33),
+        Raises(TypeError, r"attention: argument queries is a Vec\[Seq\] of size 3 holding scalars; expected a "
+                          r"structure of structures"),
+    ),
+    "nn.attention: a mask of another shape": (
+        lambda: nn.attention(m33, m33, m33, mask=V(np.ones((3, 2), bool), Seq, Seq)),
+        Raises(ValueError, r"attention: the mask's columns are a Vec\[Seq\] of size 2 but the keys a Vec\[Seq\] "
+                           r"of size 3"),
+    ),
+    "nn.attention: a mismatch the linear algebra meets inside": (
+        lambda: nn.attention(m33, m33, m33, score=nn.Multiplicative(V(np.ones((2, 2)), Seq, Seq))),
+        Raises(ValueError, r"attention: mul_mmt: dimension mismatch: Vec\[Seq\] of size 2 vs Vec\[Seq\] of size 3 "
+                           r"\(the queries are a Vec\[Seq\] of size 3 of Vec\[Seq\] of size 3 holding scalars"),
+    ),
     "nn.Linear.init: an array template": (
         lambda: nn.Linear.init(jax.random.key(0), bad(np.zeros(3)), template(2, Model)),
         Raises(TypeError, r"Linear.init: argument inputs is a ndarray"),

@@ -1,8 +1,10 @@
 """The composition sweep (issue 32, part 4): structures built from structures, as users build them.
 
 For every ordered pair (Outer, Inner) of the zoo (``Vec``, ``Cheb``, ``DenseTree``, ``Tree``,
-``Distribution``, ``Compose`` of a Vec and a Cheb, and ``Mesh``, a user's nodal structure whose
-measure is data, tests/applicative/mesh.py), the composite Outer[Inner[float64]] is checked three ways:
+``Distribution``, ``Compose`` of a Vec and a Cheb) and two structures written the way the guides teach
+(``Mesh``, a user's nodal structure whose measure is data, tests/applicative/mesh.py, and ``Fourier``, a
+user's coefficient structure, not nodal, whose transforms map its values through ``stacked.along``,
+tests/applicative/fourier.py), the composite Outer[Inner[float64]] is checked three ways:
 
     laws       every law the composite claims, on one fixed triple, the element maps affine maps of
                the inner structures (exact on a Cheb), the element Module the inner structures' own
@@ -19,7 +21,8 @@ level's coordinates (a tree's values on the 4 cells of the depth-2 dyadic grid) 
 Gram matrix. Results are compared as values: DenseTrees as their Trees (whatever their capacity),
 distributions as measures (outcomes merged, which jit does not do).
 
-Sizes are small (2 to 4 elements a level); a Cheb has 4 coefficients of which only the first 2 are
+Sizes are small (2 to 4 elements a level; a Fourier series has 4 coefficients, all free: its products
+have degree at most 4, which its 8 points integrate exactly); a Cheb has 4 coefficients of which only the first 2 are
 nonzero (``Axis.exact``: products of degree below 4, where the dense formula, the exact integral,
 equals the generic one, which truncates products to 4 coefficients). Attention's values on a Cheb
 are constant along it for the same reason (its weights, exp of a line sampled and transformed
@@ -81,6 +84,8 @@ from applicative.laws import DENSE_LAWS, LAWS, Maps, check_law, check_laws, clai
 from applicative.protocols import applicative as pairing
 from applicative.protocols import functor, integration
 from applicative.stacked import element
+from tests.applicative.fourier import Fourier
+from tests.applicative.fourier import gram as fourier_gram
 from tests.applicative.mesh import Mesh
 
 jax.config.update("jax_enable_x64", True)  # (tests/conftest.py does too; here for the script)
@@ -98,7 +103,7 @@ included, still run); only LLVM's optimisation of the generated code is skipped.
 # size is 4 (a Vec's, a Mesh's nodes, a DenseTree's capacity, a Cheb's coefficients): eager dispatch
 # compiles each small program once per shape, and shared shapes make the sweep a third cheaper.
 
-KINDS = ("Vec", "Cheb", "DenseTree", "Tree", "Distribution", "Compose", "Mesh")
+KINDS = ("Vec", "Cheb", "DenseTree", "Tree", "Distribution", "Compose", "Mesh", "Fourier")
 PAIRS = [(o, i) for o in KINDS for i in KINDS]
 
 
@@ -132,6 +137,12 @@ class S(Dim): ...
 class T(Dim): ...
 
 
+class FX(Dim): ...
+
+
+class FY(Dim): ...
+
+
 class Key(Dim): ...
 
 
@@ -146,6 +157,7 @@ class Head(Dim): ...
 
 VEC = {"outer": (Row, 4), "inner": (Col, 4), "key": (Key, 2), "value": (Val, 2), "k": (K, 2), "head": (Head, 2)}
 CHEB = {"outer": X, "inner": Y}
+FOURIER = {"outer": FX, "inner": FY}
 COMPOSE = {"outer": (Chan, U), "inner": (Chan2, V)}  # Vec (2) of Cheb (4)
 MESH = {"outer": (S, (0.0, 0.2, 0.7, 1.0)), "inner": (T, (0.0, 0.4, 0.5, 1.0))}
 DENSE_TREE: dict[str, Shape] = {"outer": (None, (None, None)), "inner": ((None, None), None)}
@@ -156,7 +168,7 @@ PROBABILITIES = {"outer": (0.25, 0.75), "inner": (0.6, 0.4)}
 
 def count(kind: str, role: str) -> int:
     """How many elements a structure of this kind holds (a Cheb: its 2 free coefficients)."""
-    fixed = {"Cheb": 2, "DenseTree": 3, "Tree": 3, "Distribution": 2, "Compose": 4}
+    fixed = {"Cheb": 2, "DenseTree": 3, "Tree": 3, "Distribution": 2, "Compose": 4, "Fourier": 4}
     if kind == "Vec":
         return VEC[role][1]
     if kind == "Mesh":
@@ -204,6 +216,8 @@ def build(kind: str, role: str, elements: list[Any], spec: bool, constant: bool 
     if kind == "Mesh":
         tag, nodes = MESH[role]
         return Mesh.of(elements, tag, nodes)
+    if kind == "Fourier":
+        return Fourier.of(elements, FOURIER[role])
     raise ValueError(kind)
 
 
@@ -302,14 +316,14 @@ def run(
 
 NOT_MEANINGFUL: dict[tuple[str, str], tuple[str, type[Exception], str]] = {
     (outer_kind, "Distribution"): (
-        "a Chebyshev series (a Cheb, and a Compose of a Vec and a Cheb) is a linear map of its values: its "
-        "coefficients are signed combinations of samples. Distributions under ordinary arithmetic are no "
+        "a series (a Cheb, a Compose of a Vec and a Cheb, a user's Fourier series) is a linear map of its values: "
+        "its coefficients are signed combinations of samples. Distributions under ordinary arithmetic are no "
         "vector space (a sum is the law of an independent sum: X + X' is not 2 X, and nothing undoes it), "
-        "so a Chebyshev series cannot hold distributions: building one is a TypeError naming them",
+        "so a series cannot hold distributions: building one (through stacked.along) is a TypeError naming them",
         TypeError,
         "Distribution",
     )
-    for outer_kind in ("Cheb", "Compose")
+    for outer_kind in ("Cheb", "Compose", "Fourier")
 }
 """Pairs whose every operation must raise (type and a word of the message), and why."""
 
@@ -337,7 +351,7 @@ def canon(x: object) -> Any:
         return ("Node", canon(x.left), canon(x.right))
     if isinstance(x, Compose):
         return ("Compose", canon(x.outer))
-    if isinstance(x, Vec | Cheb | Mesh):
+    if isinstance(x, Vec | Cheb | Mesh | Fourier):
         size = x.size
         return (type(x).__name__, x.tag.__name__, size, [canon(element(x.data, i)) for i in range(size)])
     if isinstance(x, Distribution):
@@ -417,6 +431,8 @@ def gram(kind: str, role: str) -> np.ndarray:
         return np.kron(np.eye(2), cheb_gram(4))
     if kind in ("DenseTree", "Tree"):
         return np.eye(GRID) / GRID
+    if kind == "Fourier":
+        return np.diag(fourier_gram(4))  # the integrals of the squared basis functions: 2 pi, pi, pi, pi
     if kind == "Mesh":
         nodes = np.array(MESH[role][1])
         return np.diag(np.trapezoid(np.eye(len(nodes)), nodes, axis=1))  # the integrals of the hat functions
@@ -440,7 +456,7 @@ def coordinates(x: object) -> np.ndarray:
     if isinstance(x, Compose):
         a = coordinates(x.outer)
         return a.reshape(a.shape[0] * a.shape[1], *a.shape[2:])
-    if isinstance(x, Vec | Cheb | Mesh):
+    if isinstance(x, Vec | Cheb | Mesh | Fourier):
         return np.stack([coordinates(element(x.data, i)) for i in range(x.size)])
     assert not isinstance(x, Distribution), "a Distribution has no coordinates"
     return np.asarray(x, np.float64)

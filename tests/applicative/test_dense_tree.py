@@ -44,6 +44,7 @@ from applicative.examples.trees import random_shape
 from applicative.instances import dyadic
 from applicative.instances.tree import Shape
 from applicative.protocols.algebra import Arithmetic, Module, Real
+from applicative.stacked import element, stack
 from tests.applicative.dims import Hidden, Model, Seq
 from tests.applicative.tolerance import Tolerance
 
@@ -523,6 +524,14 @@ def test_a_tree_whose_rows_are_trees_of_one_shape_contracts_them_by_the_dense_fo
         product = mul_mmt(k, k)
     assert taken == ["mul_mmt"]
     agree(product, mul_mmt(spec, spec))
+    # Built with one tree at every leaf (its layout broadcast, not stacked from a list), it knows it too:
+    # under jit, where the rows' layouts are traced, the formula still runs.
+    row = DenseTree.from_nested(random_tree(SHAPES[1]), 16)
+    constant = DenseTree.from_shape(SHAPES[3], row, 4)
+    with record_fast_paths() as taken:
+        product = jax.jit(mul_mmt)(constant, constant)
+    assert taken == ["mul_mmt"]
+    agree(product, mul_mmt(constant.to_tree().fmap(DenseTree.to_tree), constant.to_tree().fmap(DenseTree.to_tree)))
 
 
 def test_with_elements_refuses_a_stack_of_trees_of_different_shapes() -> None:
@@ -580,3 +589,20 @@ def test_a_subclass_of_ordinary_arithmetic_is_respected_by_a_trees_counit() -> N
 
     t = DenseTree.from_nested((1.0, (2.0, 4.0)))
     assert float(counit(t, Unscaled())) == float(counit(t.to_tree(), Unscaled())) == 7.0
+
+
+def test_stacks_of_trees_pair_and_map_tree_by_tree() -> None:
+    """A stack of trees met as a value (the coefficients of a function whose values are trees, added by ordinary
+    arithmetic) pairs with a stack of as many trees row by row, each pair the common refinement of its two
+    trees (the recursive Tree's pair), and maps every tree; stacks of other counts are refused by name."""
+    shapes_a = [(None, (None, None)), ((None, None), None), None]
+    shapes_b = [((None, None), None), (None, None), (None, (None, None))]
+    a = stack([DenseTree.of(s, [float(v) for v in range(len(dyadic.depths_of(s)))], 4) for s in shapes_a])
+    b = stack([DenseTree.of(s, [10.0 + v for v in range(len(dyadic.depths_of(s)))], 4) for s in shapes_b])
+    summed = a.pair(b).fmap(lambda p: p[0] + 2.0 * p[1])
+    for i in range(3):
+        spec = element(a, i).to_tree().pair(element(b, i).to_tree()).fmap(lambda p: p[0] + 2.0 * p[1])
+        assert element(summed, i).to_nested() == spec.to_nested()
+    with pytest.raises(ValueError, match=r"DenseTree.pair: a stack of trees of shape \(3,\) paired with one of shape "
+                                         r"\(2,\); stacks pair tree by tree, so they need as many trees"):  # fmt: skip
+        a.pair(stack([element(b, 0), element(b, 1)]))

@@ -257,9 +257,12 @@ def test_products_of_structures_and_array_factors_are_refused() -> None:
     for bad in (True, "2", None):
         with pytest.raises(TypeError, match=r"a Cheb is scaled by a number or a 0-d array"):
             f * bad  # type: ignore[operator]
-    # The linear algebra's claim "* refuses to multiply structures" stands: a nested dot names it.
-    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \*: 'Leaf' and 'Leaf'"):
+    # The linear algebra's claim "a product of structures is refused" stands: a nested dot names it, and
+    # * itself refuses two structures that have no operators.
+    with pytest.raises(TypeError, match=r"dot: an element is a Leaf, a structure, not a scalar"):
         dot(Leaf(Leaf(1.0)), Leaf(Leaf(1.0)))
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \*: 'Leaf' and 'Leaf'"):
+        Leaf(1.0) * Leaf(1.0)  # type: ignore[operator]
 
 
 def test_distributions_have_no_operators() -> None:

@@ -24,6 +24,8 @@ from applicative import (
     Compose,
     DenseTree,
     Dim,
+    Distribution,
+    Shaped,
     Vec,
     add,
     as_dense_tree,
@@ -32,9 +34,11 @@ from applicative import (
     mul_mmt,
     nn,
     record_fast_paths,
+    stacked,
     to_array,
 )
 from applicative.instances import dyadic
+from applicative.stacked import element
 from tests.applicative.dims import Hidden, Model, Seq
 from tests.applicative.mesh import Mesh, trapezoid_weights
 
@@ -166,6 +170,9 @@ def test_two_measures_of_one_tag_and_size_never_meet_in_a_dense_formula() -> Non
     # Traced matrices cannot be compared by value: no proof, no dense formula (unless one object).
     assert not bool(jax.jit(lambda g, h: jnp.asarray(axis(g) == axis(h)))(a, a.copy()))
     assert bool(jax.jit(lambda g: jnp.asarray(axis(g) == axis(g)))(a))
+    # Nor a traced matrix against a concrete one, either way round: no proof, and the tracer is never read.
+    assert not bool(jax.jit(lambda g: jnp.asarray(axis(g) == axis(a)))(a))
+    assert not bool(jax.jit(lambda g: jnp.asarray(axis(a) == axis(g)))(a))
 
 
 def _structures(leaves: Any) -> dict[str, Any]:
@@ -261,3 +268,28 @@ def test_two_meshes_of_one_size_never_contract_by_one_of_their_measures(monkeypa
     assert taken == ["dot", "dot"]
     x = np.asarray(f.nodes)
     np.testing.assert_allclose(both, [np.sum(trapezoid_weights(f.nodes) * np.sin(x) * np.cos(x))] * 2, rtol=1e-14)
+
+
+def test_the_softmax_shift_reads_values_never_a_shape() -> None:
+    """``stacked.largest`` (the softmax's shift) of structures that hold trees or series is their largest value,
+    from numpy: a tree's leaves (its padding and its layout, whose start words reach 2^30, never), a series'
+    values at the points its fmap samples. Keys on a grid of trees once shifted every score by about 1e9,
+    the layout's largest word: every weight of the generic softmax was 0."""
+    inner = _trees([UNBALANCED] * 3, 11)
+    grid = Compose(DenseTree.of((None, (None, None)), inner, 4))
+    top = max(float(v) for t in inner for v in t.leaves())
+    np.testing.assert_equal([float(stacked.largest(grid)), float(stacked.largest(grid.outer))], [top, top])
+    at = np.cos(np.pi * (np.arange(8) + 0.5) / 8)  # the 8 Chebyshev points a series of 4 samples
+    c = rng.normal(size=(2, 4))
+    channels = Compose(Vec.of([Cheb.from_array(row, X) for row in c], Model))
+    np.testing.assert_allclose(stacked.largest(channels), np.max(C.chebval(at, c.T)), rtol=1e-14)
+    series = Cheb.of(_trees([UNBALANCED] * 4, 11), X)  # coefficients: trees of 9 leaves
+    leaves = np.stack([np.asarray(to_array(t))[:9] for t in (element(series.data, n) for n in range(4))])
+    np.testing.assert_allclose(stacked.largest(series), np.max(C.chebval(at, leaves)), rtol=1e-14)
+    assert float(stacked.largest(Distribution([-3.0, -2.0], [0.25, 0.75]))) == -2.0  # an outcome, not a weight
+
+    class Opaque(Shaped):
+        """A user's structure whose leaves are not values, with no largest of its own."""
+
+    with pytest.raises(TypeError, match=r"largest: a structure of type Opaque has no largest value"):
+        stacked.largest((jnp.ones(3), Opaque()))

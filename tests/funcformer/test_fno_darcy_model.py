@@ -6,7 +6,9 @@ and a short training against the mean-solution baseline."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +29,7 @@ from funcformer.fno_darcy.model import (
     Patch,
     Pixel,
     init,
+    patches,
     sampler,
     values,
 )
@@ -173,6 +176,46 @@ def test_fit_resumes_where_it_stopped(tmp_path: Path) -> None:
             np.zeros((8, 2, 2)), np.zeros((8, 2, 2)), epochs=5, batch=8, checkpoint=tmp_path / "run.npz",
             description="other",
         )  # fmt: skip
+
+
+def _tracking(checkpoint: Path, epochs: int) -> tuple[float, float]:
+    """A scalar p fitted by SGD (rate 1/2) to each minibatch's mean input (10 samples, 3 a step): p, seconds."""
+    inputs = np.random.default_rng(9).normal(size=(10, 2, 2))
+
+    def loss(params: dict[str, jax.Array], a: jax.Array, u: jax.Array) -> jax.Array:
+        return 0.5 * (params["p"] - jnp.mean(a)) ** 2
+
+    fitted = fit({"p": jnp.zeros(())}, loss, optax.sgd(0.5), inputs, inputs, epochs=epochs, batch=3, seed=7,
+                 checkpoint=checkpoint, description="mean")  # fmt: skip
+    return float(fitted.params["p"]), fitted.seconds
+
+
+def test_fit_visits_each_epoch_in_its_own_order_also_after_a_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Epoch e visits the training set in the order default_rng((seed, e)).permutation, the last partial
+    batch dropped: p against the same SGD written out in numpy, after a run killed at epoch 2 and resumed to 5.
+    Each step pulls p halfway to its batch's mean, so the order shows. The seconds add up over the sessions
+    (a clock that advances one second a reading: one second an epoch)."""
+    inputs = np.random.default_rng(9).normal(size=(10, 2, 2))
+    expected = 0.0
+    for epoch in range(5):
+        order = np.random.default_rng((7, epoch)).permutation(10)
+        for step in range(3):
+            expected -= 0.5 * (expected - inputs[order[3 * step : 3 * step + 3]].mean())
+    clock = iter(range(1000))
+    monkeypatch.setattr(importlib.import_module("funcformer.fno_darcy.fit"), "time",
+                        SimpleNamespace(perf_counter=lambda: float(next(clock))))  # fmt: skip
+    assert _tracking(tmp_path / "run.npz", 2)[1] == 2.0  # killed after two epochs
+    p, seconds = _tracking(tmp_path / "run.npz", 5)
+    np.testing.assert_allclose(p, expected, rtol=1e-13)
+    assert seconds == 5.0
+
+
+def test_patches_are_the_p_by_p_blocks_of_the_image_row_by_row() -> None:
+    image = np.arange(15.0 * 15).reshape(15, 15)
+    expected = [image[5 * i : 5 * i + 5, 5 * j : 5 * j + 5].ravel() for i in range(3) for j in range(3)]
+    np.testing.assert_array_equal(patches(jnp.asarray(image), 5), expected)
 
 
 def test_fit_refuses_mismatched_sizes() -> None:
