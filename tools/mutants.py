@@ -108,7 +108,8 @@ TEST_SM_ATTEND = (TSM + "test_a_function_attends_over_trees_by_their_values_not_
 TEST_SM_NUMPY = (TSM + "test_numpy_leaves_take_the_formula_they_take_under_jit",)
 TEST_SM_MEASURES = (TSM + "test_two_measures_of_one_tag_and_size_never_meet_in_a_dense_formula",)
 TEST_SM_APART = (TSM + "test_functions_whose_values_are_trees_of_one_shape_built_apart_are_one_structure",)
-TEST_DT_RECORDED = (TDT + "test_a_shape_recorded_inside_a_trace_is_kept_there_and_dropped_outside_it",)
+TEST_DT_RECORDED = (TDT + "test_a_shape_recorded_inside_a_trace_is_kept_there_and_dropped_outside_it",
+                    TDT + "test_a_shape_recorded_inside_a_trace_is_known_in_a_vmap_inside_it")
 TEST_DT_ADD_KINDS = (TDT + "test_add_takes_trees_of_different_capacities_as_one_kind_of_element_and_names_others",)
 TEST_LW_TRANSPOSED = (TLW + "test_the_dense_check_catches_a_formula_that_reads_a_matrix_transposed",)
 TUS, TDA = TA + "test_users_structures.py::", TA + "test_dense_attention.py::"
@@ -535,7 +536,8 @@ MUTANTS = [
            "each row compared with row 0 reads row 0 twice", *TEST_SM_REFUSED),
     mutant("dt-alike-rows-single", DT,
            "if jnp.ndim(arrays[0]) < 2 or", "if jnp.ndim(arrays[0]) <= 2 or",
-           "a stack of one axis of trees is never read as one shape", *TEST_SM_REFUSED),
+           "a stack of one axis of trees is never read as one shape", *TEST_SM_REFUSED,
+           TA + "test_users_structures.py::test_to_array_reads_a_structure_of_trees_made_inside_jit"),
     mutant("dt-restack-not-canonical", DT,
            "shape = _canonical(self._one_shape(what))", "shape = self._one_shape(what)",
            "restack keeps the layout object it found, not the one of its values", *TEST_SM_APART),
@@ -611,7 +613,8 @@ MUTANTS = [
     mutant("dt-axes-gram-own-layout", DT,
            "dyadic.weights(shape), _Shared(shape)", "dyadic.weights(self.layout), _Shared(shape)",
            "a stack's Gram diagonal taken from its stacked layout (a matrix), not its one shape",
-           TDT + "test_cross_attention_between_trees_vectors_and_functions"),
+           TDT + "test_cross_attention_between_trees_vectors_and_functions",
+           TDT + "test_the_linear_algebra_agrees_with_the_specification"),
     mutant("dt-axes-shared-own-layout", DT,
            "dyadic.weights(shape), _Shared(shape)", "dyadic.weights(shape), _Shared(self.layout)",
            "a stack's axis identified by its stacked layout (never meets the tree it came from)",

@@ -579,6 +579,24 @@ def test_a_shape_recorded_inside_a_trace_is_kept_there_and_dropped_outside_it() 
     np.testing.assert_allclose(inside(a, b), dot(a_spec.fmap(double), b_spec.fmap(double)), **TOL)
 
 
+def test_a_shape_recorded_inside_a_trace_is_known_in_a_vmap_inside_it() -> None:
+    # The rows of a stack made inside a jit record the jit's traced layout; mapped by a vmap inside that jit,
+    # each row is seen to share it (through the vmap's parent trace), so it meets the tree it came from in
+    # the dense formula.
+    a, a_spec = pair_of(SHAPES[3])
+    scales = jnp.array([1.0, -2.0])
+
+    def rows_dot(t: DenseTree[jax.Array]) -> jax.Array:
+        stack = jax.vmap(lambda s: t.fmap(lambda x: s * x))(scales)
+        dots: jax.Array = jax.vmap(lambda row: dot(row, t))(stack)
+        return dots
+
+    with record_fast_paths() as taken:
+        out = jax.jit(rows_dot)(a)
+    assert taken == ["dot"]
+    np.testing.assert_allclose(out, np.asarray(scales) * dot(a_spec, a_spec), **TOL)
+
+
 def test_a_subclass_of_ordinary_arithmetic_is_respected_by_a_trees_counit() -> None:
     """An Arithmetic whose scale ignores the factor makes a tree's counit the plain sum of its leaves, as
     the specification's (Tree) does; it is not ordinary arithmetic, so no leafwise shortcut applies."""

@@ -102,6 +102,11 @@ def test_layer_norm_starts_as_the_identity_normalisation() -> None:
     np.testing.assert_array_equal(to_array(norm.gamma), np.ones(MODEL))
     np.testing.assert_array_equal(to_array(norm.beta), np.zeros(MODEL))
     assert norm.eps == 1e-5
+    # Built from its parts, it has the same eps: on features of variance 1e-6, eps sets the scale (numpy).
+    x = 1e-3 * np.random.default_rng(5).normal(size=MODEL)
+    built = nn.LayerNorm(norm.gamma, norm.beta)
+    expected = (x - x.mean()) / np.sqrt(x.var() + 1e-5)
+    np.testing.assert_allclose(to_array(built(Vec.from_array(x, Model))), expected, rtol=1e-10)
 
 
 def channels(n: int, c: int, tag: type[N]) -> Compose[Any, Any, jax.Array]:
