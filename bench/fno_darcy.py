@@ -36,10 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 import numpy as np
 from _report import duration, header  # bench/, the script's directory
 
+from applicative.instances.collocation import vandermonde
+from funcformer import parameter_count
 from funcformer.fno_darcy import data, fno, generate, load
-from funcformer.fno_darcy.model import ImageConfig, grid_vandermonde, parameter_count
+from funcformer.fno_darcy.data import grid_points
+from funcformer.fno_darcy.model import ImageConfig
 from funcformer.fno_darcy.recipes import Recipe, predict_image, solver_part, train_image
 from funcformer.learning import default_cache
+from funcformer.learning.metric import mean_values_relative_l2
 
 PUBLISHED = (
     ("FNO", 1.08e-2, "the FNO paper (s = 141: 1.09e-2, 211: 1.09e-2, 421: 0.98e-2)"),
@@ -70,9 +74,9 @@ SMOKE_FNO = fno.FNOConfig(modes=2, width=2, hidden=4)
 def floor(u: np.ndarray, n: int, part: np.ndarray) -> float:
     """The mean relative L2 error of the best prediction ``part`` + an n x n series (least squares at the grid
     points of each u): the truncation floor of a model whose series adds to ``part`` (zeros: u's own)."""
-    v = grid_vandermonde(u.shape[-1], n)
+    v = vandermonde(2.0 * grid_points(u.shape[-1]) - 1.0, n)
     project = v @ np.linalg.pinv(v)  # onto the span of T_0, ..., T_(n-1) at the points
-    return data.mean_relative_l2(part + project @ (u - part) @ project.T, u)
+    return mean_values_relative_l2(part + project @ (u - part) @ project.T, u)
 
 
 def per_sample(fn: Callable[[], object], count: int) -> float:
@@ -111,6 +115,11 @@ def main() -> None:
         "--solver-nodes", type=int, nargs="+", default=(),
         help="more node counts for the solver on the input (always: s / 2, 3s / 4, s, 3s / 2, 2s - 1)",
     )  # fmt: skip
+    parser.add_argument(
+        "--seconds", type=float, default=None,
+        help="a budget per model: each stops at the first epoch's end past it (the error at the epochs reached)",
+    )  # fmt: skip
+    parser.add_argument("--curve-every", type=int, default=1, help="epochs between the learning curves' test errors")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes in a temporary directory")
     args = parser.parse_args()
     header(sys.argv[1:])
@@ -122,7 +131,8 @@ def main() -> None:
             run = fno.TrainConfig(epochs=SMOKE["fno_epochs"], batch=4)
             ours = ours_and_corrected(recipe, SMOKE["epochs"], (SMOKE["s"],))
             s, more = SMOKE["s"], tuple(args.solver_nodes)
-            report(directory, directory / "runs", ours, SMOKE_FNO, run, s, (15, 29), SMOKE["test"], 1, None, more)
+            report(directory, directory / "runs", ours, SMOKE_FNO, run, s, (15, 29), SMOKE["test"], 1, None, more,
+                   budget=Budget(args.seconds, args.curve_every))  # fmt: skip
         return
     generate(args.data, 1000, 200)  # makes only what is missing
     ours = ours_and_corrected(dataclasses.replace(Recipe(), epochs=args.epochs), args.corrected_epochs, (85, 127))
@@ -131,8 +141,9 @@ def main() -> None:
     runs = args.runs or args.data / "runs"
     grids = (85, 141, 211, 421)
     report(
-        args.data, runs, ours, fno.FNOConfig(), run, 85, grids, args.test, args.solves, args.train, args.solver_nodes
-    )
+        args.data, runs, ours, fno.FNOConfig(), run, 85, grids, args.test, args.solves, args.train, args.solver_nodes,
+        budget=Budget(args.seconds, args.curve_every),
+    )  # fmt: skip
 
 
 def ours_and_corrected(recipe: Recipe, epochs: int, nodes: tuple[int, ...]) -> dict[str, Recipe]:
@@ -145,6 +156,14 @@ def ours_and_corrected(recipe: Recipe, epochs: int, nodes: tuple[int, ...]) -> d
         for n in nodes
     }
     return {"image": recipe, **corrected}
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """Each model's training budget beyond its epochs, and how often its learning curve is measured."""
+
+    seconds: float | None = None
+    curve_every: int = 1
 
 
 def name(recipe: Recipe) -> str:
@@ -165,6 +184,7 @@ def report(
     solves: int,
     train: int | None = None,
     solver_nodes: tuple[int, ...] = (),
+    budget: Budget = Budget(),
 ) -> None:
     runs.mkdir(parents=True, exist_ok=True)
     a, u = load(directory, "train", s)
@@ -173,16 +193,36 @@ def report(
     test_a, test_u = tests[s]
     print(f"\nData: {len(a)} training and {len(test_a)} test samples at s = {s} (regenerated from the recipe).")
 
-    models = {
-        name(recipe): (recipe, train_image(recipe, a, u, checkpoint=runs / f"{run}.npz", progress=True))
-        for run, recipe in ours.items()
-    }
-    fitted, normalisers = fno.train(a, u, fno_config, fno_run, checkpoint=runs / "fno.npz", progress=True)
+    def error(predicted: np.ndarray) -> float:
+        return mean_values_relative_l2(predicted, test_u)
+
+    # every model trains through funcformer.learning.fit: a line an epoch, the test error every curve_every
+    # epochs (its learning curve), a checkpoint an epoch in runs/NAME (a rerun resumes, a finished run is read)
+    models = {}
+    for run, recipe in ours.items():
+        print(f"\n{name(recipe)}: {recipe.epochs} epochs")
+        models[name(recipe)] = (recipe, train_image(
+            recipe, a, u, runs / run, resume=(runs / run / "checkpoint.npz").exists(), progress=True, log=True,
+            validate=lambda model: error(predict_image(model, test_a)), validate_every=budget.curve_every,
+            seconds=budget.seconds,
+        ))  # fmt: skip
+    print(f"\nFNO: {fno_run.epochs} epochs")
+    fitted, normalisers = fno.train(
+        a, u, runs / "fno", fno_config, fno_run, resume=(runs / "fno" / "checkpoint.npz").exists(), progress=True,
+        log=True, validate=lambda params, n: error(fno.predict(params, n, test_a, fno_config)),
+        validate_every=budget.curve_every, seconds=budget.seconds,
+    )  # fmt: skip
+    per_epoch = len(a) // fno_run.batch
+    curves = {label: dict(image.held_out) for label, (_, image) in models.items()} | {"FNO": dict(fitted.held_out)}
+    print(f"\n## Learning curves: the relative L2 error on the {len(test_u)} test samples after each epoch\n")
+    print("| epoch | " + " | ".join(curves) + " |\n|---|" + "---|" * len(curves))
+    for epoch in sorted(set().union(*curves.values())):
+        print(f"| {epoch} | " + " | ".join(f"{c[epoch]:.2e}" if epoch in c else "" for c in curves.values()) + " |")
 
     first = min(100, len(test_u))
 
     def row(label: str, p: np.ndarray, training: str, note: str) -> str:
-        errors = f"{data.mean_relative_l2(p, test_u):.2e} | {data.mean_relative_l2(p[:first], test_u[:first]):.2e}"
+        errors = f"{error(p):.2e} | {mean_values_relative_l2(p[:first], test_u[:first]):.2e}"
         return f"| {label} | {errors} | {training} | {note} |"
 
     print(f"\n## Relative L2 error at s = {s}: all {len(test_u)} test samples | the first {first}\n")
@@ -190,14 +230,14 @@ def report(
     for label, (recipe, image) in models.items():
         n, part = recipe.model.n, solver_part(recipe.model, test_a, s)
         print(row(
-            f"{label}, N = {n} (this project)", predict_image(image.params, test_a),
-            f"{len(image.losses)} epochs, {duration(image.seconds)}",
-            f"{parameter_count(image.params):,} parameters; floor of its {n} x {n} series {floor(test_u, n, part):.2e}",
+            f"{label}, N = {n} (this project)", predict_image(image.model, test_a),
+            f"{len(image.losses) // (len(a) // recipe.batch)} epochs, {duration(image.seconds)}",
+            f"{parameter_count(image.model):,} parameters; floor of its {n} x {n} series {floor(test_u, n, part):.2e}",
         ))  # fmt: skip
     print(row(
-        "FNO, the paper's settings, trained here", fno.predict(fitted.params, normalisers, test_a, fno_config),
-        f"{len(fitted.losses)} epochs, {duration(fitted.seconds)}",
-        f"{fno.parameter_count(fitted.params):,} parameters",
+        "FNO, the paper's settings, trained here", fno.predict(fitted.model, normalisers, test_a, fno_config),
+        f"{len(fitted.losses) // per_epoch} epochs, {duration(fitted.seconds)}",
+        f"{parameter_count(fitted.model):,} parameters",
     ))  # fmt: skip
     print(
         row(
@@ -221,7 +261,7 @@ def report(
         print("| input \\ output | " + " | ".join(f"s = {g}" for g in grids) + " |\n|---|" + "---|" * len(grids))
         for g_in in grids:
             cells = [
-                f"{data.mean_relative_l2(predict_image(image.params, tests[g_in][0], g), tests[g][1]):.2e}"
+                f"{mean_values_relative_l2(predict_image(image.model, tests[g_in][0], g), tests[g][1]):.2e}"
                 for g in grids
             ]
             print(f"| s = {g_in} | " + " | ".join(cells) + " |")
@@ -236,14 +276,14 @@ def report(
     solver = (time.perf_counter() - start) / solves
     print(f"exact solver (s = {grids[-1]}, one core, {solves} samples): {duration(solver)}")
     for nodes, (solved, seconds) in coarse.items():
-        error = data.mean_relative_l2(solved, test_u)
+        error = mean_values_relative_l2(solved, test_u)
         speed = f"{solver / seconds:.3g}x the exact solver's speed"
         print(f"the recipe's solver on the s = {s} input at {nodes} nodes: {error:.2e}, {duration(seconds)}, {speed}")
     for label, (_, image) in models.items():
-        seconds = per_sample(lambda: predict_image(image.params, test_a), len(test_a))  # noqa: B023 (called here)
+        seconds = per_sample(lambda: predict_image(image.model, test_a), len(test_a))  # noqa: B023 (called here)
         speed = f"{solver / seconds:.3g}x the exact solver's speed"
         print(f"{label}, u at s = {s} (batches of 50): {duration(seconds)}, {speed}")
-    theirs_time = per_sample(lambda: fno.predict(fitted.params, normalisers, test_a, fno_config), len(test_a))
+    theirs_time = per_sample(lambda: fno.predict(fitted.model, normalisers, test_a, fno_config), len(test_a))
     speed = f"{solver / theirs_time:.3g}x the exact solver's speed"
     print(f"FNO at s = {s} (batches of 100): {duration(theirs_time)}, {speed}")
 

@@ -46,18 +46,28 @@ from _report import SMOKE_RUN, smoke_model  # bench/, the script's directory
 from funcformer import darcy, poisson
 from funcformer.learning import Problem, RunConfig, train
 from funcformer.learning.data import output_scale, training_arrays
-from funcformer.learning.steps import batch_indices, data_parallel, epoch_order, loss, make_step, optimiser, place
+from funcformer.learning.steps import (
+    batch_indices,
+    data_parallel,
+    epoch_order,
+    funcformer_learner,
+    loss,
+    make_step,
+    optimiser,
+    place,
+)
 from funcformer.model import init
 
 
 def step_alone(run: RunConfig, x: np.ndarray, t: np.ndarray) -> Callable[[], float]:
     """The jitted steps of ``run`` back to back, everything already on the device."""
-    step = make_step(run)
-    _, replicated = data_parallel(run.batch)
     per_epoch = run.train_size // run.batch
+    step = make_step(funcformer_learner(run.model), optimiser(run), run.batch, per_epoch)
+    _, replicated = data_parallel(run.batch)
     inputs, targets = place(x, replicated), place(t, replicated)
     orders = [
-        place(epoch_order(run, epoch).astype(np.int32), replicated) for epoch in range(-(-run.steps // per_epoch))
+        place(epoch_order(run.seed, epoch, run.train_size).astype(np.int32), replicated)
+        for epoch in range(-(-run.steps // per_epoch))
     ]
     model = jax.device_put(init(run.seed, run.model), replicated)
     opt_state = jax.device_put(jax.jit(optimiser(run).init)(model), replicated)  # one compile, not one a leaf

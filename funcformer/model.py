@@ -218,9 +218,10 @@ class Funcformer:
         return to_array(self.encoder(Cheb.from_array(f, X, Y, points=self.config.samples)))
 
 
-def parameter_count(model: Funcformer) -> int:
-    """The number of trained scalars."""
-    return sum(int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(model))
+def parameter_count(params: object) -> int:
+    """The number of trained real numbers of a model: its pytree's array sizes, summed (a complex weight held
+    as two real arrays counts twice, as torch's ``count_params`` counts it). One count for every model."""
+    return sum(int(np.prod(np.shape(leaf))) for leaf in jax.tree_util.tree_leaves(params))
 
 
 def init(seed: int, config: ModelConfig, dtype: type = np.float32) -> Funcformer:

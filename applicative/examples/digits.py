@@ -32,8 +32,7 @@ import optax
 from jax import Array
 
 from applicative import Dim, Vec, VecOf, one_hot, sinusoidal_positions, to_array
-from applicative.examples._training import adamw
-from applicative.nn import AttentionOptions, Encoder, init_encoder
+from applicative.nn import AttentionOptions, Encoder, init_encoder, warmup_cosine
 
 __all__ = ["Config", "DigitModel", "Result", "accuracy", "init_model", "main", "train"]
 
@@ -150,7 +149,9 @@ def accuracy(model: DigitModel, tokens: Array, targets: Array) -> Array:
 
 def optimiser(config: Config, steps: int) -> optax.GradientTransformation:
     """AdamW on a warmup + cosine schedule, with gradient clipping."""
-    return adamw(steps, config.learning_rate, config.warmup, config.clip, config.weight_decay)
+    return warmup_cosine(
+        steps, config.learning_rate, warmup=config.warmup, clip=config.clip, weight_decay=config.weight_decay
+    )
 
 
 def train(

@@ -51,10 +51,9 @@ import optax
 from jax import Array
 
 from applicative import DenseTree, DenseTreeOf, Dim, Vec, VecOf, stacked, to_array
-from applicative.examples._training import adamw
 from applicative.instances import dyadic
 from applicative.instances.tree import Shape
-from applicative.nn import AttentionOptions, Encoder, Softmax, init_encoder
+from applicative.nn import AttentionOptions, Encoder, Softmax, init_encoder, warmup_cosine
 
 __all__ = [
     "HELD_OUT_EVERY",
@@ -330,7 +329,9 @@ def baseline(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 def optimiser(config: Config, steps: int) -> optax.GradientTransformation:
     """AdamW on a warmup + cosine schedule, with gradient clipping."""
-    return adamw(steps, config.learning_rate, config.warmup, config.clip, config.weight_decay)
+    return warmup_cosine(
+        steps, config.learning_rate, warmup=config.warmup, clip=config.clip, weight_decay=config.weight_decay
+    )
 
 
 # Training and testing

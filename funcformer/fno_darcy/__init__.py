@@ -15,7 +15,9 @@ and the models trained on them (bench/fno_darcy.py prints the table):
                 and its answers at any of the benchmark's grids, alone or correcting the recipe's solver run
                 on the model's input (``data.coarse_solution``, the baseline a numerical analyst tries first)
     fno         the FNO paper's model and training protocol, ported to JAX: the sanity check on the data
-    fit         ``fit``: the training loop both use (a pure step built once, resumable from a checkpoint)
+both trained by ``funcformer.learning.fit`` (the loop, the checkpoints and the run directories of every
+model; ``python -m funcformer.fno_darcy train --model image|fno``), measured by
+``funcformer.learning.metric.values_relative_l2`` (the benchmark's metric).
 
 The directory holds ``dataset.json`` (what was asked for) and the shards ``train-00000.npz``, ...,
 ``test-00000.npz``, ...: shard k of a split holds its samples k * shard_size, ... (fewer in the last), the
@@ -51,13 +53,10 @@ from funcformer.fno_darcy.data import (
     TAU,
     coarse_solution,
     coefficients,
-    mean_relative_l2,
-    relative_l2,
     solution,
     solve,
     subsample,
 )
-from funcformer.fno_darcy.fit import Fitted, fit
 from funcformer.fno_darcy.model import ImageConfig, ImageToFunction
 from funcformer.fno_darcy.recipes import Recipe, predict_image, solve_image, solver_part, train_image
 from funcformer.learning._files import RunInUse, atomic_file, holding, write_atomically
@@ -67,18 +66,14 @@ __all__ = [
     "SPLITS",
     "TEST_SEED",
     "TRAIN_SEED",
-    "Fitted",
     "ImageConfig",
     "ImageToFunction",
     "Recipe",
     "coarse_solution",
     "coefficients",
-    "fit",
     "generate",
     "load",
-    "mean_relative_l2",
     "predict_image",
-    "relative_l2",
     "solution",
     "solve",
     "solve_image",

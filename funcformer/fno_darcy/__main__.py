@@ -1,21 +1,45 @@
-"""``python -m funcformer.fno_darcy generate --out DIR``: the FNO paper's Darcy data, made once into DIR
-(``funcformer.fno_darcy.generate``; docs/fno_darcy.md). Run again, it finishes what a killed run left."""
+"""``python -m funcformer.fno_darcy``: the FNO paper's Darcy benchmark as a task (docs/fno_darcy.md).
+
+    generate --out DATA                        the data, made once into DATA (run again: finishes a killed run)
+    train --model image|fno --data DATA --out DIR [--epochs E] [--seconds S] [--resume]
+                                               a model trained at s = 85 (``funcformer.learning.fit``: a line an
+                                               epoch, the error on a held-out slice of the test set every
+                                               --validate-every epochs, a checkpoint an epoch), then evaluated
+    evaluate DIR --data DATA                   the test error of DIR's model, written to DIR/metrics.json
+
+The image-to-function model reads the coefficient between the data's two values (``ImageConfig.low``, ``high``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TypeVar
 
-from funcformer.fno_darcy import SHARD_SIZE, generate
+import optax
+
+from funcformer import parameter_count
+from funcformer.fno_darcy import SHARD_SIZE, fno, generate, load
 from funcformer.fno_darcy.data import LOW, NODES
-from funcformer.learning._files import RunInUse
+from funcformer.fno_darcy.model import ImageConfig
+from funcformer.fno_darcy.recipes import Recipe, image_learner, predict_image, train_image
+from funcformer.learning import Learner, State
+from funcformer.learning._files import CHECKPOINT, CONFIG, METRICS, RunInUse, holding_run, write_atomically
+from funcformer.learning.checkpoints import read, template
+from funcformer.learning.metric import mean_values_relative_l2
+
+MODELS = ("image", "fno")
+P = TypeVar("P")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's); the exit status (1 on a refused request)."""
-    parser = argparse.ArgumentParser(prog="python -m funcformer.fno_darcy", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m funcformer.fno_darcy", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
     make = commands.add_parser("generate", help="make (or finish making) the training and test sets in DIR")
     make.add_argument("--out", required=True, help="the dataset's directory (created if need be)")
@@ -25,17 +49,116 @@ def main(argv: Sequence[str] | None = None) -> int:
     make.add_argument("--low", type=float, default=LOW, help=f"the coefficient where g < 0 (default {LOW:g})")
     make.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
     make.add_argument("--shard-size", type=int, default=SHARD_SIZE, help=f"samples per shard (default {SHARD_SIZE})")
+    learn = commands.add_parser("train", help="train a model into DIR, then evaluate it")
+    learn.add_argument("--model", choices=MODELS, required=True)
+    learn.add_argument("--data", type=Path, required=True, help="the dataset's directory (generate)")
+    learn.add_argument("--out", type=Path, required=True, help="the run's directory")
+    learn.add_argument("--s", type=int, default=85, help="the training grid (default 85)")
+    learn.add_argument("--train", type=int, default=1000, help="training samples, the first of the set")
+    learn.add_argument("--epochs", type=int, default=None, help="default: the recipe's (image 40, FNO 500)")
+    learn.add_argument("--batch", type=int, default=20)
+    learn.add_argument("--seconds", type=float, default=None, help="stop at the first epoch's end past this")
+    learn.add_argument("--held-out", type=int, default=50, help="test samples of the per-epoch error (default 50)")
+    learn.add_argument("--validate-every", type=int, default=1, help="epochs between held-out errors")
+    learn.add_argument(
+        "--architecture", type=json.loads, default={},
+        help="the model's settings as JSON, fields of ImageConfig or FNOConfig (default: the paper-sized ones)",
+    )  # fmt: skip
+    learn.add_argument("--resume", action="store_true", help="continue DIR's run from its last checkpoint")
+    learn.add_argument("--no-progress", action="store_true", help="no progress bar")
+    check = commands.add_parser("evaluate", help="the test error of a trained run (DIR/metrics.json)")
+    check.add_argument("run", type=Path, help="the run's directory")
+    check.add_argument("--data", type=Path, required=True, help="the dataset's directory")
+    check.add_argument("--test", type=int, default=200, help="test samples (default 200)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     try:
-        made = generate(
-            args.out, args.train, args.test, args.s, low=args.low, workers=args.workers, shard_size=args.shard_size
-        )
-    except (ValueError, TypeError, FileNotFoundError, RunInUse) as error:
+        if args.command == "generate":
+            made = generate(args.out, args.train, args.test, args.s, low=args.low, workers=args.workers,
+                            shard_size=args.shard_size)  # fmt: skip
+            print(f"{args.out}: {made} samples made in {time.perf_counter() - start:.1f} s, "
+                  f"{args.train + args.test} in all")  # fmt: skip
+        elif args.command == "train":
+            train(args)
+            print(json.dumps(evaluate(args.out, args.data), indent=2))
+        else:
+            print(json.dumps(evaluate(args.run, args.data, args.test), indent=2))
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, RunInUse) as error:
         print(f"{parser.prog} {args.command}: error: {error}", file=sys.stderr)
         return 1
-    print(f"{args.out}: {made} samples made in {time.perf_counter() - start:.1f} s, {args.train + args.test} in all")
     return 0
+
+
+def train(args: argparse.Namespace) -> None:
+    """The ``train`` command: the model of ``args.model`` on the first ``args.train`` samples at ``args.s``."""
+    a, u = (x[: args.train] for x in load(args.data, "train", args.s))
+    held_a, held_u = (x[: args.held_out] for x in load(args.data, "test", args.s))
+    progress, every = not args.no_progress, args.validate_every
+    if args.model == "image":
+        values = {"low": float(a.min()), "high": float(a.max())}  # the data's two values
+        recipe = Recipe(
+            model=ImageConfig(**{**values, **args.architecture}),
+            epochs=args.epochs or Recipe().epochs,
+            batch=args.batch,
+        )
+        train_image(
+            recipe, a, u, args.out, resume=args.resume, progress=progress, log=True, seconds=args.seconds,
+            validate=lambda model: mean_values_relative_l2(predict_image(model, held_a), held_u), validate_every=every,
+        )  # fmt: skip
+    else:
+        epochs = args.epochs or fno.TrainConfig().epochs  # fewer than 500: the schedule compressed, halved 5 times
+        run = fno.TrainConfig(epochs=epochs, batch=args.batch, step_size=max(1, epochs // 5))
+        config = fno.FNOConfig(**args.architecture)
+        fno.train(
+            a, u, args.out, config, run, resume=args.resume, progress=progress, log=True,
+            seconds=args.seconds, validate_every=every,
+            validate=lambda params, n: mean_values_relative_l2(fno.predict(params, n, held_a, config), held_u),
+        )  # fmt: skip
+
+
+def evaluate(directory: Path, data: Path, test: int = 200) -> dict[str, Any]:
+    """The run in ``directory`` (its config.json, its checkpoint) on the first ``test`` test samples at its grid:
+    the benchmark's figure, written to metrics.json beside the training time and epochs."""
+    with holding_run(directory):
+        if not (directory / CONFIG).exists():
+            raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
+        description = (directory / CONFIG).read_text(encoding="utf-8")
+        settings = json.loads(description)
+        s, count = int(settings["s"]), int(settings["train"])
+        test_a, test_u = (x[:test] for x in load(data, "test", s))
+        state: State[Any]
+        if settings["model"] == "image":
+            recipe = Recipe(**{**settings["recipe"], "model": ImageConfig(**settings["recipe"]["model"])})
+            learner = image_learner(recipe.model, s, settings["scale"])
+            state = _read(directory, description, learner, recipe.optimiser(count), recipe.seed)
+            predicted, batch = predict_image(state.model, test_a), recipe.batch
+        elif settings["model"] == "fno":
+            config, run = fno.FNOConfig(**settings["config"]), fno.TrainConfig(**settings["training"])
+            a, u = (x[:count] for x in load(data, "train", s))
+            normalisers = fno.Normalisers(fno.Normaliser.fit(a), fno.Normaliser.fit(u))
+            opt = run.optimiser(count // run.batch)
+            state = _read(directory, description, fno.learner(config, normalisers), opt, run.seed)
+            predicted, batch = fno.predict(state.model, normalisers, test_a, config), run.batch
+        else:
+            raise ValueError(f"{directory / CONFIG}: model {settings['model']!r} is none of {', '.join(MODELS)}")
+        metrics = {
+            "model": settings["model"], "s": s, "test_samples": len(test_u),
+            "relative_l2": mean_values_relative_l2(predicted, test_u),
+            "epochs": len(state.losses) // (count // batch), "training_seconds": state.seconds,
+            "parameters": parameter_count(state.model), "held_out": state.held_out,
+        }  # fmt: skip
+        write_atomically(directory / METRICS, json.dumps(metrics, indent=2))
+    return metrics
+
+
+def _read(
+    directory: Path, description: str, learner: Learner[P], opt: optax.GradientTransformation, seed: int
+) -> State[P]:
+    """The run's checkpoint, checked against its description and the learner's shapes."""
+    path = directory / CHECKPOINT
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    return read(path.read_bytes(), description, template(learner, seed, opt), directory)
 
 
 if __name__ == "__main__":

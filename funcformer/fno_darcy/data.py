@@ -25,7 +25,8 @@ authors' MATLAB ``GRF.m``, ``demo.m`` and ``solve_gwf.m`` ported to float64 nump
                   (``grid_points``), interpolated to any number of nodes and the solution back to any of the
                   benchmark's grids (``coarse_solution``)
     metric        per sample, ||u_pred - u||_2 / ||u||_2 over the grid points (no quadrature weights); the
-                  benchmark's figure is its mean over the test set (``relative_l2``, ``mean_relative_l2``)
+                  benchmark's figure is its mean over the test set
+                  (``funcformer.learning.metric.values_relative_l2``, ``mean_values_relative_l2``)
 
 Sample i of a seed is drawn from its own generator, ``numpy.random.default_rng((seed, i))``, so any sample
 can be drawn alone. Axis 0 of a grid is x, axis 1 is y; the recipe is symmetric in x and y.
@@ -63,9 +64,7 @@ __all__ = [
     "coefficients",
     "gaussian_field",
     "grid_points",
-    "mean_relative_l2",
     "node_points",
-    "relative_l2",
     "solution",
     "solve",
     "subsample",
@@ -293,30 +292,3 @@ def subsample(field: np.ndarray, s: int) -> np.ndarray:
         )
     r = (size - 1) // (s - 1)
     return field[..., ::r, ::r]
-
-
-def relative_l2(predicted: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    """(B,) float64: ||predicted[b] - exact[b]||_2 / ||exact[b]||_2, sums over all grid points of each sample
-    (no quadrature weights), for two batches (B, ...) of one shape. ValueError for different shapes, an empty
-    batch, non-finite values, or an exact sample that is zero; TypeError for non-real numbers.
-
-    (``funcformer.learning.metric.relative_l2`` measures Chebyshev series on its own 64 x 64 grid: another metric.)"""
-    predicted = np.asarray(real_array(predicted, "relative_l2: predicted"), dtype=np.float64)
-    exact = np.asarray(real_array(exact, "relative_l2: exact"), dtype=np.float64)
-    if predicted.shape != exact.shape or exact.ndim < 2 or exact.shape[0] == 0:
-        raise ValueError(
-            f"relative_l2: need two non-empty batches (B, ...) of one shape, got {predicted.shape}, {exact.shape}"
-        )
-    if not (np.all(np.isfinite(predicted)) and np.all(np.isfinite(exact))):
-        raise ValueError("relative_l2: the batches hold NaN or infinite values")
-    b = exact.shape[0]
-    norms = np.linalg.norm(exact.reshape(b, -1), axis=1)
-    if np.any(norms == 0):
-        raise ValueError(f"relative_l2: exact sample {int(np.argmin(norms))} is zero: its relative error is undefined")
-    errors: np.ndarray = np.linalg.norm((predicted - exact).reshape(b, -1), axis=1) / norms
-    return errors
-
-
-def mean_relative_l2(predicted: np.ndarray, exact: np.ndarray) -> float:
-    """The benchmark's figure: the mean over the batch of ``relative_l2`` (errors as ``relative_l2``)."""
-    return float(np.mean(relative_l2(predicted, exact)))

@@ -27,7 +27,7 @@ Model (``init``, ``apply``; ``FNOConfig``: modes m = 12, width w = 32, layers L 
     parameters    a flat dict of arrays (``Params``) named and shaped as the torch module's state_dict ("fc0.weight":
                   (w, 3), "w0.weight": (w, w, 1, 1), ...), each complex weight as two real arrays
                   ("conv0.weights1.real", "conv0.weights1.imag"); the paper's configuration has 2,368,001 real
-                  numbers (``parameter_count``, as the authors' ``count_params``). float32 by default.
+                  numbers (``funcformer.parameter_count``, as the authors' ``count_params``). float32 by default.
 
 Training (``train``; ``TrainConfig``)
     normalisers   a UnitGaussianNormalizer (``Normaliser``) fit on the training a, another on the training u: the
@@ -40,11 +40,12 @@ Training (``train``; ``TrainConfig``)
                   added to the gradient before the moments (not AdamW): optax's ``add_decayed_weights`` then
                   ``adam``, each real component its own moments, as torch.optim.Adam keeps them (the authors'
                   ``Adam.py`` keeps one second moment per complex weight, |g|^2 shared by its two parts: not ported)
-    schedule      StepLR stepped once an epoch: epoch e's rate is 1e-3 * 0.5^(e // 100) (``learning_rate``)
+    schedule      StepLR stepped once an epoch: epoch e's rate is 1e-3 * 0.5^(e // 100) (``TrainConfig.optimiser``,
+                  ``applicative.nn.step_decay``)
     epochs        500, each of ntrain / 20 minibatches in the order ``numpy.random.default_rng((seed, e))
                   .permutation(ntrain)``; ntrain = 1000 at s = 85 in the paper
     metric        the mean over the test set (100 in the paper) of each sample's relative L2 error of the decoded
-                  prediction (``predict``) against its solution: ``data.mean_relative_l2`` (``evaluate``)
+                  prediction (``predict``) against its solution: ``metric.mean_values_relative_l2`` (``evaluate``)
 
 Not ported: torch's random streams (the initial weights and the minibatch orders are drawn from their own seeds);
 float32 rounding (the authors fit the normalisers in float32 and decode the encoded u in the loss; here they are fit
@@ -54,6 +55,8 @@ in float64 and the loss takes u as given).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -65,8 +68,10 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike, DTypeLike
 
-from funcformer.fno_darcy.data import mean_relative_l2
-from funcformer.fno_darcy.fit import Fitted, fit, relative_l2
+from applicative.nn import step_decay
+from funcformer.learning import Learner, State, fit
+from funcformer.learning.metric import mean_values_relative_l2
+from funcformer.learning.steps import values_relative_l2
 
 __all__ = [
     "EPS",
@@ -76,13 +81,11 @@ __all__ = [
     "Params",
     "TrainConfig",
     "apply",
+    "description",
     "evaluate",
     "init",
-    "learning_rate",
-    "optimiser",
-    "parameter_count",
+    "learner",
     "predict",
-    "schedule",
     "train",
 ]
 
@@ -151,6 +154,13 @@ class TrainConfig:
         if not (isinstance(self.gamma, int | float) and math.isfinite(self.gamma) and self.gamma > 0):
             raise ValueError(f"TrainConfig.gamma must be a finite positive number, got {self.gamma!r}")
 
+    def optimiser(self, steps_per_epoch: int) -> optax.GradientTransformation:
+        """torch's Adam with ``weight_decay`` on StepLR: ``applicative.nn.step_decay``, epoch e's rate
+        ``learning_rate * gamma ** (e // step_size)``."""
+        return step_decay(
+            steps_per_epoch, self.learning_rate, every=self.step_size, gamma=self.gamma, weight_decay=self.weight_decay
+        )
+
 
 # The model
 
@@ -182,7 +192,7 @@ def init(seed: int, config: FNOConfig = FNOConfig(), dtype: DTypeLike = jnp.floa
     elsewhere."""
     shapes = _shapes(config)
     sizes = [math.prod(shape) for shape, _, _ in shapes.values()]
-    draws = np.asarray(jax.random.uniform(jax.random.key(seed), (sum(sizes),), dtype))  # one compilation, any config
+    draws = jax.random.uniform(jax.random.key(seed), (sum(sizes),), dtype)  # traceable: jax.eval_shape takes shapes
     params: Params = {}
     start = 0
     for size, (name, (shape, kind, fan_in)) in zip(sizes, shapes.items(), strict=True):
@@ -191,11 +201,6 @@ def init(seed: int, config: FNOConfig = FNOConfig(), dtype: DTypeLike = jnp.floa
         value = u / (config.width * config.width) if kind == "spectral" else (2 * u - 1) / math.sqrt(fan_in)
         params[name] = jnp.asarray(value, draws.dtype)
     return params
-
-
-def parameter_count(params: Params) -> int:
-    """The number of real numbers in ``params``: a complex weight counts twice (the authors' ``count_params``)."""
-    return sum(int(np.prod(value.shape)) for value in params.values())
 
 
 def _hermitian(columns: jax.Array) -> jax.Array:
@@ -328,30 +333,6 @@ class Normalisers(NamedTuple):
     u: Normaliser
 
 
-# The optimiser
-
-
-def learning_rate(run: TrainConfig, epoch: int) -> float:
-    """Epoch ``epoch``'s rate (0-based; StepLR stepped once an epoch): learning_rate * gamma^(epoch // step_size)."""
-    return float(run.learning_rate * run.gamma ** (epoch // run.step_size))
-
-
-def schedule(run: TrainConfig, steps_per_epoch: int) -> Callable[[ArrayLike], jax.Array]:
-    """``learning_rate`` as optax's schedule: the rate of update ``count`` (0-based), epoch count // steps_per_epoch."""
-
-    def rate(count: ArrayLike) -> jax.Array:
-        reductions = jnp.asarray(count) // steps_per_epoch // run.step_size
-        return run.learning_rate * run.gamma**reductions  # weakly typed: the updates' dtype
-
-    return rate
-
-
-def optimiser(run: TrainConfig, steps_per_epoch: int) -> optax.GradientTransformation:
-    """torch's Adam with ``weight_decay`` (L2 added to the gradient first) on the StepLR ``schedule``:
-    ``chain(add_decayed_weights, adam)``."""
-    return optax.chain(optax.add_decayed_weights(run.weight_decay), optax.adam(schedule(run, steps_per_epoch)))
-
-
 # Training
 
 
@@ -365,19 +346,46 @@ def _samples(what: str, array: ArrayLike) -> np.ndarray:
     return samples
 
 
+def learner(config: FNOConfig, normalisers: Normalisers) -> Learner[Params]:
+    """The FNO of ``config`` as ``funcformer.learning`` trains it: ``init``, the loss (the SUM over the minibatch
+    of the relative L2 errors of the decoded output, the authors' ``LpLoss(size_average=False)``) of encoded
+    coefficients against solutions in physical units, and the decoded prediction."""
+
+    def loss(params: Params, a: jax.Array, u: jax.Array) -> jax.Array:
+        return jnp.sum(values_relative_l2(normalisers.u.decode(apply(params, a, config)), u))
+
+    def predict(params: Params, a: jax.Array) -> jax.Array:
+        return normalisers.u.decode(apply(params, a, config))
+
+    return Learner(functools.partial(init, config=config), loss, predict)
+
+
+def description(config: FNOConfig, run: TrainConfig, count: int, s: int) -> str:
+    """A run's config.json: the model, the protocol, the training samples and their grid."""
+    fields = {"model": "fno", "config": dataclasses.asdict(config), "training": dataclasses.asdict(run)}
+    return json.dumps({**fields, "train": count, "s": s}, indent=2, sort_keys=True)
+
+
 def train(
     train_a: ArrayLike,
     train_u: ArrayLike,
+    directory: Path | str,
     config: FNOConfig = FNOConfig(),
     run: TrainConfig = TrainConfig(),
     *,
-    checkpoint: Path | str | None = None,
+    resume: bool = False,
     progress: bool = False,
-) -> tuple[Fitted[Params], Normalisers]:
+    log: bool = False,
+    validate: Callable[[Params, Normalisers], float] | None = None,
+    validate_every: int = 1,
+    seconds: float | None = None,
+) -> tuple[State[Params], Normalisers]:
     """Train the model of ``config`` on coefficients ``train_a`` and solutions ``train_u`` (N, s1, s2) by ``run``'s
-    protocol (the module's docstring), in float32, by ``fit`` (resumable from ``checkpoint``; ``progress``: a tqdm
-    bar over the epochs). Returns the fitted parameters, whose ``losses[e]`` is epoch e's mean minibatch loss (a SUM
-    over the minibatch, as the authors' script; each minibatch's taken before its update), and the normalisers.
+    protocol (the module's docstring), in float32, into the run directory ``directory`` (``funcformer.learning.fit``:
+    a checkpoint every epoch; ``resume`` continues it; ``progress``: a bar; ``log``: a line an epoch, with
+    ``validate(params, normalisers)`` every ``validate_every`` epochs). Returns the state, whose ``losses[k]`` is
+    step k's minibatch loss (a SUM over the minibatch, as the authors' script; taken before its update), and the
+    normalisers (fit on the training set again when a run resumes: the same numbers).
 
     ValueError: arrays not (N, s1, s2) of one shape or not finite, or N not a multiple of ``run.batch`` (no sample is
     dropped)."""
@@ -391,15 +399,15 @@ def train(
             f"{n % run.batch} samples would be dropped each epoch"
         )
     normalisers = Normalisers(Normaliser.fit(a), Normaliser.fit(u))
-
-    def loss(params: Params, a: jax.Array, u: jax.Array) -> jax.Array:
-        return jnp.sum(relative_l2(normalisers.u.decode(apply(params, a, config)), u))
-
-    fitted = fit(
-        init(run.seed, config), loss, optimiser(run, n // run.batch), normalisers.a.encode(a), u, epochs=run.epochs,
-        batch=run.batch, seed=run.seed, checkpoint=checkpoint, description=f"fno {config} {run}", progress=progress,
+    per_epoch = n // run.batch
+    state = fit(
+        learner(config, normalisers), run.optimiser(per_epoch), normalisers.a.encode(a).astype(np.float32),
+        u.astype(np.float32), directory, description=description(config, run, n, a.shape[-1]),
+        steps=run.epochs * per_epoch, batch=run.batch, seed=run.seed, resume=resume, progress=progress, log=log,
+        validate=None if validate is None else (lambda params: validate(params, normalisers)),
+        validate_every=validate_every, seconds=seconds,
     )  # fmt: skip
-    return fitted, normalisers
+    return state, normalisers
 
 
 def predict(
@@ -434,5 +442,5 @@ def evaluate(
     batch: int = 100,
 ) -> float:
     """The benchmark's figure: the mean over the samples of the relative L2 error of ``predict`` against the
-    solutions ``u`` (``data.mean_relative_l2``)."""
-    return mean_relative_l2(predict(params, normalisers, a, config, batch), np.asarray(u, dtype=np.float64))
+    solutions ``u`` (``metric.mean_values_relative_l2``)."""
+    return mean_values_relative_l2(predict(params, normalisers, a, config, batch), np.asarray(u, dtype=np.float64))

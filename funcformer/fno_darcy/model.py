@@ -44,6 +44,7 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from applicative import Cheb, ChebOf, Compose, Dim, Vec, VecOf, record, static, to_array
+from applicative.instances.collocation import vandermonde
 from applicative.nn import (
     AttentionOptions,
     CrossAttentionBlock,
@@ -70,9 +71,7 @@ __all__ = [
     "Pixel",
     "Token",
     "TokenHidden",
-    "grid_vandermonde",
     "init",
-    "parameter_count",
     "patches",
     "sampler",
     "values",
@@ -128,6 +127,9 @@ class ImageConfig:
     """Each decoder layer attends along its axis before it attends to the memory."""
     points: int = 0
     """Chebyshev points sampled for nonlinear maps (0: 2n)."""
+    low: float = 3.0
+    high: float = 12.0
+    """The coefficient's two values (the data's: ``dataset.json``'s ``low`` and ``data.HIGH``), read as -1 and 1."""
     solver_nodes: int = 0
     """0: the series is u. n >= 4: the series is a correction, added to the recipe's solver run on the model's
     g x g image at n x n nodes (``data.coarse_solution``; ``recipes.solver_part``, ``recipes.predict_image``)."""
@@ -146,6 +148,8 @@ class ImageConfig:
             raise ValueError(f"ImageConfig.axes must be a non-empty string of 'x' and 'y', got {self.axes!r}")
         if self.solver_nodes and self.solver_nodes < 4:
             raise ValueError(f"ImageConfig.solver_nodes must be 0 (no solver) or >= 4, got {self.solver_nodes}")
+        if not self.low < self.high:
+            raise ValueError(f"ImageConfig: the coefficient's values low = {self.low} and high = {self.high} must rise")
         if self.points and self.points < self.n:
             raise ValueError(f"ImageConfig.points = {self.points} cannot resolve n = {self.n} coefficients")
 
@@ -175,17 +179,12 @@ def patches(image: Array, p: int) -> Array:
     return image.reshape(g // p, p, g // p, p).transpose(0, 2, 1, 3).reshape((g // p) ** 2, p * p)
 
 
-@functools.lru_cache(maxsize=16)
-def grid_vandermonde(s: int, n: int) -> np.ndarray:
-    """(s, n) float64: V[p, j] = T_j(2 x_p - 1) at the s grid points (``grid_points``)."""
-    return np.polynomial.chebyshev.chebvander(2.0 * grid_points(s) - 1.0, n - 1)
-
-
 def values(c: ArrayLike, s: int) -> Array:
     """The series C (..., N, N) at the benchmark's s x s grid points: (..., s, s), V C V^T with
-    V[p, j] = T_j(2 x_p - 1)."""
+    V[p, j] = T_j(2 x_p - 1) (``collocation.vandermonde`` at ``grid_points``; in numpy,
+    ``collocation.evaluate_grid``)."""
     c = jnp.asarray(c)
-    v = jnp.asarray(grid_vandermonde(s, c.shape[-1]), c.dtype)
+    v = jnp.asarray(vandermonde(2.0 * grid_points(s) - 1.0, c.shape[-1]), c.dtype)
     return jnp.einsum("pi,...ij,qj->...pq", v, c, v)
 
 
@@ -237,7 +236,8 @@ class ImageToFunction:
         config = self.config
         g, p = config.grid, config.patch
         index = jnp.asarray(sampler(a.shape[0], g))
-        image = (a[index][:, index] - 7.5) / 4.5  # 3 and 12 at -1 and 1
+        middle, half = (config.high + config.low) / 2, (config.high - config.low) / 2
+        image = (a[index][:, index] - middle) / half  # low and high at -1 and 1
         pixels = patches(image, p).astype(to_array(self.queries).dtype)
         tokens = Vec(Vec(pixels, Pixel, p * p), Patch, config.tokens)
         memory = self.encoder.encode(tokens)
@@ -245,11 +245,6 @@ class ImageToFunction:
         for layer in self.layers:
             h = layer(h, memory)
         return to_array(self.unembed.each(h.fmap(self.norm))) * self.scale
-
-
-def parameter_count(model: ImageToFunction) -> int:
-    """The number of trained scalars."""
-    return sum(int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(model))
 
 
 def init(

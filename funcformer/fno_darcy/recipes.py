@@ -1,12 +1,12 @@
 """How the image-to-function model is trained and asked, on the benchmark's arrays.
 
     Recipe             the model's architecture and its training budget (hashable, one value a run)
-    train_image        a Recipe's model trained on (a, u) at one resolution (``fit``, resumable)
-    image_loss         its loss
+    train_image        a Recipe's model trained on (a, u) at one resolution into a run directory
+                       (``funcformer.learning.fit``, resumable)
+    image_learner      the model as the loop trains it (``funcformer.learning.Learner``); image_loss, its loss
     solve_image        its series for coefficients at any of the benchmark's grids
     solver_part        the part of its prediction the recipe's solver gives (``ImageConfig.solver_nodes``; or 0)
     predict_image      its solutions at any of the benchmark's grids, from coefficients at any of them
-    at_grid            a series at a grid's points
 
 The loss is the benchmark's metric, the mean relative L2 error over the grid points of the training
 resolution, of the model's prediction there (the solver's part plus the series, ``model.values``) against
@@ -18,6 +18,9 @@ the solver's part (``ImageToFunction.scale``).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,19 +29,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from applicative.instances.collocation import evaluate_grid
+from applicative.nn import warmup_cosine
 from funcformer._fields import check_fields
 from funcformer.fno_darcy.data import coarse_solution, grid_points
-from funcformer.fno_darcy.fit import Fitted, fit, relative_l2_loss
-from funcformer.fno_darcy.model import (
-    ImageConfig,
-    ImageToFunction,
-    grid_vandermonde,
-    init,
-    sampler,
-    values,
-)
+from funcformer.fno_darcy.model import ImageConfig, ImageToFunction, init, sampler, values
+from funcformer.learning import Learner, State, fit
+from funcformer.learning.steps import values_relative_l2
 
-__all__ = ["Recipe", "at_grid", "image_loss", "predict_image", "solve_image", "solver_part", "train_image"]
+__all__ = ["Recipe", "image_learner", "image_loss", "predict_image", "solve_image", "solver_part", "train_image"]
 
 
 @dataclass(frozen=True)
@@ -64,53 +63,75 @@ class Recipe:
             raise ValueError(f"Recipe.learning_rate must be positive, got {self.learning_rate}")
 
     def optimiser(self, count: int) -> optax.GradientTransformation:
-        """AdamW on the warm-up and cosine schedule of ``epochs`` epochs of ``count`` samples."""
+        """AdamW on the warm-up and cosine schedule of ``epochs`` epochs of ``count`` samples
+        (``applicative.nn.warmup_cosine``)."""
         steps = self.epochs * (count // self.batch)
-        schedule = optax.warmup_cosine_decay_schedule(
-            0.0, self.learning_rate, min(self.warmup, steps // 10), steps, self.learning_rate / 100
+        return warmup_cosine(
+            steps, self.learning_rate, warmup=self.warmup, clip=self.clip, weight_decay=self.weight_decay
         )
-        return optax.chain(optax.clip_by_global_norm(self.clip), optax.adamw(schedule, weight_decay=self.weight_decay))
 
-    def describe(self) -> str:
-        """The recipe as text (a checkpoint's description)."""
-        return repr(dataclasses.asdict(self))
+    def describe(self, count: int, s: int, scale: float) -> str:
+        """A run's config.json: the recipe, the training samples, their grid and the output unit."""
+        fields = {"model": "image", "recipe": dataclasses.asdict(self), "train": count, "s": s, "scale": scale}
+        return json.dumps(fields, indent=2, sort_keys=True)
 
 
 def train_image(
     recipe: Recipe,
     a: np.ndarray,
     u: np.ndarray,
+    directory: Path | str,
     *,
-    checkpoint: Path | str | None = None,
+    resume: bool = False,
     progress: bool = False,
-) -> Fitted[ImageToFunction]:
+    log: bool = False,
+    validate: Callable[[ImageToFunction], float] | None = None,
+    validate_every: int = 1,
+    seconds: float | None = None,
+) -> State[ImageToFunction]:
     """The recipe's model trained on coefficients ``a`` and solutions ``u``, (count, s, s) at one of the
-    benchmark's grids (the loss is taken there); resumes from ``checkpoint`` if it exists (``fit``)."""
+    benchmark's grids (the loss is taken there), into the run directory ``directory``
+    (``funcformer.learning.fit``: a checkpoint every epoch; ``resume`` continues it; ``log``: a line an epoch,
+    with ``validate(model)`` every ``validate_every`` epochs). ValueError: a and u of other shapes, a grid the
+    benchmark has not, coefficients outside the model's [low, high]."""
     a, u = np.asarray(a), np.asarray(u)
     if a.ndim != 3 or a.shape != u.shape:
         raise ValueError(f"train_image: expected a and u of one shape (count, s, s), got {a.shape} and {u.shape}")
+    config = recipe.model
+    if a.min() < config.low or a.max() > config.high:
+        raise ValueError(
+            f"train_image: the coefficients span [{a.min():g}, {a.max():g}], outside the model's "
+            f"[low, high] = [{config.low:g}, {config.high:g}]: set ImageConfig.low and high to the data's two values"
+        )
     s = a.shape[-1]
     grid_points(s)  # refuses a grid the benchmark has not
-    part = solver_part(recipe.model, a, s)
+    part = solver_part(config, a, s)
     scale = float(np.sqrt(np.mean((u - part) ** 2)))
-    model = init(recipe.seed, recipe.model, scale=scale)
+    dtype = np.float32
+    state: State[ImageToFunction] = fit(
+        image_learner(config, s, scale), recipe.optimiser(len(a)), a.astype(dtype),
+        np.stack([u, part], axis=1).astype(dtype), directory, description=recipe.describe(len(a), s, scale),
+        steps=recipe.epochs * (len(a) // recipe.batch), batch=recipe.batch, seed=recipe.seed, scale=scale,
+        resume=resume, progress=progress, log=log, validate=validate, validate_every=validate_every, seconds=seconds,
+    )  # fmt: skip
+    return state
+
+
+def image_learner(config: ImageConfig, s: int, scale: float) -> Learner[ImageToFunction]:
+    """The model of ``config`` with output unit ``scale`` as ``funcformer.learning`` trains it at the s x s grid:
+    ``init``, ``image_loss``, the batched series."""
 
     def loss(model: ImageToFunction, a: jax.Array, targets: jax.Array) -> jax.Array:
         return image_loss(model, a, targets, s)
 
-    fitted: Fitted[ImageToFunction] = fit(
-        model, loss, recipe.optimiser(len(a)), a, np.stack([u, part], axis=1), epochs=recipe.epochs,
-        batch=recipe.batch, seed=recipe.seed, checkpoint=checkpoint,
-        description=recipe.describe() + f" scale={scale!r}", progress=progress,
-    )  # fmt: skip
-    return fitted
+    return Learner(functools.partial(init, config=config, scale=scale), loss, _series)
 
 
 def image_loss(model: ImageToFunction, a: jax.Array, targets: jax.Array, s: int) -> jax.Array:
     """The training loss: the benchmark's metric at the s x s grid points of the prediction for the images
     ``a`` (B, s, s), the solver's part plus the model's series, against the solutions; ``targets`` (B, 2, s, s)
     holds the solutions and the solver's parts (``solver_part``)."""
-    return relative_l2_loss(targets[:, 1] + values(jax.vmap(model)(a), s), targets[:, 0])
+    return jnp.mean(values_relative_l2(targets[:, 1] + values(jax.vmap(model)(a), s), targets[:, 0]))
 
 
 _series = jax.jit(jax.vmap(ImageToFunction.__call__, in_axes=(None, 0)))
@@ -155,12 +176,6 @@ def predict_image(model: ImageToFunction, a: np.ndarray, s: int | None = None, b
     for coefficients ``a`` (count, s_in, s_in), s_in any of the benchmark's grids: the solver's part
     (``solver_part``) plus the series (``solve_image``) there."""
     s = np.shape(a)[-1] if s is None else s
-    predicted: np.ndarray = solver_part(model.config, a, s) + at_grid(solve_image(model, a, batch), s)
+    x = 2.0 * grid_points(s) - 1.0
+    predicted: np.ndarray = solver_part(model.config, a, s) + evaluate_grid(solve_image(model, a, batch), x, x)
     return predicted
-
-
-def at_grid(series: np.ndarray, s: int) -> np.ndarray:
-    """(count, s, s) float64: series (count, N, N) at the s x s grid points, V C V^T (``model.values`` in numpy)."""
-    v = grid_vandermonde(s, np.shape(series)[-1])
-    out: np.ndarray = v @ np.asarray(series, np.float64) @ v.T
-    return out

@@ -2,7 +2,8 @@
 
 ``problem``: what a task provides (data, normalisation, exact solver), and its datasets, made and cached
 once; ``arrays``: a user's data as a ``Problem`` (``from_arrays``, ``from_values``); ``settings``:
-``RunConfig``, a run's settings (config.json); ``data``: the training set as the model sees it and the
+``RunConfig``, a run's settings (config.json); ``learner``: ``Learner``, any model as the loop trains it
+(parameters from a seed, a loss on a minibatch, a prediction); ``data``: the training set as the model sees it and the
 output scale; ``steps``: the loss, the optimiser and the jitted step (pure functions); ``checkpoints``:
 ``save`` and ``load``; ``loop``: ``train``; ``solver``: ``load_solver(DIR, problem)`` (numpy
 (B, P, Q) -> (B, P, Q), any coefficient count); ``trust``: ``load_solver(DIR, problem, check=True)``'s
@@ -21,7 +22,9 @@ from funcformer.learning.arrays import lobatto_coefficients as lobatto_coefficie
 from funcformer.learning.checkpoints import State as State
 from funcformer.learning.checkpoints import load as load
 from funcformer.learning.evaluation import evaluate as evaluate
+from funcformer.learning.learner import Learner as Learner
 from funcformer.learning.loop import TrainingDiverged as TrainingDiverged
+from funcformer.learning.loop import fit as fit
 from funcformer.learning.loop import train as train
 from funcformer.learning.problem import Problem as Problem
 from funcformer.learning.settings import RunConfig as RunConfig
@@ -32,6 +35,7 @@ from funcformer.learning.solver import load_solver as load_solver
 
 __all__ = [
     "CheckedSolver",
+    "Learner",
     "Problem",
     "RunConfig",
     "Solver",
@@ -39,6 +43,7 @@ __all__ = [
     "TrainingDiverged",
     "default_cache",
     "evaluate",
+    "fit",
     "from_arrays",
     "from_values",
     "load",

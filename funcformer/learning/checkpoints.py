@@ -1,18 +1,22 @@
 """Checkpoints: a run's state in its directory's checkpoint.npz, written atomically, read back checked.
 
-The file holds the model's and the optimiser state's arrays (``leaf_0``, ``leaf_1``, ... in pytree
-order), the run's config, the step, the loss history, the training time so far and the run's output
-scale. ``load`` reads them against a template of the run's shapes from ``jax.eval_shape`` (no
-weight is drawn, nothing is compiled): every array's shape, kind and finiteness is checked, and the
-file's config must be the run's.
+One format for every model (``learner.Learner``): the parameters' and the optimiser state's arrays
+(``leaf_0``, ``leaf_1``, ... in pytree order), the run's description (its config.json text), the step,
+the loss history, the held-out errors so far, the training time and the run's output scale. ``read``
+takes them against a template of the run's shapes from ``jax.eval_shape`` (no weight is drawn, nothing is
+compiled): every array's shape, kind and finiteness is checked, and the file's description must be the
+run's (a different one is refused naming the settings that differ).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import zipfile
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -20,54 +24,62 @@ import numpy as np
 import optax
 
 from funcformer.learning._files import CHECKPOINT, atomic_file
+from funcformer.learning.learner import Learner
 from funcformer.learning.settings import RunConfig
-from funcformer.learning.steps import optimiser
-from funcformer.model import Funcformer, init
+from funcformer.learning.steps import funcformer_learner, optimiser
+from funcformer.model import Funcformer
 
-__all__ = ["State", "from_bytes", "load", "save", "template"]
+__all__ = ["State", "from_bytes", "load", "read", "save", "template"]
+
+P = TypeVar("P")
 
 
 @dataclass
-class State:
+class State(Generic[P]):
     """What a checkpoint holds."""
 
-    model: Funcformer
+    model: P
     opt_state: optax.OptState
     step: int
     losses: list[float]
     scale: float
-    """The run's ``data.output_scale``, computed when it started."""
+    """The run's output scale (a task's ``data.output_scale``; 1.0 for a model that keeps its own),
+    computed when it started."""
     seconds: float = 0.0
     """Training time so far (all sessions of a resumed run)."""
+    held_out: list[tuple[int, float]] = field(default_factory=list)
+    """(epoch, error on the held-out samples) every ``validate_every`` epochs (``loop.fit``)."""
 
 
-def template(run: RunConfig) -> tuple[Funcformer, optax.OptState]:
-    """The run's (model, optimiser state) as ``jax.ShapeDtypeStruct`` leaves: their pytree structure,
+def template(learner: Learner[P], seed: int, opt: optax.GradientTransformation) -> tuple[P, optax.OptState]:
+    """The run's (parameters, optimiser state) as ``jax.ShapeDtypeStruct`` leaves: their pytree structure,
     shapes and dtypes, from ``jax.eval_shape`` (nothing is drawn or allocated)."""
 
-    def fresh() -> tuple[Funcformer, optax.OptState]:
-        model = init(run.seed, run.model)
-        return model, optimiser(run).init(model)
+    def fresh() -> tuple[P, optax.OptState]:
+        model = learner.init(seed)
+        return model, opt.init(model)
 
-    shapes: tuple[Funcformer, optax.OptState] = jax.eval_shape(fresh)
+    shapes: tuple[P, optax.OptState] = jax.eval_shape(fresh)
     return shapes
 
 
-_FIELDS = {"run", "step", "seconds", "losses", "output_scale"}
+_FIELDS = {"run", "step", "seconds", "losses", "output_scale", "held_out"}
 
 
-def save(directory: Path, run: RunConfig, state: State) -> None:
-    """Write the checkpoint atomically: a temporary file in ``directory``, then ``os.replace``."""
+def save(directory: Path, description: str, state: State[P]) -> None:
+    """Write the checkpoint of the run ``description`` (its config.json text) atomically: a temporary file
+    in ``directory``, then ``os.replace``."""
     leaves = jax.tree_util.tree_leaves((state.model, state.opt_state))
     arrays = {f"leaf_{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
-    arrays.update(run=np.asarray(run.to_json()), step=np.asarray(state.step), seconds=np.asarray(state.seconds))
+    arrays.update(run=np.asarray(description), step=np.asarray(state.step), seconds=np.asarray(state.seconds))
     arrays.update(losses=np.asarray(state.losses), output_scale=np.asarray(state.scale, np.float64))
+    arrays.update(held_out=np.asarray(state.held_out, np.float64).reshape(-1, 2))
     with atomic_file(directory / CHECKPOINT) as file:
         np.savez(file, allow_pickle=False, **arrays)
 
 
-def load(directory: Path, run: RunConfig) -> State:
-    """The checkpoint in ``directory``, checked against ``run`` and the shapes it implies (``template``).
+def load(directory: Path, run: RunConfig) -> State[Funcformer]:
+    """The checkpoint of the Funcformer run ``run`` in ``directory`` (``read``).
 
     An unreadable file (truncated, not a zip, a missing or damaged array) raises a ValueError naming
     it, and so does a checkpoint of an older format (one without its output scale), saying to train
@@ -79,35 +91,59 @@ def load(directory: Path, run: RunConfig) -> State:
     return from_bytes(path.read_bytes(), run, directory)
 
 
-def from_bytes(data: bytes, run: RunConfig, directory: Path) -> State:
+def from_bytes(data: bytes, run: RunConfig, directory: Path) -> State[Funcformer]:
     """``load`` of the checkpoint ``data`` read from ``directory`` (named in its errors): what the owner of
     a run on several processes reads and hands to the others (``processes.from_owner``)."""
+    again = run.problem.invocation("train --out DIR", "funcformer.learning.train(run, DIR)")
+
+    def described(text: str) -> None:  # a run of another task, or of an older format, refused by name
+        RunConfig.from_json(text, run.problem, str(directory / CHECKPOINT))
+
+    shapes = template(funcformer_learner(run.model), run.seed, optimiser(run))
+    return read(data, run.to_json(), shapes, directory, again=again, check=described)
+
+
+def read(
+    data: bytes,
+    description: str,
+    shapes: tuple[P, optax.OptState],
+    directory: Path,
+    *,
+    again: str = "",
+    check: Callable[[str], object] | None = None,
+) -> State[P]:
+    """The checkpoint ``data`` (read from ``directory``, named in the errors) of the run ``description``,
+    its arrays checked against ``shapes`` (``template``). ``check``, a function of the stored description,
+    may refuse it first (a task's own messages); ``again`` says how to train the run again."""
     path = directory / CHECKPOINT
-    leaves, treedef = jax.tree_util.tree_flatten(template(run))
+    leaves, treedef = jax.tree_util.tree_flatten(shapes)
     try:
         stored = np.load(io.BytesIO(data), allow_pickle=False)
         if not isinstance(stored, np.lib.npyio.NpzFile):
             raise ValueError("an .npy array, not an .npz archive")
         with stored:
-            saved_run = RunConfig.from_json(str(stored["run"]), run.problem, str(path))
+            saved = str(stored["run"])
             step, losses = int(stored["step"]), [float(x) for x in stored["losses"]]
             seconds = float(stored["seconds"])
             stored_scale = float(stored["output_scale"]) if "output_scale" in stored.files else None
+            held = stored["held_out"] if "held_out" in stored.files else np.zeros((0, 2))
+            held_out = [(int(e), float(v)) for e, v in np.asarray(held, np.float64).reshape(-1, 2)]
             arrays = [stored[f"leaf_{i}"] for i in range(len(leaves))]
             extra = sorted(set(stored.files) - {f"leaf_{i}" for i in range(len(leaves))} - _FIELDS)
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         raise ValueError(f"{path} is corrupt or not a checkpoint ({type(error).__name__}: {error})") from error
+    if check is not None:
+        check(saved)
     if stored_scale is None:
-        again = run.problem.invocation("train --out DIR", "funcformer.learning.train(run, DIR)")
+        how = f" ({again}, with the settings in its config.json)" if again else ""
         raise ValueError(
             f"{path} is a checkpoint of an older format (saved before runs stored their output scale), which this "
-            f"version does not read: train the run again ({again}, with the settings in its config.json)"
+            f"version does not read: train the run again{how}"
         )
     if not (np.isfinite(stored_scale) and stored_scale > 0):
         raise ValueError(f"{path}: the stored output scale is {stored_scale}, not a positive finite number")
-    if saved_run != run:
-        changed = sorted(k for k, v in run.fields().items() if saved_run.fields()[k] != v)
-        raise ValueError(f"{path} was written by a different run configuration (fields differ: {', '.join(changed)})")
+    if saved != description:
+        raise ValueError(f"{path} was written by a different run configuration ({_difference(saved, description)})")
     if extra:
         raise ValueError(f"{path} holds arrays the configuration has no place for: {', '.join(extra)}")
     for i, (leaf, array) in enumerate(zip(leaves, arrays, strict=True)):
@@ -119,4 +155,16 @@ def from_bytes(data: bytes, run: RunConfig, directory: Path) -> State:
             raise ValueError(f"{path}: array {i} holds NaN or infinite values; a checkpoint's weights are finite")
     restored = [jnp.asarray(a, leaf.dtype) for a, leaf in zip(arrays, leaves, strict=True)]
     model, opt_state = jax.tree_util.tree_unflatten(treedef, restored)
-    return State(model, opt_state, step, losses, stored_scale, seconds)
+    return State(model, opt_state, step, losses, stored_scale, seconds, held_out)
+
+
+def _difference(saved: str, description: str) -> str:
+    """The top-level settings in which two run descriptions (JSON objects) differ, or why they cannot be compared."""
+    try:
+        old, new = json.loads(saved), json.loads(description)
+    except ValueError:
+        return "its description is not the run's"
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return "its description is not the run's"
+    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    return f"fields differ: {', '.join(changed)}"

@@ -159,10 +159,10 @@ def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
             )
         train(run, args.out, resume=args.resume, progress=not args.quiet)
         if is_owner():
-            _print_metrics(evaluate(args.out, problem, args.test_size))
+            _print_metrics(problem, evaluate(args.out, problem, args.test_size))
 
 
-def _print_metrics(metrics: dict[str, Any]) -> None:
+def _print_metrics(problem: Problem[Any], metrics: dict[str, Any]) -> None:
     def line(name: str, values: dict[str, float]) -> str:
         return f"{name:<28}mean {values['mean']:.3e}  median {values['median']:.3e}  p95 {values['p95']:.3e}"
 
@@ -181,7 +181,8 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
     if trust is None:
         return
     print(
-        f"load_solver(DIR, check=True) flags residuals above {trust['residual_threshold']:.3e} and distances "
+        f"funcformer.learning.load_solver(DIR, funcformer.{problem.name}.PROBLEM, check=True) flags residuals above "
+        f"{trust['residual_threshold']:.3e} and distances "
         f"above {trust['distance_threshold']:.3g} (the test set's {trust['quantile']:.0%} quantiles)"
     )
 
@@ -189,7 +190,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
 def _evaluate(problem: Problem[Any], args: argparse.Namespace) -> None:
     from funcformer.learning.evaluation import evaluate
 
-    _print_metrics(evaluate(args.run, problem, args.test_size))
+    _print_metrics(problem, evaluate(args.run, problem, args.test_size))
 
 
 def _plot(problem: Problem[Any], args: argparse.Namespace) -> None:

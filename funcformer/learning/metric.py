@@ -3,7 +3,9 @@
 Functions are 2-D Chebyshev series in the ``numpy.polynomial.chebyshev.chebval2d`` convention:
 C[i, j] multiplies T_i(x) T_j(y), axis 1 of a batch is x, axis 2 is y.
 
-    metric      ||u_pred - u||_2 / ||u||_2 over the uniform 64 x 64 grid x_k = -1 + 2k/63, boundary
+    values      ``values_relative_l2``: per sample ||p - u||_2 / ||u||_2 over the values given, no quadrature
+                weights (the FNO benchmark's metric; its JAX twin, ``steps.values_relative_l2``, the loss)
+    metric      ``relative_l2``: ||u_pred - u||_2 / ||u||_2 over the uniform 64 x 64 grid x_k = -1 + 2k/63, boundary
                 included, against the exact (fine) solution u
     floor       the metric of the exact solution truncated to n x n: what a perfect n x n model scores
     norm        ``series_norm``, the L2 norm on [-1, 1]^2 (``applicative.instances.collocation.norm2d``)
@@ -26,6 +28,7 @@ __all__ = [
     "apply_linear",
     "fit_least_squares",
     "grid_values",
+    "mean_values_relative_l2",
     "real_array",
     "relative_l2",
     "resized",
@@ -33,6 +36,7 @@ __all__ = [
     "summary",
     "truncate",
     "truncation_floor",
+    "values_relative_l2",
 ]
 
 GRID = 64
@@ -108,6 +112,37 @@ def relative_l2(predicted: np.ndarray, exact: np.ndarray) -> np.ndarray:
         difference = grid_values(predicted[start : start + _CHUNK]) - u
         errors[start : start + _CHUNK] = np.sqrt((difference**2).sum(axis=(1, 2)) / (u**2).sum(axis=(1, 2)))
     return errors
+
+
+def values_relative_l2(predicted: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """(B,) float64: ||predicted[b] - exact[b]||_2 / ||exact[b]||_2, sums over all grid points of each sample
+    (no quadrature weights), for two batches (B, ...) of one shape. ValueError for different shapes, an empty
+    batch, non-finite values, or an exact sample that is zero; TypeError for non-real numbers.
+    The FNO benchmark's metric (its mean over a test set: ``mean_values_relative_l2``); ``relative_l2`` is this
+    of two series' values on the metric's GRID x GRID grid, and ``steps.values_relative_l2`` its JAX twin, the
+    training loss."""
+    predicted = np.asarray(real_array(predicted, "values_relative_l2: predicted"), dtype=np.float64)
+    exact = np.asarray(real_array(exact, "values_relative_l2: exact"), dtype=np.float64)
+    if predicted.shape != exact.shape or exact.ndim < 2 or exact.shape[0] == 0:
+        raise ValueError(
+            "values_relative_l2: need two non-empty batches (B, ...) of one shape, "
+            f"got {predicted.shape}, {exact.shape}"
+        )
+    if not (np.all(np.isfinite(predicted)) and np.all(np.isfinite(exact))):
+        raise ValueError("values_relative_l2: the batches hold NaN or infinite values")
+    b = exact.shape[0]
+    norms = np.linalg.norm(exact.reshape(b, -1), axis=1)
+    if np.any(norms == 0):
+        raise ValueError(
+            f"values_relative_l2: exact sample {int(np.argmin(norms))} is zero: its relative error is undefined"
+        )
+    errors: np.ndarray = np.linalg.norm((predicted - exact).reshape(b, -1), axis=1) / norms
+    return errors
+
+
+def mean_values_relative_l2(predicted: np.ndarray, exact: np.ndarray) -> float:
+    """The benchmark's figure: the mean over the batch of ``values_relative_l2`` (errors as it)."""
+    return float(np.mean(values_relative_l2(predicted, exact)))
 
 
 def summary(errors: np.ndarray) -> dict[str, float]:

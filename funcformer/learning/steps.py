@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import TypeAlias, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -29,25 +30,30 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jax.typing import ArrayLike
 
 from applicative import Cheb, Compose, dot
+from applicative.nn import warmup_cosine
+from funcformer.learning.learner import Learner
 from funcformer.learning.settings import RunConfig
-from funcformer.model import Funcformer, X, Y
+from funcformer.model import Funcformer, ModelConfig, X, Y, init
 
 __all__ = [
     "Step",
     "batch_indices",
     "data_parallel",
     "epoch_order",
+    "funcformer_learner",
     "l2_norm",
     "loss",
     "make_step",
     "optimiser",
     "place",
     "series_relative_l2",
+    "values_relative_l2",
 ]
 
-Step = Callable[
-    [Funcformer, optax.OptState, jax.Array, jax.Array, jax.Array, ArrayLike],
-    tuple[Funcformer, optax.OptState, jax.Array],
+P = TypeVar("P")
+Step: TypeAlias = Callable[
+    [P, optax.OptState, jax.Array, jax.Array, jax.Array, ArrayLike],
+    tuple[P, optax.OptState, jax.Array],
 ]
 """(model, opt_state, inputs, targets, the epoch's order, step) -> (model, opt_state, loss)."""
 
@@ -69,6 +75,13 @@ def series_relative_l2(predicted: jax.Array, target: jax.Array) -> jax.Array:
     return l2_norm(predicted - target) / l2_norm(target)
 
 
+def values_relative_l2(predicted: jax.Array, target: jax.Array) -> jax.Array:
+    """(B,): each sample's ||p - u||_2 / ||u||_2 over its values (``metric.values_relative_l2`` in JAX, a loss)."""
+    axes = tuple(range(1, jnp.ndim(target)))
+    difference = jnp.sqrt(jnp.sum((predicted - target) ** 2, axis=axes))
+    return difference / jnp.sqrt(jnp.sum(target**2, axis=axes))
+
+
 def loss(model: Funcformer, x: jax.Array, t: jax.Array) -> jax.Array:
     """The mean of ``series_relative_l2`` of the model's predictions for inputs x against targets t."""
     return jnp.mean(series_relative_l2(jax.vmap(model)(x), t))
@@ -76,23 +89,21 @@ def loss(model: Funcformer, x: jax.Array, t: jax.Array) -> jax.Array:
 
 @functools.lru_cache(maxsize=4)
 def optimiser(run: RunConfig) -> optax.GradientTransformation:
-    """Adam on a linear warm-up and a cosine decay to 1% of the peak, after clipping the global norm
-    (built once per run configuration: ``train`` and ``make_step`` share it)."""
-    schedule = optax.warmup_cosine_decay_schedule(
-        0.0, run.learning_rate, min(run.warmup, run.steps // 10), run.steps, run.learning_rate / 100
-    )
-    return optax.chain(optax.clip_by_global_norm(run.clip), optax.adam(schedule))
+    """``applicative.nn.warmup_cosine`` of the run's settings: Adam on a linear warm-up and a cosine decay to
+    1% of the peak, after clipping the global norm (built once per run configuration: ``train`` and
+    ``make_step`` share it)."""
+    return warmup_cosine(run.steps, run.learning_rate, warmup=run.warmup, clip=run.clip)
 
 
-def epoch_order(run: RunConfig, epoch: int) -> np.ndarray:
-    """The permutation of the training set that epoch ``epoch`` visits, drawn from (seed, epoch)."""
-    return np.random.default_rng([run.seed, epoch]).permutation(run.train_size)
+def epoch_order(seed: int, epoch: int, count: int) -> np.ndarray:
+    """The permutation of the ``count`` training samples that epoch ``epoch`` visits, drawn from (seed, epoch)."""
+    return np.random.default_rng([seed, epoch]).permutation(count)
 
 
 def batch_indices(run: RunConfig, step: int) -> np.ndarray:
     """The training samples of ``step``: the i-th ``run.batch`` entries of its epoch's order."""
     epoch, i = divmod(step, run.train_size // run.batch)
-    return epoch_order(run, epoch)[i * run.batch : (i + 1) * run.batch]
+    return epoch_order(run.seed, epoch, run.train_size)[i * run.batch : (i + 1) * run.batch]
 
 
 @functools.lru_cache(maxsize=4)
@@ -113,26 +124,31 @@ def data_parallel(batch: int) -> tuple[NamedSharding, NamedSharding]:
 
 
 @functools.lru_cache(maxsize=4)
-def make_step(run: RunConfig) -> Step:
-    """The jitted update of ``run`` (``Step``): it takes the training set (``data.training_arrays``),
-    the epoch's order (``epoch_order``) and the step number, all replicated on the devices, gathers
-    the step's minibatch (``batch_indices``), splits it over the devices (``data_parallel``) and
-    applies one optimiser update. One compilation per run configuration and process (a resumed run
-    reuses it)."""
-    opt = optimiser(run)
-    split, replicated = data_parallel(run.batch)
-    per_epoch = run.train_size // run.batch
+def funcformer_learner(config: ModelConfig) -> Learner[Funcformer]:
+    """The Funcformer of ``config`` as the loop trains it: ``init``, ``loss``, the batched model (one value
+    per configuration, so that the jitted step is built once)."""
+    return Learner(functools.partial(init, config=config), loss, jax.vmap(Funcformer.__call__))
+
+
+@functools.lru_cache(maxsize=8)
+def make_step(learner: Learner[P], opt: optax.GradientTransformation, batch: int, per_epoch: int) -> Step[P]:
+    """The jitted update (``Step``): it takes the training set, the epoch's order (``epoch_order``) and the
+    step number, all replicated on the devices, gathers the step's minibatch (the i-th ``batch`` entries
+    of the order, i the step's place in its epoch of ``per_epoch`` steps), splits it over the devices
+    (``data_parallel``) and applies one update of ``opt`` to ``learner.loss``'s gradient. One compilation
+    per learner, optimiser and process (a resumed run reuses it)."""
+    split, replicated = data_parallel(batch)
 
     def step(
-        model: Funcformer, opt_state: optax.OptState, x: jax.Array, t: jax.Array, order: jax.Array, i: ArrayLike
-    ) -> tuple[Funcformer, optax.OptState, jax.Array]:
-        rows = jax.lax.dynamic_slice_in_dim(order, (jnp.asarray(i) % per_epoch) * run.batch, run.batch)
+        model: P, opt_state: optax.OptState, x: jax.Array, t: jax.Array, order: jax.Array, i: ArrayLike
+    ) -> tuple[P, optax.OptState, jax.Array]:
+        rows = jax.lax.dynamic_slice_in_dim(order, (jnp.asarray(i) % per_epoch) * batch, batch)
         inputs, targets = (jax.lax.with_sharding_constraint(a[rows], split) for a in (x, t))  # type: ignore[no-untyped-call]
-        value, grads = jax.value_and_grad(loss)(model, inputs, targets)
+        value, grads = jax.value_and_grad(learner.loss)(model, inputs, targets)
         updates, opt_state = opt.update(grads, opt_state, model)
         return optax.apply_updates(model, updates), opt_state, value
 
-    jitted: Step = jax.jit(step, in_shardings=replicated, out_shardings=replicated)
+    jitted: Step[P] = jax.jit(step, in_shardings=replicated, out_shardings=replicated)
     return jitted
 
 

@@ -363,7 +363,7 @@ def test_the_command_lines_report_prints_a_run_without_a_solver_or_a_calibration
     trained: tuple[Path, Any, RunConfig], capsys: pytest.CaptureFixture[str]
 ) -> None:
     directory, problem, _ = trained
-    _print_metrics(evaluate(directory, problem, test_size=TEST))
+    _print_metrics(problem, evaluate(directory, problem, test_size=TEST))
     printed = capsys.readouterr().out
     assert "us per prediction (no exact solver to time)" in printed
     assert "least squares" in printed

@@ -1,27 +1,25 @@
-"""The image-to-function model of the FNO benchmark (``funcformer.fno_darcy.model``, ``recipes``, ``fit``),
+"""The image-to-function model of the FNO benchmark (``funcformer.fno_darcy.model``, ``recipes``),
 against independent references: the benchmark's grids written out, ``numpy.polynomial.chebyshev``,
-attention on a function against attention at its sample points, an uninterrupted run against a resumed one,
-and a short training against the mean-solution baseline."""
+attention on a function against attention at its sample points, and a short training against the mean-solution
+baseline."""
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
+import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 from numpy.polynomial import chebyshev as C
 
 from applicative import Cheb, Compose, Dim, Vec, to_array
 from applicative.nn import CrossAttentionBlock
-from funcformer.fno_darcy import data
+from funcformer.fno_darcy import data, generate
+from funcformer.fno_darcy.__main__ import main
 from funcformer.fno_darcy.data import grid_points
-from funcformer.fno_darcy.fit import fit, relative_l2_loss
 from funcformer.fno_darcy.model import (
     CrossAlongY,
     CrossLayer,
@@ -34,6 +32,7 @@ from funcformer.fno_darcy.model import (
     values,
 )
 from funcformer.fno_darcy.recipes import Recipe, image_loss, predict_image, solve_image, solver_part, train_image
+from funcformer.learning.metric import mean_values_relative_l2
 from funcformer.model import Channel, X, Y
 
 SMALL = ImageConfig(
@@ -94,7 +93,7 @@ def test_a_corrected_model_adds_its_series_to_the_solver_on_its_image() -> None:
             np.testing.assert_allclose(predict_image(model, given, s), expected, rtol=1e-5, atol=1e-7)
     targets = jnp.asarray(np.stack([u, solver_part(config, a29, 29)], axis=1), jnp.float32)
     loss = jax.jit(image_loss, static_argnums=3)(model, jnp.asarray(a29, jnp.float32), targets, 29)
-    assert float(loss) == pytest.approx(data.mean_relative_l2(predict_image(model, a29), u), rel=1e-5)
+    assert float(loss) == pytest.approx(mean_values_relative_l2(predict_image(model, a29), u), rel=1e-5)
     with pytest.raises(ValueError, match=r"solver_nodes must be 0 \(no solver\) or >= 4, got 3"):
         ImageConfig(solver_nodes=3)
 
@@ -147,69 +146,19 @@ def test_a_layer_along_y_is_the_layer_on_the_transposed_function() -> None:
     np.testing.assert_allclose(direct, via, rtol=1e-6, atol=1e-6)
 
 
-def _linear_run(tmp: Path | None, epochs: int) -> tuple[dict[str, jax.Array], list[float]]:
-    rng = np.random.default_rng(4)
-    a = rng.normal(size=(24, 5, 5))
-    u = 2.0 * a + 1.0 + 0.01 * rng.normal(size=a.shape)
-    params = {"w": jnp.zeros(()), "b": jnp.ones(())}
-
-    def loss(p: dict[str, jax.Array], a: jax.Array, u: jax.Array) -> jax.Array:
-        return relative_l2_loss(p["w"] * a + p["b"], u)
-
-    fitted = fit(
-        params, loss, optax.adam(0.1), a, u, epochs=epochs, batch=8, seed=1, checkpoint=tmp, description="line"
-    )
-    return fitted.params, fitted.losses
-
-
-def test_fit_resumes_where_it_stopped(tmp_path: Path) -> None:
-    straight, straight_losses = _linear_run(None, 6)
-    _linear_run(tmp_path / "run.npz", 4)  # killed after four epochs
-    resumed, resumed_losses = _linear_run(tmp_path / "run.npz", 6)
-    assert resumed_losses == straight_losses
-    for name in straight:
-        np.testing.assert_array_equal(np.asarray(resumed[name]), np.asarray(straight[name]))
-    assert straight_losses[-1] < 0.5 * straight_losses[0]  # w -> 2, b -> 1
-    with pytest.raises(ValueError, match=r"run.npz: a checkpoint of another run \('line', not 'other'\)"):
-        fit(
-            {"w": jnp.zeros(()), "b": jnp.ones(())}, lambda p, a, u: jnp.sum(p["w"] * a), optax.adam(0.1),
-            np.zeros((8, 2, 2)), np.zeros((8, 2, 2)), epochs=5, batch=8, checkpoint=tmp_path / "run.npz",
-            description="other",
-        )  # fmt: skip
-
-
-def _tracking(checkpoint: Path, epochs: int) -> tuple[float, float]:
-    """A scalar p fitted by SGD (rate 1/2) to each minibatch's mean input (10 samples, 3 a step): p, seconds."""
-    inputs = np.random.default_rng(9).normal(size=(10, 2, 2))
-
-    def loss(params: dict[str, jax.Array], a: jax.Array, u: jax.Array) -> jax.Array:
-        return 0.5 * (params["p"] - jnp.mean(a)) ** 2
-
-    fitted = fit({"p": jnp.zeros(())}, loss, optax.sgd(0.5), inputs, inputs, epochs=epochs, batch=3, seed=7,
-                 checkpoint=checkpoint, description="mean")  # fmt: skip
-    return float(fitted.params["p"]), fitted.seconds
-
-
-def test_fit_visits_each_epoch_in_its_own_order_also_after_a_resume(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Epoch e visits the training set in the order default_rng((seed, e)).permutation, the last partial
-    batch dropped: p against the same SGD written out in numpy, after a run killed at epoch 2 and resumed to 5.
-    Each step pulls p halfway to its batch's mean, so the order shows. The seconds add up over the sessions
-    (a clock that advances one second a reading: one second an epoch)."""
-    inputs = np.random.default_rng(9).normal(size=(10, 2, 2))
-    expected = 0.0
-    for epoch in range(5):
-        order = np.random.default_rng((7, epoch)).permutation(10)
-        for step in range(3):
-            expected -= 0.5 * (expected - inputs[order[3 * step : 3 * step + 3]].mean())
-    clock = iter(range(1000))
-    monkeypatch.setattr(importlib.import_module("funcformer.fno_darcy.fit"), "time",
-                        SimpleNamespace(perf_counter=lambda: float(next(clock))))  # fmt: skip
-    assert _tracking(tmp_path / "run.npz", 2)[1] == 2.0  # killed after two epochs
-    p, seconds = _tracking(tmp_path / "run.npz", 5)
-    np.testing.assert_allclose(p, expected, rtol=1e-13)
-    assert seconds == 5.0
+def test_the_input_is_read_between_the_datas_two_values(tmp_path: Path) -> None:
+    """A model of ``low = 4`` reads 4 where a model of ``low = 3`` (the same weights) reads 3: the image is the
+    coefficient mapped from [low, high] to [-1, 1], whatever the data's lower value. Coefficients outside the
+    model's values are refused by ``train_image``, naming both."""
+    a = data.coefficients(3, 2, s=15)  # 3 and 12
+    model3 = init(0, SMALL)
+    model4 = dataclasses.replace(model3, config=dataclasses.replace(SMALL, low=4.0))
+    np.testing.assert_allclose(solve_image(model4, np.where(a == 3.0, 4.0, a)), solve_image(model3, a), rtol=1e-6)
+    assert not np.allclose(solve_image(model4, a), solve_image(model3, a), rtol=1e-3)
+    with pytest.raises(ValueError, match=r"span \[3, 12\], outside the model's \[low, high\] = \[4, 12\]"):
+        train_image(Recipe(model=dataclasses.replace(SMALL, low=4.0), epochs=1, batch=2), a, a, tmp_path)
+    with pytest.raises(ValueError, match=r"low = 12\.0 and high = 12\.0 must rise"):
+        ImageConfig(low=12.0)
 
 
 def test_patches_are_the_p_by_p_blocks_of_the_image_row_by_row() -> None:
@@ -218,39 +167,53 @@ def test_patches_are_the_p_by_p_blocks_of_the_image_row_by_row() -> None:
     np.testing.assert_array_equal(patches(jnp.asarray(image), 5), expected)
 
 
-def test_fit_refuses_mismatched_sizes() -> None:
-    with pytest.raises(ValueError, match=r"fit: batch = 9 must be between 1 and the 8 training samples"):
-        fit(
-            {"w": jnp.zeros(())},
-            lambda p, a, u: p["w"],
-            optax.adam(0.1),
-            np.zeros((8, 2)),
-            np.zeros((8, 2)),
-            epochs=1,
-            batch=9,
-        )
-    with pytest.raises(ValueError, match=r"fit: 8 inputs but 7 targets"):
-        fit(
-            {"w": jnp.zeros(())},
-            lambda p, a, u: p["w"],
-            optax.adam(0.1),
-            np.zeros((8, 2)),
-            np.zeros((7, 2)),
-            epochs=1,
-            batch=4,
-        )
-
-
 @pytest.mark.slow
-def test_a_short_training_beats_the_mean_solution() -> None:
+def test_a_short_training_beats_the_mean_solution(tmp_path: Path) -> None:
     """The benchmark's recipe at s = 15 (the field drawn at 15 points, solved there): 256 training samples,
     30 epochs (40 s); on 32 held-out samples the model beats the mean of the training solutions by a fifth
     (measured: 0.173 against 0.246)."""
     a, test_a = data.coefficients(0, 256, s=15), data.coefficients(1, 32, s=15)
     u, test_u = (np.stack([data.solution(x) for x in batch]) for batch in (a, test_a))
     recipe = Recipe(model=SMALL, epochs=30, batch=32, learning_rate=3e-3, warmup=20)
-    fitted = train_image(recipe, a, u)
-    error = data.mean_relative_l2(predict_image(fitted.params, test_a), test_u)
-    baseline = data.mean_relative_l2(np.broadcast_to(u.mean(axis=0), test_u.shape), test_u)
-    assert fitted.losses[-1] < 0.2 * fitted.losses[0]
+    fitted = train_image(recipe, a, u, tmp_path)
+    error = mean_values_relative_l2(predict_image(fitted.model, test_a), test_u)
+    baseline = mean_values_relative_l2(np.broadcast_to(u.mean(axis=0), test_u.shape), test_u)
+    per_epoch = 256 // 32
+    assert np.mean(fitted.losses[-per_epoch:]) < 0.2 * np.mean(fitted.losses[:per_epoch])
     assert error < 0.8 * baseline, (error, baseline)
+
+
+TINY_FNO = '{"modes": 2, "width": 2, "hidden": 4}'
+TINY_IMAGE = json.dumps(
+    {"grid": 15, "patch": 5, "width": 4, "hidden": 4, "encoder_layers": 1, "n": 4, "channels": 2, "heads": 1,
+     "head_channels": 1, "hidden_channels": 2, "axes": "xy"}
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(("model", "architecture"), [("fno", TINY_FNO), ("image", TINY_IMAGE)])
+def test_the_task_trains_each_model_through_the_learning_layer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, architecture: str
+) -> None:
+    """``python -m funcformer.fno_darcy train --model M``: a line an epoch with the held-out error, a run
+    directory in the learning layer's format (config.json naming the model, checkpoint.npz), and metrics.json
+    whose test error, computed from the checkpoint read back, is the last held-out error (the same 4 samples);
+    a finished run resumed trains no more; a directory of no run is refused."""
+    data, out = tmp_path / "data", tmp_path / "run"
+    generate(data, 8, 4, 29, workers=1, progress=False, shard_size=4)
+    command = ["train", "--model", model, "--data", str(data), "--out", str(out), "--s", "15", "--train", "8",
+               "--epochs", "2", "--batch", "4", "--held-out", "4", "--architecture", architecture,
+               "--no-progress"]  # fmt: skip
+    assert main(command) == 0
+    printed = capsys.readouterr().out
+    lines = [line for line in printed.splitlines() if line.startswith("epoch ")]
+    assert [line.split(":")[0] for line in lines] == ["epoch 1/2", "epoch 2/2"]
+    assert all("held-out error" in line for line in lines)
+    assert json.loads((out / "config.json").read_text())["model"] == model
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert (metrics["epochs"], metrics["test_samples"], metrics["s"]) == (2, 4, 15)
+    assert metrics["relative_l2"] == pytest.approx(metrics["held_out"][-1][1], rel=1e-6)
+    assert lines[-1].endswith(f"held-out error {metrics['held_out'][-1][1]:.4e}")
+    assert main([*command, "--resume"]) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
+    assert main(["evaluate", str(tmp_path / "data"), "--data", str(data)]) == 1
+    assert "config.json is missing" in capsys.readouterr().err

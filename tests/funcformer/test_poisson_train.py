@@ -37,7 +37,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPa
     return directory
 
 
-def _leaves(state: checkpoints.State) -> list[np.ndarray]:
+def _leaves(state: checkpoints.State[Funcformer]) -> list[np.ndarray]:
     return [np.asarray(x) for x in jax.tree_util.tree_leaves((state.model, state.opt_state))]
 
 
@@ -181,6 +181,9 @@ def test_the_cli_trains_evaluates_and_plots(tmp_path: Path, capsys: pytest.Captu
     for line in ("model", "truncation floor", "mean of the training set", "least squares"):
         assert re.search(rf"{line}.* mean \d\.\d{{3}}e[-+]\d\d  median .* p95 ", printed), line
     assert (out / "metrics.json").exists()
+    # the call it prints for the checked solver is a call that works
+    assert "funcformer.learning.load_solver(DIR, funcformer.poisson.PROBLEM, check=True) flags residuals" in printed
+    assert load_solver(out, PROBLEM, check=True)(np.zeros((1, 16, 16))).u.shape == (1, 16, 16)
     assert main(["evaluate", str(out), "--test-size", "8"]) == 0
     assert "truncation floor" in capsys.readouterr().out
     assert main(["plot", str(out)]) == 0

@@ -53,7 +53,7 @@ def saved(directory: Path, run: RunConfig) -> Path:
     directory.mkdir()
     model = init(run.seed, run.model)
     write_atomically(directory / CONFIG, run.to_json())
-    save(directory, run, State(model, optimiser(run).init(model), 0, [], SCALE))
+    save(directory, run.to_json(), State(model, optimiser(run).init(model), 0, [], SCALE))
     return directory
 
 

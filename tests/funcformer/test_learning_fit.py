@@ -1,0 +1,147 @@
+"""``funcformer.learning.fit``, the loop every model trains through, on models small enough to check by hand:
+SGD written out in numpy (the epoch order, the dropped partial batch), an uninterrupted run against a resumed
+one, the seconds of several sessions, the per-epoch line and the held-out errors, and the refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from funcformer.learning import Learner, State, fit, loop
+from funcformer.learning.steps import values_relative_l2
+
+Params = dict[str, jax.Array]
+INPUTS = np.random.default_rng(9).normal(size=(10, 2, 2))
+
+
+def tracking(seed: int = 7) -> Learner[Params]:
+    """A scalar p pulled towards each minibatch's mean input: loss (p - mean)^2 / 2."""
+
+    def loss(params: Params, a: jax.Array, u: jax.Array) -> jax.Array:
+        return 0.5 * (params["p"] - jnp.mean(a)) ** 2
+
+    return Learner(lambda seed: {"p": jnp.zeros(())}, loss, lambda params, a: jnp.full(len(a), params["p"]))
+
+
+def run(directory: Path, **changes: Any) -> State[Params]:
+    settings: dict[str, Any] = {
+        "description": json.dumps({"model": "mean"}), "steps": 15, "batch": 3, "seed": 7, "progress": False,
+        "log": False,
+    }  # fmt: skip
+    return fit(tracking(), optax.sgd(0.5), INPUTS, INPUTS, directory, **{**settings, **changes})
+
+
+def test_each_epoch_is_visited_in_its_own_order_also_after_a_resume(tmp_path: Path) -> None:
+    """Epoch e visits the samples in the order default_rng((seed, e)).permutation, the last partial batch
+    (10 = 3 x 3 + 1) dropped: p against the same SGD written out in numpy, after a run stopped in epoch 2
+    (step 7) and resumed to step 15 (five epochs). Each step pulls p halfway to its batch's mean, so the order
+    shows; the resumed run's parameters and losses are the uninterrupted run's, bit for bit."""
+    expected, losses = 0.0, []
+    for epoch in range(5):
+        order = np.random.default_rng((7, epoch)).permutation(10)
+        for step in range(3):
+            mean = INPUTS[order[3 * step : 3 * step + 3]].mean()
+            losses.append(0.5 * (expected - mean) ** 2)
+            expected -= 0.5 * (expected - mean)
+    straight = run(tmp_path / "straight")
+    run(tmp_path / "resumed", interrupt_after=7)
+    resumed = run(tmp_path / "resumed", resume=True)
+    for state in (straight, resumed):
+        np.testing.assert_allclose(float(state.model["p"]), expected, rtol=1e-6)
+        np.testing.assert_allclose(state.losses, losses, rtol=1e-5, atol=1e-7)
+    assert resumed.losses == straight.losses
+    assert float(resumed.model["p"]) == float(straight.model["p"])
+
+
+def test_the_seconds_add_up_over_the_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run stopped after its second epoch's checkpoint (a clock that advances a second a reading), then
+    resumed under a clock that stands still: the resumed run's seconds are the checkpoint's, not zero."""
+    clock = iter(range(1000))
+    monkeypatch.setattr(loop, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))))
+    run(tmp_path, interrupt_after=7)
+    with np.load(tmp_path / "checkpoint.npz") as stored:
+        first = (int(stored["step"]), float(stored["seconds"]))
+    assert first[0] == 6
+    assert first[1] > 0
+    monkeypatch.setattr(loop, "time", SimpleNamespace(perf_counter=lambda: 5000.0))
+    assert run(tmp_path, resume=True).seconds == first[1]
+
+
+def test_a_line_an_epoch_and_the_held_out_error_every_k_epochs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With ``log``, one line an epoch: its number, its mean loss, its seconds; ``validate`` every second epoch
+    and at the last, its values kept in the checkpoint (``held_out``) and printed."""
+    calls: list[float] = []
+
+    def validate(params: Params) -> float:
+        calls.append(float(params["p"]))
+        return abs(float(params["p"]) - float(INPUTS.mean()))
+
+    state = run(tmp_path, log=True, validate=validate, validate_every=2)
+    out = capsys.readouterr().out.splitlines()
+    lines = [line for line in out if line.startswith("epoch ")]
+    assert [line.split(":")[0] for line in lines] == [f"epoch {e}/5" for e in range(1, 6)]
+    losses = state.losses
+    for e, line in enumerate(lines):
+        assert f"loss {np.mean(losses[3 * e : 3 * e + 3]):.4e}, " in line
+        assert line.split(", ")[1].endswith(" s")
+    assert [("held-out" in line) for line in lines] == [False, True, False, True, True]
+    assert [e for e, _ in state.held_out] == [2, 4, 5]
+    assert len(calls) == 3
+    assert lines[-1].endswith(f"held-out error {state.held_out[-1][1]:.4e}")
+    stored = np.load(tmp_path / "checkpoint.npz")
+    np.testing.assert_array_equal(stored["held_out"], np.asarray(state.held_out))
+
+
+def test_a_budget_in_seconds_stops_at_an_epochs_end_and_a_resume_goes_on(tmp_path: Path) -> None:
+    """``seconds=0``: the call ends after the first epoch (3 steps), checkpointed there; each resumed call adds
+    one epoch, and the fifth ends the run as one uninterrupted run ends it."""
+    first = run(tmp_path / "budget", seconds=0.0)
+    assert (first.step, len(first.losses)) == (3, 3)
+    with np.load(tmp_path / "budget" / "checkpoint.npz") as stored:
+        assert int(stored["step"]) == 3
+    for step in (6, 9, 12, 15):
+        assert run(tmp_path / "budget", seconds=0.0, resume=True).step == step
+    straight = run(tmp_path / "straight")
+    assert run(tmp_path / "budget", resume=True).losses == straight.losses
+
+
+def test_a_model_learns_through_the_loop(tmp_path: Path) -> None:
+    """A line u = 2a + 1 fitted by Adam on the relative L2 loss: the loss falls to the noise."""
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(24, 5, 5))
+    u = 2.0 * a + 1.0 + 0.01 * rng.normal(size=a.shape)
+
+    def loss(p: Params, a: jax.Array, u: jax.Array) -> jax.Array:
+        return jnp.mean(values_relative_l2(p["w"] * a + p["b"], u))
+
+    line = Learner(lambda seed: {"w": jnp.zeros(()), "b": jnp.ones(())}, loss, lambda p, a: p["w"] * a + p["b"])
+    state = fit(line, optax.adam(0.1), a, u, tmp_path, description="{}", steps=60, batch=8, progress=False, log=False)
+    assert np.mean(state.losses[-3:]) < 0.05 * np.mean(state.losses[:3])
+    np.testing.assert_allclose([float(state.model["w"]), float(state.model["b"])], [2.0, 1.0], atol=0.05)
+
+
+def test_refusals_name_what_is_wrong(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"fit: batch = 11 must be between 1 and the 10 training samples"):
+        run(tmp_path / "a", batch=11)
+    with pytest.raises(ValueError, match=r"fit: 10 inputs but 9 targets"):
+        fit(tracking(), optax.sgd(0.5), INPUTS, INPUTS[:9], tmp_path / "b", description="{}", steps=1, batch=2)
+    run(tmp_path / "c", steps=3)
+    with pytest.raises(FileExistsError, match="already holds a run: pass --resume"):
+        run(tmp_path / "c", steps=3)
+    other = json.dumps({"model": "mean", "width": 2})
+    with pytest.raises(ValueError, match=r"config.json holds a different run"):
+        run(tmp_path / "c", steps=3, description=other, resume=True)
+    (tmp_path / "c" / "config.json").write_text(other)
+    with pytest.raises(ValueError, match=r"checkpoint.npz was written by a different run configuration "
+                                         r"\(fields differ: width\)"):  # fmt: skip
+        run(tmp_path / "c", steps=3, description=other, resume=True)
