@@ -35,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 
 import numpy as np
 from _report import duration, header  # bench/, the script's directory
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from applicative.instances.collocation import vandermonde
 from funcformer import parameter_count
@@ -42,6 +44,7 @@ from funcformer.fno_darcy import data, fno, generate, load
 from funcformer.fno_darcy.data import grid_points
 from funcformer.fno_darcy.model import ImageConfig
 from funcformer.fno_darcy.recipes import Recipe, predict_image, solver_part, train_image
+from funcformer.fno_darcy.vit import ViTConfig
 from funcformer.learning import default_cache
 from funcformer.learning.metric import mean_values_relative_l2
 
@@ -69,6 +72,9 @@ SMOKE_MODEL = ImageConfig(
     hidden_channels=2, axes="xy",
 )  # fmt: skip
 SMOKE_FNO = fno.FNOConfig(modes=2, width=2, hidden=4)
+SMOKE_VIT = ViTConfig(grid=15, patch=5, context=1, width=8, hidden=8, mixers="ka", heads=2, n=4)
+VIT_BATCH = 10
+"""The ViT's minibatch: more steps an epoch than the FNO's 20 (docs/fno_darcy.md, the search)."""
 
 
 def floor(u: np.ndarray, n: int, part: np.ndarray) -> float:
@@ -99,10 +105,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=default_cache() / "fno_darcy", help="the dataset's directory")
     parser.add_argument("--runs", type=Path, default=None, help="checkpoints (default: DATA/runs)")
-    parser.add_argument("--epochs", type=int, default=Recipe().epochs, help="the image-to-function model's epochs")
+    parser.add_argument(
+        "--epochs", type=int, default=Recipe().epochs,
+        help="the image-to-function model's epochs (0: neither it nor its corrections are trained)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--vit-epochs", type=int, default=0,
+        help=f"the ViT image-to-function model's (funcformer.fno_darcy.vit; batch {VIT_BATCH}; 0: not trained)",
+    )  # fmt: skip
     parser.add_argument(
         "--corrected-epochs", type=int, default=CORRECTED_EPOCHS,
-        help="the same model correcting the recipe's solver on its input at 85 and at 127 nodes",
+        help="the same model correcting the recipe's solver on its input at 85 and at 127 nodes (0: not trained)",
     )  # fmt: skip
     parser.add_argument(
         "--fno-epochs", type=int, default=fno.TrainConfig().epochs, help="the FNO's (500: the paper's; its rate halves "
@@ -120,6 +133,7 @@ def main() -> None:
         help="a budget per model: each stops at the first epoch's end past it (the error at the epochs reached)",
     )  # fmt: skip
     parser.add_argument("--curve-every", type=int, default=1, help="epochs between the learning curves' test errors")
+    parser.add_argument("--figure", type=Path, default=None, help="a PNG of the learning curves (error against epoch)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes in a temporary directory")
     args = parser.parse_args()
     header(sys.argv[1:])
@@ -130,25 +144,33 @@ def main() -> None:
             recipe = Recipe(model=SMOKE_MODEL, epochs=SMOKE["epochs"], batch=4, warmup=0)
             run = fno.TrainConfig(epochs=SMOKE["fno_epochs"], batch=4)
             ours = ours_and_corrected(recipe, SMOKE["epochs"], (SMOKE["s"],))
+            ours["vit"] = Recipe(model=SMOKE_VIT, epochs=SMOKE["epochs"], batch=4, warmup=0)
             s, more = SMOKE["s"], tuple(args.solver_nodes)
             report(directory, directory / "runs", ours, SMOKE_FNO, run, s, (15, 29), SMOKE["test"], 1, None, more,
-                   budget=Budget(args.seconds, args.curve_every))  # fmt: skip
+                   budget=Budget(args.seconds, args.curve_every, args.figure or directory / "curves.png"))  # fmt: skip
         return
     generate(args.data, 1000, 200)  # makes only what is missing
-    ours = ours_and_corrected(dataclasses.replace(Recipe(), epochs=args.epochs), args.corrected_epochs, (85, 127))
+    ours = {}
+    if args.epochs:
+        ours = ours_and_corrected(dataclasses.replace(Recipe(), epochs=args.epochs), args.corrected_epochs, (85, 127))
+    if args.vit_epochs:
+        ours["vit"] = Recipe(model=ViTConfig(), epochs=args.vit_epochs, batch=VIT_BATCH)
     # fewer epochs than the paper's 500: its schedule compressed, the rate halved every fifth of the run
     run = dataclasses.replace(fno.TrainConfig(), epochs=args.fno_epochs, step_size=max(1, args.fno_epochs // 5))
     runs = args.runs or args.data / "runs"
     grids = (85, 141, 211, 421)
     report(
         args.data, runs, ours, fno.FNOConfig(), run, 85, grids, args.test, args.solves, args.train, args.solver_nodes,
-        budget=Budget(args.seconds, args.curve_every),
+        budget=Budget(args.seconds, args.curve_every, args.figure),
     )  # fmt: skip
 
 
 def ours_and_corrected(recipe: Recipe, epochs: int, nodes: tuple[int, ...]) -> dict[str, Recipe]:
     """This project's runs by their checkpoints' names: the recipe's model alone, and the same model correcting
-    the recipe's solver on its input at each of ``nodes`` (``ImageConfig.solver_nodes``) for ``epochs``."""
+    the recipe's solver on its input at each of ``nodes`` (``ImageConfig.solver_nodes``) for ``epochs`` (none
+    if ``epochs`` is 0)."""
+    if not epochs:
+        return {"image": recipe}
     corrected = {
         f"corrected{n}": dataclasses.replace(
             recipe, model=dataclasses.replace(recipe.model, solver_nodes=n), epochs=epochs
@@ -164,12 +186,30 @@ class Budget:
 
     seconds: float | None = None
     curve_every: int = 1
+    figure: Path | None = None
 
 
 def name(recipe: Recipe) -> str:
     """A run's name in the tables."""
+    if isinstance(recipe.model, ViTConfig):
+        return "image to function, a ViT token a cell"
     nodes = recipe.model.solver_nodes
     return f"image to function, correcting the solver at {nodes} nodes" if nodes else "image to function"
+
+
+def plot_curves(curves: dict[str, dict[int, float]], path: Path, title: str) -> None:
+    """The learning curves, relative L2 test error against epoch (log scale), as a PNG at ``path``."""
+    figure = Figure(figsize=(6.4, 4.2), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for label, curve in curves.items():
+        epochs = sorted(curve)
+        axes.semilogy(epochs, [curve[e] for e in epochs], marker="o", markersize=3, label=label)
+    axes.set(xlabel="epoch", ylabel="relative L2 error (test)", title=title)
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    figure.savefig(path, dpi=120)
+    print(f"\n{path}: the learning curves")
 
 
 def report(
@@ -218,6 +258,8 @@ def report(
     print("| epoch | " + " | ".join(curves) + " |\n|---|" + "---|" * len(curves))
     for epoch in sorted(set().union(*curves.values())):
         print(f"| {epoch} | " + " | ".join(f"{c[epoch]:.2e}" if epoch in c else "" for c in curves.values()) + " |")
+    if budget.figure is not None:
+        plot_curves(curves, budget.figure, f"{len(a)} training samples at s = {s}; error on {len(test_u)} test samples")
 
     first = min(100, len(test_u))
 

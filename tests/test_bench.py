@@ -283,7 +283,17 @@ def test_site_describes_itself_without_a_browser(shared: Path) -> None:
 def test_fno_darcy_trains_both_models_and_prints_the_table_beside_the_published_rows(shared: Path) -> None:
     out = bench(shared, "fno_darcy.py", "--smoke", "--solver-nodes", "40", "15")
     table = rows(out, "| method | all | first |")
-    ours = ("image to function", "image to function, correcting the solver at 15 nodes")
+    ours = ("image to function", "image to function, correcting the solver at 15 nodes",
+            "image to function, a ViT token a cell")  # fmt: skip
+    # every model's learning curve, its test error after each epoch: the table's error at the last
+    header = next(line for line in out.splitlines() if line.startswith("| epoch |"))
+    assert [cell.strip() for cell in header.strip("|").split("|")] == ["epoch", *ours, "FNO"]
+    curves = rows(out, "| epoch |")
+    assert [cells[0] for cells in curves] == ["1", "2"]
+    for label, last in zip((*ours, "FNO"), curves[-1][1:], strict=True):
+        final = row(table, "FNO, the paper" if label == "FNO" else f"{label}, N = 4")[1]
+        assert float(last) == pytest.approx(float(final), rel=0.01), label  # both printed to 3 digits
+    assert re.search(r"curves\.png: the learning curves$", out, re.M)
     names = (
         *(f"{label}, N = 4 (this project)" for label in ours), "FNO, the paper's settings, trained here",
         "mean of the training solutions", "the recipe's solver on the s = 15 input, 15 x 15 nodes",

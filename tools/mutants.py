@@ -119,6 +119,9 @@ TEST_US_ONE_SHAPE = (TUS + "test_a_stack_of_trees_of_one_shape_is_one_shape_unde
 TEST_US_COMPOSE = (TUS + "test_a_compose_of_a_function_of_trees_runs_its_generic_definitions",)
 TEST_SM_SHIFT = (TSM + "test_the_softmax_shift_reads_values_never_a_shape", TDA + "test_on_a_grid_of_trees")
 TEST_FIT = (TF + "test_learning_fit.py",)
+TEST_VIT_ANSWER = (
+    TF + "test_fno_darcy_model.py::test_the_vit_answers_with_the_least_squares_series_of_its_values_in_the_datas_units",
+)
 TEST_BAD_ATTENTION = (TA + "test_bad_input.py::test_bad_input_raises_clearly_or_gives_the_right_value",)
 DA, FD = "applicative/nn/_dense_attention.py", FF + "fno_darcy/"
 # One mutant a few lines, not one argument a line:
@@ -774,6 +777,22 @@ MUTANTS = [
     mutant("fit-budget-ignored", "funcformer/learning/loop.py",
            "time.perf_counter() - session > plan.seconds", "time.perf_counter() - session > 1e30",
            "a budget in seconds never stops the run", *TEST_FIT),
+    mutant("vit-window-unpadded", FD + "vit.py",
+           "padded = jnp.pad(image, c) if c else image", "padded = image",
+           "the windows cut from the image unpadded (JAX clamps the indices past its edge)",
+           TF + "test_fno_darcy_model.py::test_the_vits_tokens_are_each_cells_window_of_the_zero_padded_image"),
+    mutant("vit-moments-decayed", FD + "vit.py",
+           "lambda path, _: path[0] not in fixed", "lambda path, _: True",
+           "the weight decay shrinks the data's moments too",
+           *TEST_VIT_ANSWER),
+    mutant("vit-scale-dropped", FD + "vit.py",
+           "return (mean + std * out) * self.scale", "return mean + std * out",
+           "the ViT's answer not in the training targets' unit",
+           *TEST_VIT_ANSWER),
+    mutant("image-scaling-hard-coded", FD + "model.py",
+           "middle, half = (config.high + config.low) / 2, (config.high - config.low) / 2", "middle, half = 7.5, 4.5",
+           "the image read between 3 and 12 whatever the data's values",
+           TF + "test_fno_darcy_model.py::test_the_input_is_read_between_the_datas_two_values"),
     mutant("patches-untransposed", FD + "model.py",
            "image.reshape(g // p, p, g // p, p).transpose(0, 2, 1, 3).reshape(",
            "image.reshape(g // p, p, g // p, p).reshape(",

@@ -12,6 +12,9 @@ the same schedule.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -21,12 +24,19 @@ __all__ = ["step_decay", "warmup_cosine"]
 
 
 def warmup_cosine(
-    steps: int, learning_rate: float, *, warmup: int = 100, clip: float = 1.0, weight_decay: float = 0.0
+    steps: int,
+    learning_rate: float,
+    *,
+    warmup: int = 100,
+    clip: float = 1.0,
+    weight_decay: float = 0.0,
+    mask: Callable[[Any], Any] | None = None,
 ) -> optax.GradientTransformation:
     """Adam (AdamW when ``weight_decay`` > 0) on a linear warm-up from 0 over ``min(warmup, steps // 10)``
     updates (a shortened run keeps most of its steps) and a cosine decay to ``learning_rate / 100`` at
     update ``steps``, after clipping the gradient's global norm to ``clip`` (which tames the large
-    gradients of the first steps)."""
+    gradients of the first steps). ``mask`` (AdamW's): a function of the parameters giving a pytree of
+    bools, True where the weight decay applies (default: everywhere)."""
     schedule = optax.warmup_cosine_decay_schedule(
         init_value=0.0,
         peak_value=learning_rate,
@@ -34,7 +44,7 @@ def warmup_cosine(
         decay_steps=steps,
         end_value=learning_rate / 100,
     )
-    adam = optax.adamw(schedule, weight_decay=weight_decay) if weight_decay else optax.adam(schedule)
+    adam = optax.adamw(schedule, weight_decay=weight_decay, mask=mask) if weight_decay else optax.adam(schedule)
     return optax.chain(optax.clip_by_global_norm(clip), adam)
 
 

@@ -11,6 +11,8 @@ and the models trained on them (bench/fno_darcy.py prints the table):
 
     model       ``ImageToFunction``: the coefficient as an image, the solution as a Chebyshev series, the
                 library's encoder and cross attention between them
+    vit         ``ViTToFunction``: a vision transformer, a token a cell of the image (with its neighbours), the
+                answer per cell projected onto a Chebyshev series; self-attention and learned kernel integrals
     recipes     ``Recipe``, ``train_image``, ``solve_image``, ``solver_part``, ``predict_image``: its training
                 and its answers at any of the benchmark's grids, alone or correcting the recipe's solver run
                 on the model's input (``data.coarse_solution``, the baseline a numerical analyst tries first)

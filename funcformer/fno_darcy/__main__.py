@@ -27,12 +27,13 @@ from funcformer.fno_darcy import SHARD_SIZE, fno, generate, load
 from funcformer.fno_darcy.data import LOW, NODES
 from funcformer.fno_darcy.model import ImageConfig
 from funcformer.fno_darcy.recipes import Recipe, image_learner, predict_image, train_image
+from funcformer.fno_darcy.vit import ViTConfig
 from funcformer.learning import Learner, State
 from funcformer.learning._files import CHECKPOINT, CONFIG, METRICS, RunInUse, holding_run, write_atomically
 from funcformer.learning.checkpoints import read, template
 from funcformer.learning.metric import mean_values_relative_l2
 
-MODELS = ("image", "fno")
+MODELS = ("image", "vit", "fno")
 P = TypeVar("P")
 
 
@@ -50,7 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     make.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
     make.add_argument("--shard-size", type=int, default=SHARD_SIZE, help=f"samples per shard (default {SHARD_SIZE})")
     learn = commands.add_parser("train", help="train a model into DIR, then evaluate it")
-    learn.add_argument("--model", choices=MODELS, required=True)
+    learn.add_argument(
+        "--model", choices=MODELS, required=True,
+        help="image: Chebyshev queries attending to patches (model.py); vit: a token a cell (vit.py); fno: the FNO",
+    )  # fmt: skip
     learn.add_argument("--data", type=Path, required=True, help="the dataset's directory (generate)")
     learn.add_argument("--out", type=Path, required=True, help="the run's directory")
     learn.add_argument("--s", type=int, default=85, help="the training grid (default 85)")
@@ -62,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     learn.add_argument("--validate-every", type=int, default=1, help="epochs between held-out errors")
     learn.add_argument(
         "--architecture", type=json.loads, default={},
-        help="the model's settings as JSON, fields of ImageConfig or FNOConfig (default: the paper-sized ones)",
+        help="the model's settings as JSON, fields of ImageConfig, ViTConfig or FNOConfig (default: theirs)",
     )  # fmt: skip
     learn.add_argument("--resume", action="store_true", help="continue DIR's run from its last checkpoint")
     learn.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -94,13 +98,11 @@ def train(args: argparse.Namespace) -> None:
     a, u = (x[: args.train] for x in load(args.data, "train", args.s))
     held_a, held_u = (x[: args.held_out] for x in load(args.data, "test", args.s))
     progress, every = not args.no_progress, args.validate_every
-    if args.model == "image":
+    if args.model in ("image", "vit"):
         values = {"low": float(a.min()), "high": float(a.max())}  # the data's two values
-        recipe = Recipe(
-            model=ImageConfig(**{**values, **args.architecture}),
-            epochs=args.epochs or Recipe().epochs,
-            batch=args.batch,
-        )
+        kind = ImageConfig if args.model == "image" else ViTConfig
+        epochs = args.epochs or Recipe().epochs
+        recipe = Recipe(model=kind(**{**values, **args.architecture}), epochs=epochs, batch=args.batch)
         train_image(
             recipe, a, u, args.out, resume=args.resume, progress=progress, log=True, seconds=args.seconds,
             validate=lambda model: mean_values_relative_l2(predict_image(model, held_a), held_u), validate_every=every,
@@ -127,8 +129,9 @@ def evaluate(directory: Path, data: Path, test: int = 200) -> dict[str, Any]:
         s, count = int(settings["s"]), int(settings["train"])
         test_a, test_u = (x[:test] for x in load(data, "test", s))
         state: State[Any]
-        if settings["model"] == "image":
-            recipe = Recipe(**{**settings["recipe"], "model": ImageConfig(**settings["recipe"]["model"])})
+        if settings["model"] in ("image", "vit"):
+            fields, kind = settings["recipe"], ViTConfig if settings["model"] == "vit" else ImageConfig
+            recipe = Recipe(**{**fields, "model": kind(**fields["model"])})
             learner = image_learner(recipe.model, s, settings["scale"])
             state = _read(directory, description, learner, recipe.optimiser(count), recipe.seed)
             predicted, batch = predict_image(state.model, test_a), recipe.batch

@@ -18,11 +18,11 @@ the solver's part (``ImageToFunction.scale``).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias
 
 import jax
 import jax.numpy as jnp
@@ -32,8 +32,11 @@ import optax
 from applicative.instances.collocation import evaluate_grid
 from applicative.nn import warmup_cosine
 from funcformer._fields import check_fields
+from funcformer.fno_darcy import model as attending
+from funcformer.fno_darcy import vit
 from funcformer.fno_darcy.data import coarse_solution, grid_points
-from funcformer.fno_darcy.model import ImageConfig, ImageToFunction, init, sampler, values
+from funcformer.fno_darcy.model import ImageConfig, ImageToFunction, sampler, values
+from funcformer.fno_darcy.vit import ViTConfig, ViTToFunction
 from funcformer.learning import Learner, State, fit
 from funcformer.learning.steps import values_relative_l2
 
@@ -44,7 +47,7 @@ __all__ = ["Recipe", "image_learner", "image_loss", "predict_image", "solve_imag
 class Recipe:
     """An image-to-function run: the architecture and the budget."""
 
-    model: ImageConfig = field(default_factory=ImageConfig)
+    model: ImageConfig | ViTConfig = field(default_factory=ImageConfig)
     epochs: int = 40
     batch: int = 20
     learning_rate: float = 1e-3
@@ -66,13 +69,15 @@ class Recipe:
         """AdamW on the warm-up and cosine schedule of ``epochs`` epochs of ``count`` samples
         (``applicative.nn.warmup_cosine``)."""
         steps = self.epochs * (count // self.batch)
+        mask = vit.trained if isinstance(self.model, ViTConfig) else None  # the data's moments are not decayed
         return warmup_cosine(
-            steps, self.learning_rate, warmup=self.warmup, clip=self.clip, weight_decay=self.weight_decay
+            steps, self.learning_rate, warmup=self.warmup, clip=self.clip, weight_decay=self.weight_decay, mask=mask
         )
 
     def describe(self, count: int, s: int, scale: float) -> str:
         """A run's config.json: the recipe, the training samples, their grid and the output unit."""
-        fields = {"model": "image", "recipe": dataclasses.asdict(self), "train": count, "s": s, "scale": scale}
+        model = "vit" if isinstance(self.model, ViTConfig) else "image"
+        fields = {"model": model, "recipe": dataclasses.asdict(self), "train": count, "s": s, "scale": scale}
         return json.dumps(fields, indent=2, sort_keys=True)
 
 
@@ -85,10 +90,10 @@ def train_image(
     resume: bool = False,
     progress: bool = False,
     log: bool = False,
-    validate: Callable[[ImageToFunction], float] | None = None,
+    validate: Callable[[ImageModel], float] | None = None,
     validate_every: int = 1,
     seconds: float | None = None,
-) -> State[ImageToFunction]:
+) -> State[ImageModel]:
     """The recipe's model trained on coefficients ``a`` and solutions ``u``, (count, s, s) at one of the
     benchmark's grids (the loss is taken there), into the run directory ``directory``
     (``funcformer.learning.fit``: a checkpoint every epoch; ``resume`` continues it; ``log``: a line an epoch,
@@ -107,9 +112,12 @@ def train_image(
     grid_points(s)  # refuses a grid the benchmark has not
     part = solver_part(config, a, s)
     scale = float(np.sqrt(np.mean((u - part) ** 2)))
+    index = sampler(s, config.grid)
+    at_model = ((u - part) / scale)[:, index][:, :, index]  # what the model learns, at its g x g points
+    moments = (at_model.mean(axis=0), at_model.std(axis=0) + 1e-5)
     dtype = np.float32
-    state: State[ImageToFunction] = fit(
-        image_learner(config, s, scale), recipe.optimiser(len(a)), a.astype(dtype),
+    state: State[ImageModel] = fit(
+        image_learner(config, s, scale, moments), recipe.optimiser(len(a)), a.astype(dtype),
         np.stack([u, part], axis=1).astype(dtype), directory, description=recipe.describe(len(a), s, scale),
         steps=recipe.epochs * (len(a) // recipe.batch), batch=recipe.batch, seed=recipe.seed, scale=scale,
         resume=resume, progress=progress, log=log, validate=validate, validate_every=validate_every, seconds=seconds,
@@ -117,28 +125,44 @@ def train_image(
     return state
 
 
-def image_learner(config: ImageConfig, s: int, scale: float) -> Learner[ImageToFunction]:
+def image_learner(
+    config: ImageConfig | ViTConfig, s: int, scale: float, moments: tuple[np.ndarray, np.ndarray] | None = None
+) -> Learner[ImageModel]:
     """The model of ``config`` with output unit ``scale`` as ``funcformer.learning`` trains it at the s x s grid:
-    ``init``, ``image_loss``, the batched series."""
+    ``init`` (a ``ViTToFunction`` with the targets' pointwise ``moments`` at its grid), ``image_loss``, the
+    batched series."""
 
-    def loss(model: ImageToFunction, a: jax.Array, targets: jax.Array) -> jax.Array:
+    def loss(model: ImageModel, a: jax.Array, targets: jax.Array) -> jax.Array:
         return image_loss(model, a, targets, s)
 
-    return Learner(functools.partial(init, config=config, scale=scale), loss, _series)
+    def init(seed: int) -> ImageModel:
+        if isinstance(config, ViTConfig):
+            return vit.init(seed, config, scale, moments)
+        return attending.init(seed, config, scale)
+
+    return Learner(init, loss, _series)
 
 
-def image_loss(model: ImageToFunction, a: jax.Array, targets: jax.Array, s: int) -> jax.Array:
+def image_loss(model: ImageModel, a: jax.Array, targets: jax.Array, s: int) -> jax.Array:
     """The training loss: the benchmark's metric at the s x s grid points of the prediction for the images
     ``a`` (B, s, s), the solver's part plus the model's series, against the solutions; ``targets`` (B, 2, s, s)
     holds the solutions and the solver's parts (``solver_part``)."""
     return jnp.mean(values_relative_l2(targets[:, 1] + values(jax.vmap(model)(a), s), targets[:, 0]))
 
 
-_series = jax.jit(jax.vmap(ImageToFunction.__call__, in_axes=(None, 0)))
+ImageModel: TypeAlias = ImageToFunction | ViTToFunction
+"""The two image-to-function models: attending from Chebyshev queries (``model``), or a ViT per cell (``vit``)."""
+
+
+def _apply(model: ImageModel, a: jax.Array) -> jax.Array:
+    return model(a)
+
+
+_series = jax.jit(jax.vmap(_apply, in_axes=(None, 0)))
 """A batch of images (B, g, g) -> the series (B, N, N): one compilation per model configuration and batch."""
 
 
-def solve_image(model: ImageToFunction, a: np.ndarray, batch: int = 50) -> np.ndarray:
+def solve_image(model: ImageModel, a: np.ndarray, batch: int = 50) -> np.ndarray:
     """(count, N, N) float64: the model's series (of u, or of its correction: ``solver_part``) for coefficients
     ``a`` (count, s, s), s any of the benchmark's grids: each image is read at the model's points
     (``model.sampler``) first, so that one compilation serves every s; ``batch`` images a call (the last batch
@@ -151,7 +175,7 @@ def solve_image(model: ImageToFunction, a: np.ndarray, batch: int = 50) -> np.nd
     return np.concatenate(out)[: len(images)].astype(np.float64)
 
 
-def _images(config: ImageConfig, a: np.ndarray, what: str) -> np.ndarray:
+def _images(config: ImageConfig | ViTConfig, a: np.ndarray, what: str) -> np.ndarray:
     """Coefficients (count, s, s), s any of the benchmark's grids, read at the model's g x g points (``sampler``)."""
     a = np.asarray(a)
     if a.ndim != 3 or a.shape[1] != a.shape[2]:
@@ -161,7 +185,7 @@ def _images(config: ImageConfig, a: np.ndarray, what: str) -> np.ndarray:
     return images
 
 
-def solver_part(config: ImageConfig, a: np.ndarray, s: int) -> np.ndarray:
+def solver_part(config: ImageConfig | ViTConfig, a: np.ndarray, s: int) -> np.ndarray:
     """(count, s, s) float64: the part of the model's prediction at the s x s grid points that the recipe's
     solver gives for coefficients ``a`` (count, s_in, s_in): ``data.coarse_solution`` of each image as the
     model reads it (g x g) at ``config.solver_nodes`` nodes; zeros if that is 0 (the series is all of u)."""
@@ -171,7 +195,7 @@ def solver_part(config: ImageConfig, a: np.ndarray, s: int) -> np.ndarray:
     return np.stack([coarse_solution(image, config.solver_nodes, s) for image in images])
 
 
-def predict_image(model: ImageToFunction, a: np.ndarray, s: int | None = None, batch: int = 50) -> np.ndarray:
+def predict_image(model: ImageModel, a: np.ndarray, s: int | None = None, batch: int = 50) -> np.ndarray:
     """(count, s, s) float64: the model's solutions at the s x s grid points (s = None: the input's grid)
     for coefficients ``a`` (count, s_in, s_in), s_in any of the benchmark's grids: the solver's part
     (``solver_part``) plus the series (``solve_image``) there."""

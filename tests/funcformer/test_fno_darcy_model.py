@@ -17,7 +17,7 @@ from numpy.polynomial import chebyshev as C
 
 from applicative import Cheb, Compose, Dim, Vec, to_array
 from applicative.nn import CrossAttentionBlock
-from funcformer.fno_darcy import data, generate
+from funcformer.fno_darcy import data, generate, vit
 from funcformer.fno_darcy.__main__ import main
 from funcformer.fno_darcy.data import grid_points
 from funcformer.fno_darcy.model import (
@@ -32,6 +32,7 @@ from funcformer.fno_darcy.model import (
     values,
 )
 from funcformer.fno_darcy.recipes import Recipe, image_loss, predict_image, solve_image, solver_part, train_image
+from funcformer.fno_darcy.vit import ViTConfig
 from funcformer.learning.metric import mean_values_relative_l2
 from funcformer.model import Channel, X, Y
 
@@ -190,7 +191,10 @@ TINY_IMAGE = json.dumps(
 )  # fmt: skip
 
 
-@pytest.mark.parametrize(("model", "architecture"), [("fno", TINY_FNO), ("image", TINY_IMAGE)])
+TINY_VIT = '{"grid": 15, "patch": 5, "context": 1, "width": 8, "hidden": 8, "mixers": "ka", "heads": 2, "n": 6}'
+
+
+@pytest.mark.parametrize(("model", "architecture"), [("fno", TINY_FNO), ("image", TINY_IMAGE), ("vit", TINY_VIT)])
 def test_the_task_trains_each_model_through_the_learning_layer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, architecture: str
 ) -> None:
@@ -217,3 +221,43 @@ def test_the_task_trains_each_model_through_the_learning_layer(
     assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
     assert main(["evaluate", str(tmp_path / "data"), "--data", str(data)]) == 1
     assert "config.json is missing" in capsys.readouterr().err
+
+
+VIT = ViTConfig(grid=15, patch=5, context=2, width=8, hidden=8, mixers="ka", heads=2, n=6)
+
+
+def test_the_vits_tokens_are_each_cells_window_of_the_zero_padded_image() -> None:
+    """Token i side + j reads the (p + 2c)^2 window around cell (i, j) of the image padded by c zeros (numpy
+    slicing); ``assemble`` puts each cell's p x p values back where ``model.patches`` took them."""
+    image = np.arange(1.0, 15.0 * 15 + 1).reshape(15, 15)
+    padded = np.pad(image, 2)
+    expected = [padded[5 * i : 5 * i + 9, 5 * j : 5 * j + 9].ravel() for i in range(3) for j in range(3)]
+    np.testing.assert_array_equal(vit.windows(jnp.asarray(image), VIT), expected)
+    np.testing.assert_array_equal(vit.assemble(patches(jnp.asarray(image), 5), VIT), image)
+
+
+def test_the_vit_answers_with_the_least_squares_series_of_its_values_in_the_datas_units() -> None:
+    """With its unembedding zero the model's values at its grid are scale * mean, whatever the input; its
+    series is the least-squares N x N Chebyshev fit of them, exact for values that are such a series
+    (``numpy.polynomial.chebyshev``); the optimiser's mask leaves mean and std out of the weight decay."""
+    x = 2 * grid_points(15) - 1
+    c = np.random.default_rng(3).normal(size=(6, 6))
+    mean = C.chebgrid2d(x, x, c)
+    model = vit.init(0, VIT, scale=2.0, moments=(mean, np.ones((15, 15))))
+    unembed = model.encoder.unembed
+    assert unembed is not None
+    silent = jax.tree_util.tree_map(jnp.zeros_like, unembed)
+    model = dataclasses.replace(model, encoder=dataclasses.replace(model.encoder, unembed=silent))
+    a = data.coefficients(4, 1, s=15)[0]
+    np.testing.assert_allclose(model.grid_values(a), 2.0 * mean, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(model(a), 2.0 * c, rtol=1e-4, atol=1e-4)
+    mask = vit.trained(model)
+    assert (mask.mean, mask.std) == (False, False)
+    assert all(jax.tree_util.tree_leaves(mask.encoder))
+    opt = Recipe(model=VIT, epochs=1, batch=1, weight_decay=0.5, warmup=0).optimiser(10)
+    zero = jax.tree_util.tree_map(jnp.zeros_like, model)
+    updates, _ = opt.update(zero, opt.init(model), model)
+    assert not np.any(np.asarray(updates.mean))
+    assert not np.any(np.asarray(updates.std))
+    decayed = [np.any(np.asarray(leaf)) for leaf in jax.tree_util.tree_leaves(updates.encoder)]
+    assert any(decayed)  # the weights do decay
