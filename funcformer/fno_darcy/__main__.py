@@ -29,8 +29,8 @@ from funcformer.fno_darcy.model import ImageConfig
 from funcformer.fno_darcy.recipes import Recipe, image_learner, predict_image, train_image
 from funcformer.fno_darcy.vit import ViTConfig
 from funcformer.learning import Learner, State
-from funcformer.learning._files import CHECKPOINT, CONFIG, METRICS, RunInUse, holding_run, write_atomically
-from funcformer.learning.checkpoints import read, template
+from funcformer.learning._files import CONFIG, METRICS, RunInUse, holding_run, write_atomically
+from funcformer.learning.checkpoints import read, stored, template
 from funcformer.learning.metric import mean_values_relative_l2
 
 MODELS = ("image", "vit", "fno")
@@ -158,10 +158,7 @@ def _read(
     directory: Path, description: str, learner: Learner[P], opt: optax.GradientTransformation, seed: int
 ) -> State[P]:
     """The run's checkpoint, checked against its description and the learner's shapes."""
-    path = directory / CHECKPOINT
-    if not path.exists():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    return read(path.read_bytes(), description, template(learner, seed, opt), directory)
+    return read(stored(directory), description, template(learner, seed, opt), directory)
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ __all__ = [
     "Pixel",
     "Token",
     "TokenHidden",
+    "image_of",
     "init",
     "patches",
     "sampler",
@@ -172,6 +173,18 @@ def sampler(s: int, g: int) -> np.ndarray:
     return np.asarray(np.abs(target[:, None] - source[None, :]).argmin(axis=1), dtype=np.intp)
 
 
+def image_of(a: ArrayLike, g: int, low: float, high: float, model: str) -> Array:
+    """One (s, s) coefficient, s one of the benchmark's grids, as the (g, g) image a model reads: sampled at
+    its g x g points (``sampler``), ``low`` and ``high`` (the data's two values) mapped to -1 and 1. A
+    ValueError naming ``model`` for anything but one square image."""
+    a = jnp.asarray(a)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"{model}: expected one square (s, s) coefficient image, got shape {a.shape}")
+    index = jnp.asarray(sampler(a.shape[0], g))
+    middle, half = (high + low) / 2, (high - low) / 2
+    return (a[index][:, index] - middle) / half
+
+
 def patches(image: Array, p: int) -> Array:
     """The (g / p)^2 tokens of a (g, g) image, (tokens, p p): token i (g / p) + j holds the p x p patch
     ``image[i p : (i + 1) p, j p : (j + 1) p]``, row by row (p divides g)."""
@@ -230,14 +243,9 @@ class ImageToFunction:
 
     def __call__(self, a: ArrayLike) -> Array:
         """One (s, s) coefficient image, s one of the benchmark's grids -> the (N, N) series of u."""
-        a = jnp.asarray(a)
-        if a.ndim != 2 or a.shape[0] != a.shape[1]:
-            raise ValueError(f"ImageToFunction: expected one square (s, s) coefficient image, got shape {a.shape}")
         config = self.config
-        g, p = config.grid, config.patch
-        index = jnp.asarray(sampler(a.shape[0], g))
-        middle, half = (config.high + config.low) / 2, (config.high - config.low) / 2
-        image = (a[index][:, index] - middle) / half  # low and high at -1 and 1
+        p = config.patch
+        image = image_of(a, config.grid, config.low, config.high, "ImageToFunction")
         pixels = patches(image, p).astype(to_array(self.queries).dtype)
         tokens = Vec(Vec(pixels, Pixel, p * p), Patch, config.tokens)
         memory = self.encoder.encode(tokens)

@@ -48,7 +48,8 @@ from applicative.nn import (
 )
 from funcformer._fields import check_fields
 from funcformer.fno_darcy.data import grid_points
-from funcformer.fno_darcy.model import sampler
+from funcformer.fno_darcy.model import image_of
+from funcformer.model import Head, HeadChannel
 
 K = TypeVar("K", bound=Dim)
 
@@ -73,14 +74,6 @@ class Token(Dim):
 
 class TokenHidden(Dim):
     """The encoder MLP's hidden features."""
-
-
-class Head(Dim):
-    """The mixing heads."""
-
-
-class HeadFeature(Dim):
-    """A head's features."""
 
 
 @dataclass(frozen=True)
@@ -182,13 +175,8 @@ class ViTToFunction:
 
     def grid_values(self, a: ArrayLike) -> Array:
         """The (g, g) values of the answer at the model's grid, before the projection."""
-        a = jnp.asarray(a)
-        if a.ndim != 2 or a.shape[0] != a.shape[1]:
-            raise ValueError(f"ViTToFunction: expected one square (s, s) coefficient image, got shape {a.shape}")
         config = self.config
-        index = jnp.asarray(sampler(a.shape[0], config.grid))
-        middle, half = (config.high + config.low) / 2, (config.high - config.low) / 2
-        image = (a[index][:, index] - middle) / half  # low and high at -1 and 1, 0 outside the domain
+        image = image_of(a, config.grid, config.low, config.high, "ViTToFunction")  # zero-padded: 0 outside
         pixels = windows(image, config).astype(self.mean.dtype)
         out = assemble(to_array(self.encoder(Vec(Vec(pixels, Pixel, config.window**2), Cell, config.tokens))), config)
         mean, std = jax.lax.stop_gradient(self.mean), jax.lax.stop_gradient(self.std)
@@ -236,7 +224,7 @@ def init(
 
     model, gain = vec(Token, config.width), 1.0 / np.sqrt(2.0 * len(config.mixers))
     options = AttentionOptions(
-        heads=vec(Head, config.heads), model=model, head_features=vec(HeadFeature, config.width // config.heads),
+        heads=vec(Head, config.heads), model=model, head_features=vec(HeadChannel, config.width // config.heads),
         output_gain=gain,
     )  # fmt: skip
     cells, hidden = vec(Cell, config.tokens), vec(TokenHidden, config.hidden)

@@ -29,7 +29,7 @@ from funcformer.learning.settings import RunConfig
 from funcformer.learning.steps import funcformer_learner, optimiser
 from funcformer.model import Funcformer
 
-__all__ = ["State", "from_bytes", "load", "read", "save", "template"]
+__all__ = ["State", "from_bytes", "load", "read", "save", "stored", "template"]
 
 P = TypeVar("P")
 
@@ -85,10 +85,15 @@ def load(directory: Path, run: RunConfig) -> State[Funcformer]:
     it, and so does a checkpoint of an older format (one without its output scale), saying to train
     the run again.
     """
+    return from_bytes(stored(directory), run, directory)
+
+
+def stored(directory: Path) -> bytes:
+    """The bytes of ``directory``'s checkpoint; FileNotFoundError naming it if there is none."""
     path = directory / CHECKPOINT
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    return from_bytes(path.read_bytes(), run, directory)
+    return path.read_bytes()
 
 
 def from_bytes(data: bytes, run: RunConfig, directory: Path) -> State[Funcformer]:

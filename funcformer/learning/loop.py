@@ -37,7 +37,7 @@ from jax.sharding import NamedSharding
 from tqdm.auto import tqdm
 
 from funcformer.learning._files import CHECKPOINT, CONFIG, write_atomically
-from funcformer.learning.checkpoints import State, from_bytes, read, save, template
+from funcformer.learning.checkpoints import State, from_bytes, read, save, stored, template
 from funcformer.learning.data import output_scale, training_arrays
 from funcformer.learning.learner import Learner
 from funcformer.learning.processes import agree, from_owner, is_owner, owning
@@ -225,9 +225,7 @@ def _opened_by_description(description: str, out: Path, resume: bool) -> bytes:
         raise FileNotFoundError(f"no trained run at {out}: {CONFIG} is missing")
     if (out / CONFIG).read_text(encoding="utf-8", errors="replace") != description:
         raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
-    if not (out / CHECKPOINT).exists():
-        raise FileNotFoundError(f"no checkpoint at {out / CHECKPOINT}")
-    return (out / CHECKPOINT).read_bytes()
+    return stored(out)
 
 
 def _agree(run: RunConfig, state: State[Funcformer], x: np.ndarray, t: np.ndarray) -> None:
