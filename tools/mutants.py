@@ -790,7 +790,7 @@ MUTANTS = [
            "the ViT's answer not in the training targets' unit",
            *TEST_VIT_ANSWER),
     mutant("image-scaling-hard-coded", FD + "model.py",
-           "middle, half = (config.high + config.low) / 2, (config.high - config.low) / 2", "middle, half = 7.5, 4.5",
+           "middle, half = (high + low) / 2, (high - low) / 2", "middle, half = 7.5, 4.5",
            "the image read between 3 and 12 whatever the data's values",
            TF + "test_fno_darcy_model.py::test_the_input_is_read_between_the_datas_two_values"),
     mutant("patches-untransposed", FD + "model.py",
