@@ -4,6 +4,8 @@ here on the same regenerated data, beside the published rows and that solver alo
 
     python bench/fno_darcy.py                 the default budget (docs/fno_darcy.md gives its time)
     python bench/fno_darcy.py --smoke         tiny sizes, seconds (the suite runs it)
+    python bench/fno_darcy.py --data FILE.npz the dataset at s = 85 alone (``funcformer.fno_darcy.export``: 32 MB, for
+                                              a lent GPU): the tables at s = 85, no exact solves at 421
 
 It generates the data if they are not in --data (``funcformer.fno_darcy.generate``: 1,000 + 200 samples at
 421, about 14 minutes on two cores), trains the image-to-function model (``recipes.Recipe``, --epochs), the
@@ -103,7 +105,9 @@ def solver_baseline(a: np.ndarray, nodes: int) -> tuple[np.ndarray, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=default_cache() / "fno_darcy", help="the dataset's directory")
+    parser.add_argument(
+        "--data", type=Path, default=default_cache() / "fno_darcy", help="the dataset's directory, or an export",
+    )  # fmt: skip
     parser.add_argument("--runs", type=Path, default=None, help="checkpoints (default: DATA/runs)")
     parser.add_argument(
         "--epochs", type=int, default=Recipe().epochs,
@@ -113,6 +117,9 @@ def main() -> None:
         "--vit-epochs", type=int, default=0,
         help=f"the ViT image-to-function model's (funcformer.fno_darcy.vit; batch {VIT_BATCH}; 0: not trained)",
     )  # fmt: skip
+    parser.add_argument(
+        "--augment", action="store_true", help="the ViT's minibatches moved by the square's symmetries (Recipe.augment)"
+    )
     parser.add_argument(
         "--corrected-epochs", type=int, default=CORRECTED_EPOCHS,
         help="the same model correcting the recipe's solver on its input at 85 and at 127 nodes (0: not trained)",
@@ -149,18 +156,21 @@ def main() -> None:
             report(directory, directory / "runs", ours, SMOKE_FNO, run, s, (15, 29), SMOKE["test"], 1, None, more,
                    budget=Budget(args.seconds, args.curve_every, args.figure or directory / "curves.png"))  # fmt: skip
         return
-    generate(args.data, 1000, 200)  # makes only what is missing
+    exported = args.data.is_file()
+    if not exported:
+        generate(args.data, 1000, 200)  # makes only what is missing
     ours = {}
     if args.epochs:
         ours = ours_and_corrected(dataclasses.replace(Recipe(), epochs=args.epochs), args.corrected_epochs, (85, 127))
     if args.vit_epochs:
-        ours["vit"] = Recipe(model=ViTConfig(), epochs=args.vit_epochs, batch=VIT_BATCH)
+        vit = Recipe(model=ViTConfig(), epochs=args.vit_epochs, batch=VIT_BATCH, augment=args.augment)
+        ours["vit-symmetries" if args.augment else "vit"] = vit
     # fewer epochs than the paper's 500: its schedule compressed, the rate halved every fifth of the run
     run = dataclasses.replace(fno.TrainConfig(), epochs=args.fno_epochs, step_size=max(1, args.fno_epochs // 5))
-    runs = args.runs or args.data / "runs"
-    grids = (85, 141, 211, 421)
+    runs = args.runs or (args.data.parent / "runs" if exported else args.data / "runs")
+    grids, solves = ((85,), 0) if exported else ((85, 141, 211, 421), args.solves)
     report(
-        args.data, runs, ours, fno.FNOConfig(), run, 85, grids, args.test, args.solves, args.train, args.solver_nodes,
+        args.data, runs, ours, fno.FNOConfig(), run, 85, grids, args.test, solves, args.train, args.solver_nodes,
         budget=Budget(args.seconds, args.curve_every, args.figure),
     )  # fmt: skip
 
@@ -192,7 +202,7 @@ class Budget:
 def name(recipe: Recipe) -> str:
     """A run's name in the tables."""
     if isinstance(recipe.model, ViTConfig):
-        return "image to function, a ViT token a cell"
+        return "image to function, a ViT token a cell" + (", symmetries" if recipe.augment else "")
     nodes = recipe.model.solver_nodes
     return f"image to function, correcting the solver at {nodes} nodes" if nodes else "image to function"
 
@@ -292,8 +302,8 @@ def report(
         solved, seconds = coarse[nodes]
         label = f"the recipe's solver on the s = {s} input, {nodes} x {nodes} nodes"
         print(row(label, solved, "none", f"{duration(seconds)} a sample, one core (data.coarse_solution)"))
-    for label, error, source in PUBLISHED:
-        print(f"| {label} (published) | {error:.2e} | | | {source} |")
+    for label, published, source in PUBLISHED:
+        print(f"| {label} (published) | {published:.2e} | | | {source} |")
 
     for label, (recipe, image) in models.items():
         print(
@@ -315,19 +325,21 @@ def report(
     start = time.perf_counter()
     for i in range(solves):
         data.solution(stored[i])
-    solver = (time.perf_counter() - start) / solves
-    print(f"exact solver (s = {grids[-1]}, one core, {solves} samples): {duration(solver)}")
+    solver = (time.perf_counter() - start) / max(solves, 1)
+
+    def speed(seconds: float) -> str:
+        return f", {solver / seconds:.3g}x the exact solver's speed" if solves else ""
+
+    if solves:
+        print(f"exact solver (s = {grids[-1]}, one core, {solves} samples): {duration(solver)}")
     for nodes, (solved, seconds) in coarse.items():
-        error = mean_values_relative_l2(solved, test_u)
-        speed = f"{solver / seconds:.3g}x the exact solver's speed"
-        print(f"the recipe's solver on the s = {s} input at {nodes} nodes: {error:.2e}, {duration(seconds)}, {speed}")
+        label = f"the recipe's solver on the s = {s} input at {nodes} nodes"
+        print(f"{label}: {mean_values_relative_l2(solved, test_u):.2e}, {duration(seconds)}{speed(seconds)}")
     for label, (_, image) in models.items():
         seconds = per_sample(lambda: predict_image(image.model, test_a), len(test_a))  # noqa: B023 (called here)
-        speed = f"{solver / seconds:.3g}x the exact solver's speed"
-        print(f"{label}, u at s = {s} (batches of 50): {duration(seconds)}, {speed}")
+        print(f"{label}, u at s = {s} (batches of 50): {duration(seconds)}{speed(seconds)}")
     theirs_time = per_sample(lambda: fno.predict(fitted.model, normalisers, test_a, fno_config), len(test_a))
-    speed = f"{solver / theirs_time:.3g}x the exact solver's speed"
-    print(f"FNO at s = {s} (batches of 100): {duration(theirs_time)}, {speed}")
+    print(f"FNO at s = {s} (batches of 100): {duration(theirs_time)}{speed(theirs_time)}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ resolutions.
                 to a directory in shards of ``SHARD_SIZE`` samples, in parallel over processes
                 (``python -m funcformer.fno_darcy generate --out DIR``)
     load        a split's (a, u), subsampled to s = 85, 141, 211 or 421 (``data.subsample``)
+    export      the whole dataset at one grid in one file, float32 (1,200 samples at s = 85: 32 MB, not
+                1.5 GB): for a machine that trains there alone; ``load`` reads it as it reads the directory
 
 and the models trained on them (bench/fno_darcy.py prints the table):
 
@@ -73,6 +75,7 @@ __all__ = [
     "Recipe",
     "coarse_solution",
     "coefficients",
+    "export",
     "generate",
     "load",
     "predict_image",
@@ -111,10 +114,10 @@ def _shards(settings: dict[str, Any], split: str) -> list[dict[str, Any]]:
     ]
 
 
-def _digest(text: str, a: np.ndarray, u: np.ndarray) -> str:
-    """The SHA-256 (hex) of a shard's description and its arrays' float64 bytes."""
+def _digest(text: str, *arrays: np.ndarray) -> str:
+    """The SHA-256 (hex) of a shard's (or an export's) description and its arrays' float64 bytes."""
     digest = hashlib.sha256(text.encode())
-    for array in (a, u):
+    for array in arrays:
         digest.update(np.ascontiguousarray(array, np.float64).tobytes())
     return digest.hexdigest()
 
@@ -245,13 +248,16 @@ def _generate(directory: Path, settings: dict[str, Any], workers: int, progress:
 
 def load(directory: Path | str, split: str, s: int = 85) -> tuple[np.ndarray, np.ndarray]:
     """(a, u) of a split ("train" or "test") in ``directory``, each (count, s, s) float64: the stored coefficients
-    and solutions subsampled to s (``subsample``; s = 85, 141, 211, 421 from the 421 grid), every shard checked.
+    and solutions subsampled to s (``subsample``; s = 85, 141, 211, 421 from the 421 grid), every shard checked;
+    or, ``directory`` an ``export``'s file, its arrays at its one grid, checked.
 
     FileNotFoundError: no dataset, or a missing shard (the generator has not finished). ValueError: another
-    split, an s the stored grid has not, or a shard that fails its check (named)."""
+    split, an s the stored grid (or the export) has not, or a shard or an export that fails its check (named)."""
     directory = Path(directory)
     if split not in SPLITS:
         raise ValueError(f"load: split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if directory.is_file():
+        return _read_export(directory, split, s)
     settings = _settings(directory)
     subsample(np.zeros((settings["s"], settings["s"])), s)  # refuses an s the stored grid has not
     a, u = [], []
@@ -263,3 +269,38 @@ def load(directory: Path | str, split: str, s: int = 85) -> tuple[np.ndarray, np
         a.append(np.ascontiguousarray(subsample(shard_a, s)))
         u.append(np.ascontiguousarray(subsample(shard_u, s)))
     return np.concatenate(a), np.concatenate(u)
+
+
+def export(directory: Path | str, path: Path | str, s: int = 85) -> Path:
+    """Write the dataset in ``directory`` at the s x s grid (``load``) to the one file ``path`` (.npz,
+    written atomically): both splits' a and u as float32 (what the models train on), the dataset's settings
+    and s, and a SHA-256 of them, checked by ``load``. Returns the path. Errors as ``load``'s."""
+    settings = _settings(Path(directory))
+    arrays = {
+        f"{x}_{split}": y.astype(np.float32)
+        for split in SPLITS
+        for x, y in zip("au", load(directory, split, s), strict=True)
+    }
+    text = json.dumps({**settings, "exported_s": s}, sort_keys=True)
+    savez: Callable[..., None] = np.savez_compressed
+    with atomic_file(Path(path)) as file:
+        savez(file, dataset=np.asarray(text), sha256=np.asarray(_digest(text, *arrays.values())), **arrays)
+    return Path(path)
+
+
+def _read_export(path: Path, split: str, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """(a, u) of a split of ``export``'s file at ``path``, float64, checked. ValueError naming the file."""
+    advice = "export it again from the dataset's directory"
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            text, checksum = str(stored["dataset"]), str(stored["sha256"])
+            arrays = {f"{x}_{name}": stored[f"{x}_{name}"] for name in SPLITS for x in "au"}
+        settings = json.loads(text)
+        exported = int(settings["exported_s"])
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        raise ValueError(f"{path} is no readable export of a dataset ({type(error).__name__}: {error})") from None
+    if _digest(text, *arrays.values()) != checksum:
+        raise ValueError(f"{path} is corrupt: its arrays do not match its SHA-256 checksum: {advice}")
+    if s != exported:
+        raise ValueError(f"load: {path} holds the dataset at s = {exported} alone, not s = {s}: {advice} at s = {s}")
+    return arrays[f"a_{split}"].astype(np.float64), arrays[f"u_{split}"].astype(np.float64)

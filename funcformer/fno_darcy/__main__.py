@@ -6,6 +6,7 @@
                                                epoch, the error on a held-out slice of the test set every
                                                --validate-every epochs, a checkpoint an epoch), then evaluated
     evaluate DIR --data DATA                   the test error of DIR's model, written to DIR/metrics.json
+    export --data DATA --out FILE [--s 85]     the dataset at one grid in one file (``export``), which --data takes
 
 The image-to-function model reads the coefficient between the data's two values (``ImageConfig.low``, ``high``).
 """
@@ -23,7 +24,7 @@ from typing import Any, TypeVar
 import optax
 
 from funcformer import parameter_count
-from funcformer.fno_darcy import SHARD_SIZE, fno, generate, load
+from funcformer.fno_darcy import SHARD_SIZE, export, fno, generate, load
 from funcformer.fno_darcy.data import LOW, NODES
 from funcformer.fno_darcy.model import ImageConfig
 from funcformer.fno_darcy.recipes import Recipe, image_learner, predict_image, train_image
@@ -50,12 +51,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     make.add_argument("--low", type=float, default=LOW, help=f"the coefficient where g < 0 (default {LOW:g})")
     make.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
     make.add_argument("--shard-size", type=int, default=SHARD_SIZE, help=f"samples per shard (default {SHARD_SIZE})")
+    copy = commands.add_parser("export", help="the dataset at one grid in one float32 file (for a lent machine)")
+    copy.add_argument("--data", type=Path, required=True, help="the dataset's directory")
+    copy.add_argument("--out", type=Path, required=True, help="the file to write (.npz)")
+    copy.add_argument("--s", type=int, default=85, help="the grid (default 85)")
     learn = commands.add_parser("train", help="train a model into DIR, then evaluate it")
     learn.add_argument(
         "--model", choices=MODELS, required=True,
         help="image: Chebyshev queries attending to patches (model.py); vit: a token a cell (vit.py); fno: the FNO",
     )  # fmt: skip
-    learn.add_argument("--data", type=Path, required=True, help="the dataset's directory (generate)")
+    learn.add_argument("--data", type=Path, required=True, help="the dataset's directory (generate), or an export")
     learn.add_argument("--out", type=Path, required=True, help="the run's directory")
     learn.add_argument("--s", type=int, default=85, help="the training grid (default 85)")
     learn.add_argument("--train", type=int, default=1000, help="training samples, the first of the set")
@@ -68,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--architecture", type=json.loads, default={},
         help="the model's settings as JSON, fields of ImageConfig, ViTConfig or FNOConfig (default: theirs)",
     )  # fmt: skip
+    learn.add_argument(
+        "--augment", action="store_true", help="image and vit: minibatches moved by the square's symmetries"
+    )
     learn.add_argument("--resume", action="store_true", help="continue DIR's run from its last checkpoint")
     learn.add_argument("--no-progress", action="store_true", help="no progress bar")
     check = commands.add_parser("evaluate", help="the test error of a trained run (DIR/metrics.json)")
@@ -82,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                             shard_size=args.shard_size)  # fmt: skip
             print(f"{args.out}: {made} samples made in {time.perf_counter() - start:.1f} s, "
                   f"{args.train + args.test} in all")  # fmt: skip
+        elif args.command == "export":
+            path = export(args.data, args.out, args.s)
+            print(f"{path}: the dataset at s = {args.s}, {path.stat().st_size / 1e6:.1f} MB (give it as --data)")
         elif args.command == "train":
             train(args)
             print(json.dumps(evaluate(args.out, args.data), indent=2))
@@ -102,7 +113,8 @@ def train(args: argparse.Namespace) -> None:
         values = {"low": float(a.min()), "high": float(a.max())}  # the data's two values
         kind = ImageConfig if args.model == "image" else ViTConfig
         epochs = args.epochs or Recipe().epochs
-        recipe = Recipe(model=kind(**{**values, **args.architecture}), epochs=epochs, batch=args.batch)
+        model = kind(**{**values, **args.architecture})
+        recipe = Recipe(model=model, epochs=epochs, batch=args.batch, augment=args.augment)
         train_image(
             recipe, a, u, args.out, resume=args.resume, progress=progress, log=True, seconds=args.seconds,
             validate=lambda model: mean_values_relative_l2(predict_image(model, held_a), held_u), validate_every=every,

@@ -39,6 +39,7 @@ from funcformer.fno_darcy.model import ImageConfig, ImageToFunction, sampler, va
 from funcformer.fno_darcy.vit import ViTConfig, ViTToFunction
 from funcformer.learning import Learner, State, fit
 from funcformer.learning.steps import values_relative_l2
+from funcformer.learning.symmetry import dihedral, symmetrised
 
 __all__ = ["Recipe", "image_learner", "image_loss", "predict_image", "solve_image", "solver_part", "train_image"]
 
@@ -56,6 +57,9 @@ class Recipe:
     weight_decay: float = 1e-4
     clip: float = 1.0
     seed: int = 0
+    augment: bool = False
+    """Each minibatch moved by the square's symmetries (``funcformer.learning.symmetry.dihedral``): exact ones of
+    the data, under which the solution map commutes (docs/fno_darcy.md)."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -114,10 +118,14 @@ def train_image(
     scale = float(np.sqrt(np.mean((u - part) ** 2)))
     index = sampler(s, config.grid)
     at_model = ((u - part) / scale)[:, index][:, :, index]  # what the model learns, at its g x g points
-    moments = (at_model.mean(axis=0), at_model.std(axis=0) + 1e-5)
+    mean, std = at_model.mean(axis=0), at_model.std(axis=0)
+    if recipe.augment:  # the moments of the augmented set, whose law is the symmetric one
+        mean, square = symmetrised(mean), symmetrised(std**2 + mean**2)
+        std = np.sqrt(np.maximum(square - mean**2, 0.0))
+    moments = (mean, std + 1e-5)
     dtype = np.float32
     state: State[ImageModel] = fit(
-        image_learner(config, s, scale, moments), recipe.optimiser(len(a)), a.astype(dtype),
+        image_learner(config, s, scale, moments, augment=recipe.augment), recipe.optimiser(len(a)), a.astype(dtype),
         np.stack([u, part], axis=1).astype(dtype), directory, description=recipe.describe(len(a), s, scale),
         steps=recipe.epochs * (len(a) // recipe.batch), batch=recipe.batch, seed=recipe.seed, scale=scale,
         resume=resume, progress=progress, log=log, validate=validate, validate_every=validate_every, seconds=seconds,
@@ -126,11 +134,16 @@ def train_image(
 
 
 def image_learner(
-    config: ImageConfig | ViTConfig, s: int, scale: float, moments: tuple[np.ndarray, np.ndarray] | None = None
+    config: ImageConfig | ViTConfig,
+    s: int,
+    scale: float,
+    moments: tuple[np.ndarray, np.ndarray] | None = None,
+    *,
+    augment: bool = False,
 ) -> Learner[ImageModel]:
     """The model of ``config`` with output unit ``scale`` as ``funcformer.learning`` trains it at the s x s grid:
     ``init`` (a ``ViTToFunction`` with the targets' pointwise ``moments`` at its grid), ``image_loss``, the
-    batched series."""
+    batched series; with ``augment``, each minibatch moved by the square's symmetries (``dihedral``)."""
 
     def loss(model: ImageModel, a: jax.Array, targets: jax.Array) -> jax.Array:
         return image_loss(model, a, targets, s)
@@ -140,7 +153,7 @@ def image_learner(
             return vit.init(seed, config, scale, moments)
         return attending.init(seed, config, scale)
 
-    return Learner(init, loss, _series)
+    return Learner(init, loss, _series, dihedral if augment else None)
 
 
 def image_loss(model: ImageModel, a: jax.Array, targets: jax.Array, s: int) -> jax.Array:

@@ -3,7 +3,8 @@
 ``problem``: what a task provides (data, normalisation, exact solver), and its datasets, made and cached
 once; ``arrays``: a user's data as a ``Problem`` (``from_arrays``, ``from_values``); ``settings``:
 ``RunConfig``, a run's settings (config.json); ``learner``: ``Learner``, any model as the loop trains it
-(parameters from a seed, a loss on a minibatch, a prediction); ``data``: the training set as the model sees it and the
+(parameters from a seed, a loss on a minibatch, a prediction, optionally an augmentation; ``symmetry``: the
+square's eight, ``dihedral``); ``data``: the training set as the model sees it and the
 output scale; ``steps``: the loss, the optimiser and the jitted step (pure functions); ``checkpoints``:
 ``save`` and ``load``; ``loop``: ``train``; ``solver``: ``load_solver(DIR, problem)`` (numpy
 (B, P, Q) -> (B, P, Q), any coefficient count); ``trust``: ``load_solver(DIR, problem, check=True)``'s

@@ -262,7 +262,7 @@ def _steps(
     interrupt_after: int | None,
 ) -> State[P]:
     """The training loop, from ``state`` to ``plan.steps``, checkpointing into ``out``."""
-    step_fn = make_step(plan.learner, plan.opt, plan.batch, plan.per_epoch)
+    step_fn = make_step(plan.learner, plan.opt, plan.batch, plan.per_epoch, plan.seed)
     per_epoch = plan.per_epoch
     # placed leaf by leaf from the host: device_put would compare every array across the processes
     model, opt_state = jax.tree_util.tree_map(

@@ -131,11 +131,14 @@ def funcformer_learner(config: ModelConfig) -> Learner[Funcformer]:
 
 
 @functools.lru_cache(maxsize=8)
-def make_step(learner: Learner[P], opt: optax.GradientTransformation, batch: int, per_epoch: int) -> Step[P]:
+def make_step(
+    learner: Learner[P], opt: optax.GradientTransformation, batch: int, per_epoch: int, seed: int = 0
+) -> Step[P]:
     """The jitted update (``Step``): it takes the training set, the epoch's order (``epoch_order``) and the
     step number, all replicated on the devices, gathers the step's minibatch (the i-th ``batch`` entries
     of the order, i the step's place in its epoch of ``per_epoch`` steps), splits it over the devices
-    (``data_parallel``) and applies one update of ``opt`` to ``learner.loss``'s gradient. One compilation
+    (``data_parallel``), moves it by ``learner.augment`` if the learner has one (its key
+    ``fold_in(key(seed), step)``) and applies one update of ``opt`` to ``learner.loss``'s gradient. One compilation
     per learner, optimiser and process (a resumed run reuses it)."""
     split, replicated = data_parallel(batch)
 
@@ -144,6 +147,8 @@ def make_step(learner: Learner[P], opt: optax.GradientTransformation, batch: int
     ) -> tuple[P, optax.OptState, jax.Array]:
         rows = jax.lax.dynamic_slice_in_dim(order, (jnp.asarray(i) % per_epoch) * batch, batch)
         inputs, targets = (jax.lax.with_sharding_constraint(a[rows], split) for a in (x, t))  # type: ignore[no-untyped-call]
+        if learner.augment is not None:
+            inputs, targets = learner.augment(jax.random.fold_in(jax.random.key(seed), i), inputs, targets)
         value, grads = jax.value_and_grad(learner.loss)(model, inputs, targets)
         updates, opt_state = opt.update(grads, opt_state, model)
         return optax.apply_updates(model, updates), opt_state, value

@@ -14,12 +14,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from filelock import FileLock
+from scipy.fft import idctn
 from scipy.interpolate import RectBivariateSpline
 
-from funcformer.fno_darcy import TEST_SEED, TRAIN_SEED, generate, load
+from funcformer.fno_darcy import TEST_SEED, TRAIN_SEED, export, generate, load
 from funcformer.fno_darcy.__main__ import main
 from funcformer.fno_darcy.data import (
     ALPHA,
+    RESOLUTIONS,
     TAU,
     cell_centres,
     coarse_solution,
@@ -36,6 +38,7 @@ from funcformer.fno_darcy.data import (
 from funcformer.learning import steps
 from funcformer.learning._files import RunInUse
 from funcformer.learning.metric import mean_values_relative_l2, values_relative_l2
+from funcformer.learning.symmetry import moved
 
 # The random field
 
@@ -375,3 +378,54 @@ def test_generator_on_processes_and_command_line(tmp_path: Path, capsys: pytest.
         np.testing.assert_array_equal(load(tmp_path / name, "test", s=43)[1][0], solution(first_test))
     assert main(["generate", "--out", str(tmp_path / "bad"), "--s", "3"]) == 1
     assert "s must be an integer >= 4" in capsys.readouterr().err
+
+
+def test_an_export_is_the_dataset_at_one_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``export`` (and the command line's) writes both splits at one grid in float32; ``load`` reads the file
+    as it reads the directory there, and refuses another grid, a changed value and a truncated file by name."""
+    out = tmp_path / "data"
+    tiny(out)
+    path = export(out, tmp_path / "d22.npz", 22)
+    assert main(["export", "--data", str(out), "--out", str(tmp_path / "cli.npz"), "--s", "22"]) == 0
+    assert "cli.npz: the dataset at s = 22" in capsys.readouterr().out
+    for file in (path, tmp_path / "cli.npz"):
+        for split in ("train", "test"):
+            a, u = load(file, split, 22)
+            expected_a, expected_u = load(out, split, 22)
+            np.testing.assert_array_equal(a, expected_a)  # the two values are exact in float32
+            np.testing.assert_allclose(u, expected_u, rtol=2**-24, atol=0)
+            assert a.dtype == u.dtype == np.float64
+    with pytest.raises(ValueError, match=r"d22\.npz holds the dataset at s = 22 alone, not s = 43"):
+        load(path, "train", 43)
+    good = path.read_bytes()
+    with np.load(io.BytesIO(good)) as stored:  # a value changed, the checksum kept
+        arrays = {name: stored[name] for name in stored.files}
+    arrays["u_test"][0, 5, 5] *= 1.5
+    np.savez_compressed(path, **arrays)
+    with pytest.raises(ValueError, match=r"d22\.npz is corrupt: its arrays do not match its SHA-256"):
+        load(path, "test", 22)
+    path.write_bytes(good[: len(good) // 2])
+    with pytest.raises(ValueError, match=r"d22\.npz is no readable export"):
+        load(path, "train", 22)
+
+
+def test_the_data_are_symmetric_under_the_squares_eight_symmetries() -> None:
+    """What ``Recipe.augment`` assumes (funcformer.learning.symmetry): every benchmark grid is symmetric about
+    1/2; the field's law is invariant (a reflection of the cell-centred grid is the field of xi with its
+    odd-k1 rows negated, xi's law unchanged; a transpose, of xi transposed); and the solution map commutes with
+    each of the eight symmetries S, u(S a) = S u(a), through the spline, the five-point solve and back."""
+    for s in RESOLUTIONS:
+        x = grid_points(s)
+        np.testing.assert_allclose(x + x[::-1], 1.0, rtol=0, atol=1e-15)
+    g = gaussian_field(seed=2, count=1, s=43)[0]
+    xi = np.random.default_rng((2, 0)).standard_normal((43, 43))
+    k2 = np.arange(43.0) ** 2
+    amplitude = 43 * TAU ** (ALPHA - 1) * (np.pi**2 * np.add.outer(k2, k2) + TAU**2) ** (-ALPHA / 2)
+    amplitude[0, 0] = 0.0
+    signs = (-1.0) ** np.arange(43)[:, None]
+    np.testing.assert_allclose(g[::-1], idctn(amplitude * signs * xi, type=2, norm="ortho"), atol=1e-12)
+    np.testing.assert_allclose(g.T, idctn(amplitude * xi.T, type=2, norm="ortho"), atol=1e-12)
+    a = coefficients(seed=4, count=1, s=43)[0]
+    u = solution(a)
+    for k in range(8):
+        np.testing.assert_allclose(solution(moved(a, k)), moved(u, k), rtol=0, atol=1e-12 * u.max())

@@ -261,3 +261,22 @@ def test_the_vit_answers_with_the_least_squares_series_of_its_values_in_the_data
     assert not np.any(np.asarray(updates.std))
     decayed = [np.any(np.asarray(leaf)) for leaf in jax.tree_util.tree_leaves(updates.encoder)]
     assert any(decayed)  # the weights do decay
+
+
+def test_the_augmented_vits_unit_is_the_symmetric_datas(tmp_path: Path) -> None:
+    """Trained with the square's symmetries (``Recipe.augment``), the ViT's output unit is the pointwise mean
+    and standard deviation of the augmented set, the training solutions and their eight images (numpy's flips
+    and transposes), in the unit of their root mean square; without, the solutions' own. Neither moves in
+    training."""
+    a = data.coefficients(5, 6, s=15)
+    u = np.stack([data.solution(x) for x in a])
+    scale = np.sqrt(np.mean(u**2))
+    images = np.concatenate([np.stack([v, v[::-1], v[:, ::-1], v[::-1, ::-1]]) for v in u / scale])
+    orbit = np.concatenate([images, images.transpose(0, 2, 1)])  # the 8 images of each of the 6 solutions
+    for augment, sample in ((True, orbit), (False, u / scale)):
+        recipe = Recipe(model=VIT, epochs=1, batch=2, warmup=0, augment=augment)
+        model = train_image(recipe, a, u, tmp_path / str(augment)).model
+        assert isinstance(model, vit.ViTToFunction)
+        np.testing.assert_allclose(np.asarray(model.mean), sample.mean(axis=0), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(model.std), sample.std(axis=0) + 1e-5, rtol=1e-4, atol=1e-6)
+    assert not np.allclose(orbit.mean(axis=0), (u / scale).mean(axis=0), rtol=1e-2)  # the two units differ
