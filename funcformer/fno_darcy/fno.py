@@ -405,7 +405,7 @@ def train(
         u.astype(np.float32), directory, description=description(config, run, n, a.shape[-1]),
         steps=run.epochs * per_epoch, batch=run.batch, seed=run.seed, resume=resume, progress=progress, log=log,
         validate=None if validate is None else (lambda params: validate(params, normalisers)),
-        validate_every=validate_every, seconds=seconds,
+        validate_every=validate_every, seconds=seconds, block=per_epoch,
     )  # fmt: skip
     return state, normalisers
 

@@ -100,7 +100,8 @@ def train_image(
 ) -> State[ImageModel]:
     """The recipe's model trained on coefficients ``a`` and solutions ``u``, (count, s, s) at one of the
     benchmark's grids (the loss is taken there), into the run directory ``directory``
-    (``funcformer.learning.fit``: a checkpoint every epoch; ``resume`` continues it; ``log``: a line an epoch,
+    (``funcformer.learning.fit``: an epoch a jitted call, a checkpoint every epoch; ``resume`` continues it;
+    ``log``: a line an epoch,
     with ``validate(model)`` every ``validate_every`` epochs). ValueError: a and u of other shapes, a grid the
     benchmark has not, coefficients outside the model's [low, high]."""
     a, u = np.asarray(a), np.asarray(u)
@@ -129,6 +130,7 @@ def train_image(
         np.stack([u, part], axis=1).astype(dtype), directory, description=recipe.describe(len(a), s, scale),
         steps=recipe.epochs * (len(a) // recipe.batch), batch=recipe.batch, seed=recipe.seed, scale=scale,
         resume=resume, progress=progress, log=log, validate=validate, validate_every=validate_every, seconds=seconds,
+        block=len(a) // recipe.batch,
     )  # fmt: skip
     return state
 

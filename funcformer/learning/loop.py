@@ -1,4 +1,5 @@
-"""The training loop every model shares, thin around the jitted step (``steps.make_step``).
+"""The training loop every model shares, thin around the jitted step (``steps.make_block``: a step, or a
+block of steps in one call).
 
     fit(learner, optimiser, inputs, targets, DIR, description=..., steps=..., batch=...)   any ``Learner``
     train(run, DIR)                                                     a task's Funcformer run (``RunConfig``)
@@ -11,7 +12,7 @@ once, when the run starts, and read back from the checkpoint by a resumed run an
 
 The loop stays on the device: the training set is placed there once, the step draws its own
 minibatch, and the host only sends each epoch's order and reads the losses back, for the progress
-bar (at most every half second, one step behind, so that the device never waits), at each
+bar (at most every half second, one call behind, so that the device never waits), at each
 checkpoint and, with ``log``, at the end of each epoch (a line: the epoch's mean loss, its seconds,
 and every ``validate_every`` epochs the error on held-out samples). The minibatches of step s depend
 only on (seed, s), so a run resumed from its last checkpoint continues exactly as an uninterrupted one
@@ -42,7 +43,7 @@ from funcformer.learning.data import output_scale, training_arrays
 from funcformer.learning.learner import Learner
 from funcformer.learning.processes import agree, from_owner, is_owner, owning
 from funcformer.learning.settings import RunConfig, read_run
-from funcformer.learning.steps import data_parallel, epoch_order, funcformer_learner, make_step, optimiser, place
+from funcformer.learning.steps import data_parallel, epoch_order, funcformer_learner, make_block, optimiser, place
 from funcformer.model import Funcformer
 
 __all__ = ["TrainingDiverged", "fit", "train"]
@@ -76,6 +77,9 @@ class _Plan(Generic[P]):
     validate_every: int = 1
     seconds: float | None = None
     """A budget: this session stops at the first epoch's end past it (checkpointed; ``resume`` goes on)."""
+    block: int = 1
+    """Steps a jitted call takes at most (``steps.make_block``); a block never crosses an epoch's end, a
+    checkpoint or the interrupt point."""
 
     @property
     def per_epoch(self) -> int:
@@ -139,22 +143,27 @@ def fit(
     validate: Callable[[P], float] | None = None,
     validate_every: int = 1,
     seconds: float | None = None,
+    block: int = 1,
     interrupt_after: int | None = None,
 ) -> State[P]:
     """Train ``learner`` with ``opt`` on (inputs, targets), (count, ...) arrays placed on the devices once,
-        into ``directory``: ``steps`` updates of ``batch`` samples, epoch e visiting the samples in the order
-        ``epoch_order(seed, e, count)``, a checkpoint every ``checkpoint_every`` steps (default: every epoch)
-        and at the end; with ``resume``, continue from the directory's checkpoint. ``description`` (a JSON
-        object: the run's settings) is written as config.json and stored in every checkpoint; a checkpoint of
-        another description is refused, naming the settings that differ. ``scale`` is stored with the run
-        (``State.scale``). With ``log``, a line an epoch: its mean loss, its seconds, and every
-        ``validate_every`` epochs (and at the last) ``validate(parameters)``, the error on held-out samples,
-        also kept in the checkpoint (``State.held_out``). With ``seconds``, a budget: the call stops at the end of
+    into ``directory``: ``steps`` updates of ``batch`` samples, epoch e visiting the samples in the order
+    ``epoch_order(seed, e, count)``, a checkpoint every ``checkpoint_every`` steps (default: every epoch)
+    and at the end; with ``resume``, continue from the directory's checkpoint. ``description`` (a JSON
+    object: the run's settings) is written as config.json and stored in every checkpoint; a checkpoint of
+    another description is refused, naming the settings that differ. ``scale`` is stored with the run
+    (``State.scale``). With ``log``, a line an epoch: its mean loss, its seconds, and every
+    ``validate_every`` epochs (and at the last) ``validate(parameters)``, the error on held-out samples,
+    also kept in the checkpoint (``State.held_out``). With ``seconds``, a budget: the call stops at the end of
     the first epoch past it, with a checkpoint (the schedule stays that of ``steps``; ``resume`` goes on).
+    ``block``: steps in one jitted call at most (``steps.make_block``: the host dispatches one call, not
+    ``block``; the same updates, to rounding: XLA may order a sum otherwise inside its loop), a block
+    ending at every epoch's end and checkpoint (``block`` = the steps of an epoch: an epoch a call). The
+    blocks follow from the step, so a resumed run with the same ``block`` repeats an uninterrupted one.
     ``interrupt_after`` as ``train``'s.
 
-        ValueError: inputs and targets of different counts, a batch larger than the training set, a step count
-        or an interval below 1."""
+    ValueError: inputs and targets of different counts, a batch larger than the training set, a step count,
+    an interval or a block below 1."""
     out = Path(directory)
     count = len(inputs)
     if len(targets) != count:
@@ -163,12 +172,14 @@ def fit(
         raise ValueError(f"fit: batch = {batch} must be between 1 and the {count} training samples")
     per_epoch = count // batch
     every = per_epoch if checkpoint_every is None else checkpoint_every
-    if steps < 1 or every < 1 or validate_every < 1:
+    if steps < 1 or every < 1 or validate_every < 1 or block < 1:
         raise ValueError(
-            f"fit: steps = {steps}, checkpoint_every = {every} and validate_every = {validate_every} must be positive"
+            f"fit: steps = {steps}, checkpoint_every = {every}, validate_every = {validate_every} and block = {block} "
+            "must be positive"
         )
     _, replicated = data_parallel(batch)
-    plan = _Plan(learner, opt, description, steps, batch, count, seed, every, log, validate, validate_every, seconds)
+    plan = _Plan(learner, opt, description, steps, batch, count, seed, every, log, validate, validate_every, seconds,
+                 block)  # fmt: skip
     with owning(out, create=not resume):
         stored = from_owner(lambda: _opened_by_description(description, out, resume))
         if resume:
@@ -262,7 +273,6 @@ def _steps(
     interrupt_after: int | None,
 ) -> State[P]:
     """The training loop, from ``state`` to ``plan.steps``, checkpointing into ``out``."""
-    step_fn = make_step(plan.learner, plan.opt, plan.batch, plan.per_epoch, plan.seed)
     per_epoch = plan.per_epoch
     # placed leaf by leaf from the host: device_put would compare every array across the processes
     model, opt_state = jax.tree_util.tree_map(
@@ -275,8 +285,8 @@ def _steps(
     saved_step, shown, session = first, time.perf_counter(), time.perf_counter()
 
     def read(count: int) -> None:
-        """Move the first ``count`` pending losses to ``losses``; stop at a non-finite one."""
-        values = [float(v) for v in jax.device_get(pending[:count])]
+        """Move the first ``count`` pending blocks' losses to ``losses``; stop at a non-finite one."""
+        values = [float(v) for block in jax.device_get(pending[:count]) for v in np.ravel(block)]
         del pending[:count]
         for value in values:
             if not np.isfinite(value):
@@ -312,31 +322,40 @@ def _steps(
     bar = tqdm(total=plan.steps, initial=first, desc="train", unit="step", disable=not shown_here, mininterval=0.5)
     read_between = progress and jax.process_count() == 1
     with bar:
-        for step in range(first, plan.steps):
+        step = first
+        while step < plan.steps:
             if interrupt_after is not None and step - first == interrupt_after:
                 read(len(pending))
                 return State(model, opt_state, step, losses, state.scale, time.perf_counter() - start, held_out)
             epoch, i = divmod(step, per_epoch)
             if i == 0 or step == first:
                 order = place(epoch_order(plan.seed, epoch, plan.count).astype(np.int32), replicated)
-            model, opt_state, loss = step_fn(model, opt_state, inputs, targets, order, np.int32(step))
-            pending.append(loss)
-            if plan.log and (i == per_epoch - 1 or step + 1 == plan.steps):
-                log_epoch(step)
-            spent = i == per_epoch - 1 and plan.seconds is not None and time.perf_counter() - session > plan.seconds
-            if (step + 1) % plan.checkpoint_every == 0 or step + 1 == plan.steps or spent:
+            every = plan.checkpoint_every
+            ends = [step + plan.block, (epoch + 1) * per_epoch, (step // every + 1) * every]
+            if interrupt_after is not None:
+                ends.append(first + interrupt_after)
+            end = min(plan.steps, *ends)
+            block = make_block(plan.learner, plan.opt, plan.batch, per_epoch, plan.seed, end - step)
+            model, opt_state, block_losses = block(model, opt_state, inputs, targets, order, np.int32(step))
+            pending.append(block_losses)
+            step, last = end, end - 1
+            epoch_done = end % per_epoch == 0
+            if plan.log and (epoch_done or end == plan.steps):
+                log_epoch(last)
+            spent = epoch_done and plan.seconds is not None and time.perf_counter() - session > plan.seconds
+            if end % plan.checkpoint_every == 0 or end == plan.steps or spent:
                 read(len(pending))
                 seconds = time.perf_counter() - start
-                state = State(model, opt_state, step + 1, losses, state.scale, seconds, held_out)
+                state = State(model, opt_state, end, losses, state.scale, seconds, held_out)
                 if is_owner():
                     save(out, plan.description, state)
                 saved_step = state.step
                 if spent:
                     return dataclasses.replace(state, losses=losses, held_out=held_out)
             elif read_between and time.perf_counter() - shown > _SHOW_EVERY:
-                read(len(pending) - 1)  # the newest step still runs meanwhile
+                read(len(pending) - 1)  # the newest block still runs meanwhile
                 shown = time.perf_counter()
             if losses:
                 bar.set_postfix(loss=f"{losses[-1]:.3e}", refresh=False)
-            bar.update()
+            bar.update(len(block_losses))
     return dataclasses.replace(state, losses=losses, held_out=held_out)

@@ -43,6 +43,7 @@ __all__ = [
     "funcformer_learner",
     "l2_norm",
     "loss",
+    "make_block",
     "make_step",
     "optimiser",
     "place",
@@ -130,17 +131,9 @@ def funcformer_learner(config: ModelConfig) -> Learner[Funcformer]:
     return Learner(functools.partial(init, config=config), loss, jax.vmap(Funcformer.__call__))
 
 
-@functools.lru_cache(maxsize=8)
-def make_step(
-    learner: Learner[P], opt: optax.GradientTransformation, batch: int, per_epoch: int, seed: int = 0
-) -> Step[P]:
-    """The jitted update (``Step``): it takes the training set, the epoch's order (``epoch_order``) and the
-    step number, all replicated on the devices, gathers the step's minibatch (the i-th ``batch`` entries
-    of the order, i the step's place in its epoch of ``per_epoch`` steps), splits it over the devices
-    (``data_parallel``), moves it by ``learner.augment`` if the learner has one (its key
-    ``fold_in(key(seed), step)``) and applies one update of ``opt`` to ``learner.loss``'s gradient. One compilation
-    per learner, optimiser and process (a resumed run reuses it)."""
-    split, replicated = data_parallel(batch)
+def _update(learner: Learner[P], opt: optax.GradientTransformation, batch: int, per_epoch: int, seed: int) -> Step[P]:
+    """``make_step``'s update, not jitted."""
+    split, _ = data_parallel(batch)
 
     def step(
         model: P, opt_state: optax.OptState, x: jax.Array, t: jax.Array, order: jax.Array, i: ArrayLike
@@ -153,7 +146,52 @@ def make_step(
         updates, opt_state = opt.update(grads, opt_state, model)
         return optax.apply_updates(model, updates), opt_state, value
 
-    jitted: Step[P] = jax.jit(step, in_shardings=replicated, out_shardings=replicated)
+    return step
+
+
+@functools.lru_cache(maxsize=8)
+def make_step(
+    learner: Learner[P], opt: optax.GradientTransformation, batch: int, per_epoch: int, seed: int = 0
+) -> Step[P]:
+    """The jitted update (``Step``): it takes the training set, the epoch's order (``epoch_order``) and the
+    step number, all replicated on the devices, gathers the step's minibatch (the i-th ``batch`` entries
+    of the order, i the step's place in its epoch of ``per_epoch`` steps), splits it over the devices
+    (``data_parallel``), moves it by ``learner.augment`` if the learner has one (its key
+    ``fold_in(key(seed), step)``) and applies one update of ``opt`` to ``learner.loss``'s gradient. One compilation
+    per learner, optimiser and process (a resumed run reuses it)."""
+    _, replicated = data_parallel(batch)
+    jitted: Step[P] = jax.jit(_update(learner, opt, batch, per_epoch, seed), in_shardings=replicated,
+                              out_shardings=replicated)  # fmt: skip
+    return jitted
+
+
+@functools.lru_cache(maxsize=16)
+def make_block(
+    learner: Learner[P], opt: optax.GradientTransformation, batch: int, per_epoch: int, seed: int, length: int
+) -> Step[P]:
+    """``length`` consecutive updates of ``make_step`` in one jitted call (a ``jax.lax.scan``; ``length``
+    1: the step itself), from the step number it is given, all in one epoch (one order): the same
+    arguments, and the ``length`` losses. The host then dispatches one call, not ``length``: what a fast
+    device waits for when each step is small. One compilation per length."""
+    _, replicated = data_parallel(batch)
+    update = _update(learner, opt, batch, per_epoch, seed)
+
+    def block(
+        model: P, opt_state: optax.OptState, x: jax.Array, t: jax.Array, order: jax.Array, first: ArrayLike
+    ) -> tuple[P, optax.OptState, jax.Array]:
+        if length == 1:
+            model, opt_state, value = update(model, opt_state, x, t, order, first)
+            return model, opt_state, value[None]
+
+        def body(state: tuple[P, optax.OptState], i: jax.Array) -> tuple[tuple[P, optax.OptState], jax.Array]:
+            model, opt_state, value = update(*state, x, t, order, i)
+            return (model, opt_state), value
+
+        steps = jnp.asarray(first) + jnp.arange(length, dtype=jnp.asarray(first).dtype)
+        (model, opt_state), values = jax.lax.scan(body, (model, opt_state), steps)
+        return model, opt_state, values
+
+    jitted: Step[P] = jax.jit(block, in_shardings=replicated, out_shardings=replicated)
     return jitted
 
 

@@ -5,6 +5,7 @@ one, the seconds of several sessions, the per-epoch line and the held-out errors
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -130,11 +131,37 @@ def test_a_model_learns_through_the_loop(tmp_path: Path) -> None:
     np.testing.assert_allclose([float(state.model["w"]), float(state.model["b"])], [2.0, 1.0], atol=0.05)
 
 
+def test_blocks_of_steps_in_one_call_are_the_steps_one_by_one(tmp_path: Path) -> None:
+    """Blocks of up to 2 steps a call (ending at every epoch's end and checkpoint: blocks of 2 and 1 here,
+    3 steps an epoch, a checkpoint every 2 steps) give the step-by-step run's losses and parameters to
+    rounding (XLA may sum in another order inside its loop); interrupted inside an epoch and resumed, the
+    blocked run repeats itself bit for bit; a NaN inside a block is reported at its own step,
+    after the last checkpoint before it (the sample 4 is NaN: the first step whose minibatch holds it)."""
+    single = run(tmp_path / "single", checkpoint_every=2)
+    blocks = run(tmp_path / "blocks", checkpoint_every=2, block=2)
+    run(tmp_path / "resumed", checkpoint_every=2, block=2, interrupt_after=5)
+    resumed = run(tmp_path / "resumed", checkpoint_every=2, block=2, resume=True)
+    np.testing.assert_allclose(blocks.losses, single.losses, rtol=1e-12)
+    np.testing.assert_allclose(float(blocks.model["p"]), float(single.model["p"]), rtol=1e-12)
+    assert resumed.losses == blocks.losses
+    assert float(resumed.model["p"]) == float(blocks.model["p"])
+    poisoned = INPUTS.copy()
+    poisoned[4] = np.nan
+    first = next(s for s in range(15) if 4 in np.random.default_rng((7, s // 3)).permutation(10)[3 * (s % 3) :][:3])
+    message = f"loss is nan at step {first}; stopped. The last good checkpoint (step {first // 2 * 2})"
+    for block in (1, 2):
+        with pytest.raises(loop.TrainingDiverged, match=re.escape(message)):
+            fit(tracking(), optax.sgd(0.5), poisoned, poisoned, tmp_path / f"nan{block}", description="{}", steps=15,
+                batch=3, seed=7, checkpoint_every=2, block=block, progress=False, log=False)  # fmt: skip
+
+
 def test_refusals_name_what_is_wrong(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"fit: batch = 11 must be between 1 and the 10 training samples"):
         run(tmp_path / "a", batch=11)
     with pytest.raises(ValueError, match=r"fit: 10 inputs but 9 targets"):
         fit(tracking(), optax.sgd(0.5), INPUTS, INPUTS[:9], tmp_path / "b", description="{}", steps=1, batch=2)
+    with pytest.raises(ValueError, match=r"block = 0 must be positive"):
+        run(tmp_path / "a", block=0)
     run(tmp_path / "c", steps=3)
     with pytest.raises(FileExistsError, match="already holds a run: pass --resume"):
         run(tmp_path / "c", steps=3)

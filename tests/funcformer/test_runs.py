@@ -184,7 +184,7 @@ def test_an_interrupted_first_step_leaves_nothing_but_a_later_one_keeps_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = 0
-    real = steps.make_step
+    real = steps.make_block
 
     def interrupted_at(step: int) -> object:
         def make(*parts: Any) -> object:
@@ -201,12 +201,12 @@ def test_an_interrupted_first_step_leaves_nothing_but_a_later_one_keeps_the_run(
 
         return make
 
-    monkeypatch.setattr(loop, "make_step", interrupted_at(0))
+    monkeypatch.setattr(loop, "make_block", interrupted_at(0))
     with pytest.raises(KeyboardInterrupt):
         train(RUN, tmp_path / "first", progress=False)
     assert not (tmp_path / "first" / CONFIG).exists()
     calls = 0
-    monkeypatch.setattr(loop, "make_step", interrupted_at(3))  # after the step-2 checkpoint
+    monkeypatch.setattr(loop, "make_block", interrupted_at(3))  # after the step-2 checkpoint
     with pytest.raises(KeyboardInterrupt):
         train(RUN, tmp_path / "later", progress=False)
     assert load(tmp_path / "later", RUN).step == 2
@@ -357,8 +357,8 @@ def test_a_transposed_weight_is_refused_though_its_size_fits(tmp_path: Path) -> 
 
 
 def loss_nan_at(nan_step: int) -> Callable[..., object]:
-    """``steps.make_step`` whose step ``nan_step`` reports a NaN loss (its update is the real one)."""
-    real = steps.make_step
+    """``steps.make_block`` whose step ``nan_step`` reports a NaN loss (its update is the real one)."""
+    real = steps.make_block
 
     def make(*parts: Any) -> object:
         inner = real(*parts)
@@ -377,7 +377,7 @@ def test_a_non_finite_loss_is_reported_at_its_own_step_after_the_last_checkpoint
 ) -> None:
     """The loss of step 3 (the fourth) is NaN: the losses kept are those of steps 0 and 1, with the checkpoint
     of the two steps done, and the message names step 3 and that checkpoint."""
-    monkeypatch.setattr(loop, "make_step", loss_nan_at(3))
+    monkeypatch.setattr(loop, "make_block", loss_nan_at(3))
     monkeypatch.setattr(loop, "output_scale", lambda problem, task: 1.0)  # no 1024 samples to generate
     message = "loss is nan at step 3; stopped. The last good checkpoint (step 2) is kept"
     with pytest.raises(TrainingDiverged, match=re.escape(message)):
@@ -400,7 +400,7 @@ def test_the_progress_bars_reads_change_no_loss_checkpoint_or_report(
     assert "loss=" in capsys.readouterr().err
     assert shown.losses == quiet.losses == load(tmp_path / "shown", run).losses
     assert len(shown.losses) == 9
-    monkeypatch.setattr(loop, "make_step", loss_nan_at(6))
+    monkeypatch.setattr(loop, "make_block", loss_nan_at(6))
     for progress in (False, True):
         out = tmp_path / f"nan, progress {progress}"
         with pytest.raises(TrainingDiverged, match=re.escape("loss is nan at step 6; stopped. The last good "
