@@ -7,6 +7,8 @@
                                                --validate-every epochs, a checkpoint an epoch), then evaluated
     evaluate DIR --data DATA                   the test error of DIR's model, written to DIR/metrics.json
     export --data DATA --out FILE [--s 85]     the dataset at one grid in one file (``export``), which --data takes
+    plot DIR --data DATA [--sample K]          DIR/loss.png (the loss an epoch, the held-out errors) and
+                                               DIR/prediction.png (test sample K: a, u, the prediction, the error)
 
 The image-to-function model reads the coefficient between the data's two values (``ImageConfig.low``, ``high``).
 """
@@ -14,13 +16,16 @@ The image-to-function model reads the coefficient between the data's two values 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 import optax
 
 from funcformer import parameter_count
@@ -33,6 +38,7 @@ from funcformer.learning import Learner, State
 from funcformer.learning._files import CONFIG, METRICS, RunInUse, holding_run, write_atomically
 from funcformer.learning.checkpoints import read, stored, template
 from funcformer.learning.metric import mean_values_relative_l2
+from funcformer.learning.plots import plot_loss, plot_values
 
 MODELS = ("image", "vit", "fno")
 P = TypeVar("P")
@@ -78,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     learn.add_argument("--resume", action="store_true", help="continue DIR's run from its last checkpoint")
     learn.add_argument("--no-progress", action="store_true", help="no progress bar")
+    draw = commands.add_parser("plot", help="figures of a trained run: DIR/loss.png and DIR/prediction.png")
+    draw.add_argument("run", type=Path, help="the run's directory")
+    draw.add_argument("--data", type=Path, required=True, help="the dataset's directory, or an export")
+    draw.add_argument("--sample", type=int, default=0, help="which test sample to plot (default 0)")
     check = commands.add_parser("evaluate", help="the test error of a trained run (DIR/metrics.json)")
     check.add_argument("run", type=Path, help="the run's directory")
     check.add_argument("--data", type=Path, required=True, help="the dataset's directory")
@@ -93,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "export":
             path = export(args.data, args.out, args.s)
             print(f"{path}: the dataset at s = {args.s}, {path.stat().st_size / 1e6:.1f} MB (give it as --data)")
+        elif args.command == "plot":
+            for path in plot(args.run, args.data, args.sample):
+                print(f"wrote {path}")
         elif args.command == "train":
             train(args)
             print(json.dumps(evaluate(args.out, args.data), indent=2))
@@ -134,36 +147,69 @@ def evaluate(directory: Path, data: Path, test: int = 200) -> dict[str, Any]:
     """The run in ``directory`` (its config.json, its checkpoint) on the first ``test`` test samples at its grid:
     the benchmark's figure, written to metrics.json beside the training time and epochs."""
     with holding_run(directory):
-        if not (directory / CONFIG).exists():
-            raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-        description = (directory / CONFIG).read_text(encoding="utf-8")
-        settings = json.loads(description)
-        s, count = int(settings["s"]), int(settings["train"])
-        test_a, test_u = (x[:test] for x in load(data, "test", s))
-        state: State[Any]
-        if settings["model"] in ("image", "vit"):
-            fields, kind = settings["recipe"], ViTConfig if settings["model"] == "vit" else ImageConfig
-            recipe = Recipe(**{**fields, "model": kind(**fields["model"])})
-            learner = image_learner(recipe.model, s, settings["scale"])
-            state = _read(directory, description, learner, recipe.optimiser(count), recipe.seed)
-            predicted, batch = predict_image(state.model, test_a), recipe.batch
-        elif settings["model"] == "fno":
-            config, run = fno.FNOConfig(**settings["config"]), fno.TrainConfig(**settings["training"])
-            a, u = (x[:count] for x in load(data, "train", s))
-            normalisers = fno.Normalisers(fno.Normaliser.fit(a), fno.Normaliser.fit(u))
-            opt = run.optimiser(count // run.batch)
-            state = _read(directory, description, fno.learner(config, normalisers), opt, run.seed)
-            predicted, batch = fno.predict(state.model, normalisers, test_a, config), run.batch
-        else:
-            raise ValueError(f"{directory / CONFIG}: model {settings['model']!r} is none of {', '.join(MODELS)}")
+        run = _restored(directory, data)
+        test_a, test_u = (x[:test] for x in load(data, "test", run.s))
         metrics = {
-            "model": settings["model"], "s": s, "test_samples": len(test_u),
-            "relative_l2": mean_values_relative_l2(predicted, test_u),
-            "epochs": len(state.losses) // (count // batch), "training_seconds": state.seconds,
-            "parameters": parameter_count(state.model), "held_out": state.held_out,
+            "model": run.settings["model"], "s": run.s, "test_samples": len(test_u),
+            "relative_l2": mean_values_relative_l2(run.predict(test_a), test_u),
+            "epochs": len(run.state.losses) // run.per_epoch, "training_seconds": run.state.seconds,
+            "parameters": parameter_count(run.state.model), "held_out": run.state.held_out,
         }  # fmt: skip
         write_atomically(directory / METRICS, json.dumps(metrics, indent=2))
     return metrics
+
+
+def plot(directory: Path, data: Path, sample: int = 0) -> tuple[Path, Path]:
+    """DIR/loss.png, the training loss a step with the held-out errors (and the test error of metrics.json,
+    if ``evaluate`` wrote it), and DIR/prediction.png, test sample ``sample`` at the run's grid."""
+    with holding_run(directory):
+        run = _restored(directory, data)
+        test_a, test_u = load(data, "test", run.s)
+        if not 0 <= sample < len(test_a):
+            raise ValueError(f"plot: --sample must be an index of the {len(test_a)} test samples, got {sample}")
+        metrics = directory / METRICS
+        error = json.loads(metrics.read_text(encoding="utf-8"))["relative_l2"] if metrics.exists() else None
+        held_out = [(epoch * run.per_epoch - 1, value) for epoch, value in run.state.held_out]
+        return (
+            plot_loss(run.state.losses, directory / "loss.png", error, held_out),
+            plot_values(test_a[sample], test_u[sample], run.predict(test_a[sample : sample + 1])[0],
+                        directory / "prediction.png"),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A trained run read back: its settings, its state, its grid and epoch, and its answers (count, s, s)."""
+
+    settings: dict[str, Any]
+    state: State[Any]
+    s: int
+    per_epoch: int
+    predict: Callable[[np.ndarray], np.ndarray]
+
+
+def _restored(directory: Path, data: Path) -> _Run:
+    """The run in ``directory``, whose holder the caller is: its description and checkpoint, checked."""
+    if not (directory / CONFIG).exists():
+        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
+    description = (directory / CONFIG).read_text(encoding="utf-8")
+    settings = json.loads(description)
+    s, count = int(settings["s"]), int(settings["train"])
+    if settings["model"] in ("image", "vit"):
+        fields, kind = settings["recipe"], ViTConfig if settings["model"] == "vit" else ImageConfig
+        recipe = Recipe(**{**fields, "model": kind(**fields["model"])})
+        learner = image_learner(recipe.model, s, settings["scale"])
+        image = _read(directory, description, learner, recipe.optimiser(count), recipe.seed)
+        return _Run(settings, image, s, count // recipe.batch, lambda a: predict_image(image.model, a))
+    if settings["model"] == "fno":
+        config, training = fno.FNOConfig(**settings["config"]), fno.TrainConfig(**settings["training"])
+        a, u = (x[:count] for x in load(data, "train", s))
+        normalisers = fno.Normalisers(fno.Normaliser.fit(a), fno.Normaliser.fit(u))
+        opt = training.optimiser(count // training.batch)
+        fitted = _read(directory, description, fno.learner(config, normalisers), opt, training.seed)
+        predict = functools.partial(fno.predict, fitted.model, normalisers, config=config)
+        return _Run(settings, fitted, s, count // training.batch, predict)
+    raise ValueError(f"{directory / CONFIG}: model {settings['model']!r} is none of {', '.join(MODELS)}")
 
 
 def _read(

@@ -25,7 +25,16 @@ from mpl_toolkits.mplot3d import Axes3D  # type: ignore[import-untyped]  # mplot
 from funcformer.learning import metric
 from funcformer.learning.problem import Problem
 
-__all__ = ["loss_figure", "plot_loss", "plot_prediction", "prediction_figure", "prediction_panels", "sample_error"]
+__all__ = [
+    "loss_figure",
+    "plot_loss",
+    "plot_prediction",
+    "plot_values",
+    "prediction_figure",
+    "prediction_panels",
+    "sample_error",
+    "values_figure",
+]
 
 PANELS = ("input", "exact", "predicted", "error")
 """The keys of ``prediction_panels``, in the figure's reading order."""
@@ -206,10 +215,13 @@ def prediction_figure(
     return figure
 
 
-def loss_figure(losses: Sequence[float], test_error: float | None = None) -> Figure:
+def loss_figure(
+    losses: Sequence[float], test_error: float | None = None, held_out: Sequence[tuple[int, float]] = ()
+) -> Figure:
     """The loss figure, unsaved: the loss per step on a log scale, its moving average
     (window ``smoothing_window(len(losses))``, of log10 of the losses: a geometric mean, which spikes do not
-    dominate) plotted at the window's last step, and ``test_error`` as a horizontal line if given."""
+    dominate) plotted at the window's last step, ``test_error`` as a horizontal line if given, and the
+    ``held_out`` errors, (step, error) pairs (``State.held_out`` in steps), as markers."""
     values = _losses(losses)
     if test_error is not None and not (math.isfinite(test_error) and test_error > 0):
         raise ValueError(f"test_error must be a finite float > 0 for the log scale, got {test_error!r}")
@@ -222,6 +234,9 @@ def loss_figure(losses: Sequence[float], test_error: float | None = None) -> Fig
     axes.plot(steps[window - 1 :], smooth, color="tab:blue", linewidth=2.0, label=f"moving average ({window} steps)")
     if test_error is not None:
         axes.axhline(test_error, color="tab:red", linestyle="--", label=f"final test error {test_error:.3e}")
+    if held_out:
+        at, errors = zip(*held_out, strict=True)
+        axes.plot(at, errors, color="tab:orange", marker="o", markersize=3, label="held-out error")
     axes.set_yscale("log")
     axes.set_xlabel("step")
     axes.set_ylabel("loss")
@@ -255,9 +270,41 @@ def plot_prediction(
     return _save(prediction_figure(x, exact, predicted, points, problem), path)
 
 
-def plot_loss(losses: Sequence[float], path: str | Path, test_error: float | None = None) -> Path:
+def plot_loss(
+    losses: Sequence[float],
+    path: str | Path,
+    test_error: float | None = None,
+    held_out: Sequence[tuple[int, float]] = (),
+) -> Path:
     """The training loss per step (log scale), with a smoothed curve (moving average) and, if given,
-    the final test error as a horizontal line (``loss_figure``). Writes a PNG (creating the parent
-    directories of ``path``, which must end in .png); returns the path."""
+    the final test error as a horizontal line and the held-out errors (``loss_figure``). Writes a PNG
+    (creating the parent directories of ``path``, which must end in .png); returns the path."""
     path = _png_path(path)
-    return _save(loss_figure(losses, test_error), path)
+    return _save(loss_figure(losses, test_error, held_out), path)
+
+
+def values_figure(a: np.ndarray, exact: np.ndarray, predicted: np.ndarray) -> Figure:
+    """One sample on its grid, unsaved: the input ``a``, the solution ``exact``, the prediction and the error
+    (predicted - exact), each (s, s) values (axis 0 x, axis 1 y) shown as an image over [0, 1]^2, the
+    error titled with the sample's relative L2 error over the points (``metric.values_relative_l2``)."""
+    a, exact, predicted = (np.asarray(x, dtype=np.float64) for x in (a, exact, predicted))
+    if not a.shape == exact.shape == predicted.shape or a.ndim != 2:
+        raise ValueError(f"values_figure: a, exact and predicted must be one (s, s) shape, got "
+                         f"{a.shape}, {exact.shape}, {predicted.shape}")  # fmt: skip
+    error = float(metric.values_relative_l2(predicted[None], exact[None])[0])
+    figure = _new_figure(16.0, 4.0)
+    low, high = _limits(np.stack([exact, predicted]))
+    panels = (("input a", a, None), ("solution u", exact, (low, high)), ("predicted", predicted, (low, high)),
+              (f"error (relative L2 {error:.3e})", predicted - exact, None))  # fmt: skip
+    for k, (title, values, limits) in enumerate(panels):
+        axes: Axes = figure.add_subplot(1, 4, k + 1)
+        vmin, vmax = limits if limits is not None else (None, None)
+        image = axes.imshow(values.T, origin="lower", extent=(0, 1, 0, 1), vmin=vmin, vmax=vmax, cmap="viridis")
+        figure.colorbar(image, ax=axes, shrink=0.8)
+        axes.set(title=title, xlabel="x", ylabel="y")
+    return figure
+
+
+def plot_values(a: np.ndarray, exact: np.ndarray, predicted: np.ndarray, path: str | Path) -> Path:
+    """``values_figure`` written as a PNG at ``path`` (which must end in .png); returns the path."""
+    return _save(values_figure(a, exact, predicted), _png_path(path))

@@ -221,6 +221,12 @@ def test_the_task_trains_each_model_through_the_learning_layer(
     assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
     assert main(["evaluate", str(tmp_path / "data"), "--data", str(data)]) == 1
     assert "config.json is missing" in capsys.readouterr().err
+    assert main(["plot", str(out), "--data", str(data), "--sample", "1"]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"wrote {out / 'loss.png'}", f"wrote {out / 'prediction.png'}"]
+    for name in ("loss.png", "prediction.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["plot", str(out), "--data", str(data), "--sample", "4"]) == 1
+    assert "--sample must be an index of the 4 test samples, got 4" in capsys.readouterr().err
 
 
 VIT = ViTConfig(grid=15, patch=5, context=2, width=8, hidden=8, mixers="ka", heads=2, n=6)

@@ -120,6 +120,26 @@ def test_plot_loss_writes_a_png(tmp_path: Path) -> None:
     assert len(plots.loss_figure([0.5]).axes[0].get_lines()) == 2
 
 
+def test_the_loss_figure_marks_the_held_out_errors_and_the_values_figure_shows_a_sample() -> None:
+    """``held_out`` (step, error) pairs are drawn as given; ``values_figure`` shows a, u, the prediction and
+    the error as images (axis 0 is x: transposed for imshow) and titles the error with the relative L2 error
+    over the points, computed here in numpy."""
+    (axes,) = plots.loss_figure([1.0, 0.5, 0.25, 0.2], held_out=[(1, 0.6), (3, 0.3)]).axes
+    marks = axes.get_lines()[-1]
+    assert np.asarray(marks.get_xdata()).tolist() == [1, 3]
+    assert np.asarray(marks.get_ydata()).tolist() == [0.6, 0.3]
+    rng = np.random.default_rng(2)
+    a, u, p = rng.normal(size=(3, 7, 7))
+    figure = plots.values_figure(a, u, p)
+    images = [ax.get_images()[0].get_array() for ax in figure.axes if ax.get_images()]
+    for shown, expected in zip(images, (a, u, p, p - u), strict=True):
+        np.testing.assert_allclose(np.asarray(shown), expected.T)
+    error = np.sqrt(np.sum((p - u) ** 2) / np.sum(u**2))
+    assert figure.axes[6].get_title() == f"error (relative L2 {error:.3e})"
+    with pytest.raises(ValueError, match=r"one \(s, s\) shape, got \(7, 7\), \(7, 7\), \(6, 7\)"):
+        plots.values_figure(a, u, p[:6])
+
+
 def test_moving_average() -> None:
     np.testing.assert_array_equal(plots.moving_average(np.array([1.0, 2.0, 3.0, 6.0]), 2), [1.5, 2.5, 4.5])
     np.testing.assert_array_equal(plots.moving_average(np.array([4.0]), 1), [4.0])
