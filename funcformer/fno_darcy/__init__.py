@@ -26,28 +26,22 @@ model; ``python -m funcformer.fno_darcy train --model image|fno``), measured by
 The directory holds ``dataset.json`` (what was asked for) and the shards ``train-00000.npz``, ...,
 ``test-00000.npz``, ...: shard k of a split holds its samples k * shard_size, ... (fewer in the last), the
 coefficients ``a`` and the solutions ``u`` (``data.solution``), both on the cell-centred grid, (count, s, s)
-float64, with the shard's description and a SHA-256 of it and of the arrays, checked whenever the shard is read. A shard
-appears only once fully written (``funcformer.learning._files.atomic_file``), so a killed generator
-resumes where it stopped: ``generate`` again makes only the missing shards; a shard that fails its check
-is refused by name, never overwritten. One generator at a time writes a directory
-(``funcformer.learning._files.holding``: an OS file lock).
+float64, with the shard's description and a SHA-256 of it and of the arrays, checked whenever the shard is read
+(``funcformer.learning.store``, the one format of every dataset on disk). A shard appears only once fully
+written, so a killed generator resumes where it stopped: ``generate`` again makes only the missing shards; a
+shard that fails its check is refused by name, never overwritten. One generator at a time writes a directory
+(an OS file lock).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import hashlib
 import json
-import multiprocessing
 import os
-import zipfile
-import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from funcformer.fno_darcy.data import (
     ALPHA,
@@ -63,7 +57,7 @@ from funcformer.fno_darcy.data import (
 )
 from funcformer.fno_darcy.model import ImageConfig, ImageToFunction
 from funcformer.fno_darcy.recipes import Recipe, predict_image, solve_image, solver_part, train_image
-from funcformer.learning._files import RunInUse, atomic_file, holding, write_atomically
+from funcformer.learning import store
 
 __all__ = [
     "SHARD_SIZE",
@@ -97,7 +91,7 @@ SHARD_SIZE = 10
 """Samples per shard: 10 at s = 421 are 28 MB of arrays (about 13 MB compressed), 10 solves."""
 RECIPE = 1
 """The recipe's version, recorded in every shard: raised when the numbers a seed gives change."""
-DATASET = "dataset.json"
+Shape: TypeAlias = tuple[int, ...]
 
 
 def _shard_path(directory: Path, split: str, index: int) -> Path:
@@ -114,57 +108,39 @@ def _shards(settings: dict[str, Any], split: str) -> list[dict[str, Any]]:
     ]
 
 
-def _digest(text: str, *arrays: np.ndarray) -> str:
-    """The SHA-256 (hex) of a shard's (or an export's) description and its arrays' float64 bytes."""
-    digest = hashlib.sha256(text.encode())
-    for array in arrays:
-        digest.update(np.ascontiguousarray(array, np.float64).tobytes())
-    return digest.hexdigest()
+def _listing(directory: Path) -> Callable[[dict[str, Any]], list[tuple[Path, dict[str, Any], dict[str, Shape]]]]:
+    """The dataset's shards as ``store.make`` lists them: path, description, the arrays' shapes."""
+
+    def listed(settings: dict[str, Any]) -> list[tuple[Path, dict[str, Any], dict[str, Shape]]]:
+        return [
+            (_shard_path(directory, split, shard["index"]), shard, dict.fromkeys("au", _shape(shard)))
+            for split in SPLITS
+            for shard in _shards(settings, split)
+        ]
+
+    return listed
 
 
-def _write_shard(path: Path, shard: dict[str, Any]) -> int:
-    """Draw and solve a shard's samples and write them to ``path`` atomically; the number of samples."""
+def _shape(shard: dict[str, Any]) -> Shape:
+    return (shard["count"], shard["s"], shard["s"])
+
+
+def _draw(shard: dict[str, Any]) -> dict[str, np.ndarray]:
+    """A shard's samples, drawn and solved: ``coefficients`` and their ``solution``."""
     a = coefficients(shard["seed"], shard["count"], shard["s"], shard["low"], shard["high"], start=shard["start"])
-    u = np.stack([solution(sample) for sample in a])
-    text = json.dumps(shard, sort_keys=True)
-    savez: Callable[..., None] = np.savez_compressed  # numpy's stubs would let a dict fill allow_pickle
-    with atomic_file(path) as file:
-        savez(file, shard=np.asarray(text), a=a, u=u, sha256=np.asarray(_digest(text, a, u)))
-    return int(shard["count"])
-
-
-def _read_shard(path: Path, shard: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """(a, u) of the shard at ``path``, checked: its description must be ``shard`` and its checksum must match.
-    ValueError naming the file otherwise."""
-    advice = "delete it and run generate again to make it anew"
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            text, a, u, checksum = str(stored["shard"]), stored["a"], stored["u"], str(stored["sha256"])
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as error:
-        raise ValueError(f"{path} is corrupt or truncated ({type(error).__name__}: {error}): {advice}") from None
-    if text != json.dumps(shard, sort_keys=True):
-        raise ValueError(f"{path} holds another shard ({text}) than this dataset's ({json.dumps(shard)}): {advice}")
-    shape = (shard["count"], shard["s"], shard["s"])
-    if a.shape != shape or u.shape != shape or a.dtype != np.float64 or u.dtype != np.float64:
-        raise ValueError(f"{path} holds arrays {a.shape} {a.dtype}, {u.shape} {u.dtype}, not {shape} float64: {advice}")
-    if _digest(text, a, u) != checksum:
-        raise ValueError(f"{path} is corrupt: its arrays do not match its SHA-256 checksum: {advice}")
-    return a, u
+    return {"a": a, "u": np.stack([solution(sample) for sample in a])}
 
 
 def _settings(directory: Path) -> dict[str, Any]:
-    """The directory's ``dataset.json``; FileNotFoundError if there is none, ValueError if it is unreadable."""
-    path = directory / DATASET
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no dataset at {directory} (no {DATASET}): make it with python -m funcformer.fno_darcy generate --out DIR"
-        )
+    """The directory's ``dataset.json``, checked to describe this dataset's shards."""
+    settings = store.settings(directory, "python -m funcformer.fno_darcy generate --out DIR")
     try:
-        settings: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         for split in SPLITS:
             _shards(settings, split)
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path} is not a dataset description ({type(error).__name__}: {error})") from None
+    except (KeyError, TypeError) as error:
+        raise ValueError(
+            f"{directory / store.DATASET} is not a dataset description ({type(error).__name__}: {error})"
+        ) from None
     return settings
 
 
@@ -186,7 +162,7 @@ def generate(
     this process) make the shards, a ``tqdm`` bar counting samples. Returns the number of samples made now.
 
     ValueError: a count or s out of range, ``out`` holding a dataset of other settings, or a shard that fails
-    its check (named); ``_files.RunInUse`` if another generator holds ``out``."""
+    its check (named); ``RunInUse`` (``funcformer.learning._files``) if another generator holds ``out``."""
     for name, value, least in (("train", train, 1), ("test", test, 1), ("s", s, 4), ("shard_size", shard_size, 1)):
         if not isinstance(value, int) or value < least:
             raise ValueError(f"generate: {name} must be an integer >= {least}, got {value!r}")
@@ -195,55 +171,11 @@ def generate(
         raise ValueError(f"generate: workers must be an integer >= 1, got {workers!r}")
     if not (np.isfinite(low) and low > 0):
         raise ValueError(f"generate: low = {low} must be positive and finite (a > 0: the PDE is elliptic)")
-    directory = Path(out)
-    directory.mkdir(parents=True, exist_ok=True)
     settings: dict[str, Any] = {"recipe": RECIPE, "s": s, "low": float(low), "high": HIGH, "alpha": ALPHA, "tau": TAU}
     settings.update(shard_size=shard_size, splits={"train": train, "test": test})
-    try:
-        with holding(directory, ("train-", "test-", DATASET)):
-            return _generate(directory, settings, workers, progress)
-    except RunInUse:
-        message = f"{directory} is being written by another generator: wait for it to finish, or use another directory"
-        raise RunInUse(message) from None
-
-
-def _generate(directory: Path, settings: dict[str, Any], workers: int, progress: bool) -> int:
-    """``generate`` once ``directory`` is held."""
-    if (directory / DATASET).exists():
-        stored = _settings(directory)
-        if stored != settings:
-            differ = sorted(key for key in settings if stored.get(key) != settings[key])
-            raise ValueError(
-                f"{directory} holds a dataset of other settings (differing: {', '.join(differ)}; stored "
-                f"{json.dumps(stored)}): use another directory, or the stored settings to finish it"
-            )
-    else:
-        write_atomically(directory / DATASET, json.dumps(settings, indent=2, sort_keys=True) + "\n")
-    todo, done = [], 0
-    for split in SPLITS:
-        for shard in _shards(settings, split):
-            path = _shard_path(directory, split, shard["index"])
-            if path.exists():
-                _read_shard(path, shard)
-                done += shard["count"]
-            else:
-                todo.append((path, shard))
-    total: int = settings["splits"]["train"] + settings["splits"]["test"]
-    with tqdm(total=total, initial=done, desc="fno_darcy", unit="sample", disable=not progress) as bar:
-        if workers == 1 or len(todo) <= 1:
-            for path, shard in todo:
-                bar.update(_write_shard(path, shard))
-        else:
-            context = multiprocessing.get_context("spawn")  # never fork a process that may hold JAX's threads
-            with concurrent.futures.ProcessPoolExecutor(min(workers, len(todo)), mp_context=context) as pool:
-                futures = [pool.submit(_write_shard, path, shard) for path, shard in todo]
-                try:
-                    for future in concurrent.futures.as_completed(futures):
-                        bar.update(future.result())
-                except BaseException:
-                    pool.shutdown(cancel_futures=True)
-                    raise
-    return total - done
+    directory = Path(out)
+    return store.make(directory, settings, _listing(directory), _draw, workers=workers, progress=progress,
+                      what="fno_darcy")  # fmt: skip
 
 
 def load(directory: Path | str, split: str, s: int = 85) -> tuple[np.ndarray, np.ndarray]:
@@ -265,42 +197,29 @@ def load(directory: Path | str, split: str, s: int = 85) -> tuple[np.ndarray, np
         path = _shard_path(directory, split, shard["index"])
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing: the generator has not finished; run generate again to resume")
-        shard_a, shard_u = _read_shard(path, shard)
+        _, arrays = store.read(path, json.dumps(shard, sort_keys=True), dict.fromkeys("au", _shape(shard)))
+        shard_a, shard_u = arrays["a"], arrays["u"]
         a.append(np.ascontiguousarray(subsample(shard_a, s)))
         u.append(np.ascontiguousarray(subsample(shard_u, s)))
     return np.concatenate(a), np.concatenate(u)
 
 
 def export(directory: Path | str, path: Path | str, s: int = 85) -> Path:
-    """Write the dataset in ``directory`` at the s x s grid (``load``) to the one file ``path`` (.npz,
-    written atomically): both splits' a and u as float32 (what the models train on), the dataset's settings
-    and s, and a SHA-256 of them, checked by ``load``. Returns the path. Errors as ``load``'s."""
+    """Write the dataset in ``directory`` at the s x s grid (``load``) to the one file ``path`` (.npz, a
+    ``store.write``): both splits' a and u as float32 (what the models train on), with the dataset's settings
+    and s as its description, checked by ``load``. Returns the path. Errors as ``load``'s."""
     settings = _settings(Path(directory))
-    arrays = {
-        f"{x}_{split}": y.astype(np.float32)
-        for split in SPLITS
-        for x, y in zip("au", load(directory, split, s), strict=True)
-    }
-    text = json.dumps({**settings, "exported_s": s}, sort_keys=True)
-    savez: Callable[..., None] = np.savez_compressed
-    with atomic_file(Path(path)) as file:
-        savez(file, dataset=np.asarray(text), sha256=np.asarray(_digest(text, *arrays.values())), **arrays)
+    arrays = {f"{x}_{split}": y for split in SPLITS for x, y in zip("au", load(directory, split, s), strict=True)}
+    store.write(Path(path), json.dumps({**settings, "exported_s": s}, sort_keys=True), arrays, np.float32)
     return Path(path)
 
 
 def _read_export(path: Path, split: str, s: int) -> tuple[np.ndarray, np.ndarray]:
     """(a, u) of a split of ``export``'s file at ``path``, float64, checked. ValueError naming the file."""
     advice = "export it again from the dataset's directory"
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            text, checksum = str(stored["dataset"]), str(stored["sha256"])
-            arrays = {f"{x}_{name}": stored[f"{x}_{name}"] for name in SPLITS for x in "au"}
-        settings = json.loads(text)
-        exported = int(settings["exported_s"])
-    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, zlib.error) as error:
-        raise ValueError(f"{path} is no readable export of a dataset ({type(error).__name__}: {error})") from None
-    if _digest(text, *arrays.values()) != checksum:
-        raise ValueError(f"{path} is corrupt: its arrays do not match its SHA-256 checksum: {advice}")
+    names = [f"{x}_{name}" for name in SPLITS for x in "au"]
+    text, arrays = store.read(path, None, dict.fromkeys(names), advice)
+    exported = json.loads(text)["exported_s"]
     if s != exported:
         raise ValueError(f"load: {path} holds the dataset at s = {exported} alone, not s = {s}: {advice} at s = {s}")
     return arrays[f"a_{split}"].astype(np.float64), arrays[f"u_{split}"].astype(np.float64)

@@ -1,6 +1,6 @@
 """Files that appear only once fully written, so a crash or a kill never leaves half of one; a run
-directory's files and the lock that gives it to one process at a time; and the dataset cache (shared
-by every task).
+directory's files and the lock that gives it to one process at a time; where datasets are cached (their
+files: ``store``).
 
 A run directory holds ``config.json`` (the ``settings.RunConfig``), ``checkpoint.npz`` (``checkpoints``)
 and ``metrics.json`` (``solver.evaluate``)."""
@@ -11,11 +11,10 @@ import contextlib
 import glob
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
 from filelock import FileLock, Timeout
 
 LOCK = ".lock"
@@ -81,35 +80,3 @@ def write_atomically(path: Path, text: str) -> None:
     """A text file, written atomically (``atomic_file``)."""
     with atomic_file(path, "w") as file:
         file.write(text)
-
-
-def cached_arrays(
-    path: Path,
-    parameters: np.ndarray,
-    count: int,
-    shapes: Mapping[str, tuple[int, ...]],
-    make: Callable[[], dict[str, np.ndarray]],
-) -> dict[str, np.ndarray]:
-    """The first ``count`` rows of the float64 arrays stored at ``path``, if it is readable, was written
-    for exactly these ``parameters`` and holds at least ``count`` rows of these row ``shapes``; else
-    ``make()``'s ``count`` rows, stored there atomically in place of the smaller file. So one file serves
-    every count of a dataset whose first rows do not depend on the count (each is a prefix of the next):
-    the cache holds one file per dataset, as large as the largest count asked for. A mismatch or an
-    unreadable, corrupt file means regenerate: never a silent wrong dataset."""
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            if np.array_equal(stored["parameters"], parameters):
-                arrays = {name: stored[name] for name in shapes}
-                if all(
-                    a.shape[1:] == shapes[n] and len(a) >= count and a.dtype == np.float64 for n, a in arrays.items()
-                ):
-                    return {name: a[:count] for name, a in arrays.items()}
-    except Exception:
-        pass
-    arrays = make()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # numpy's stubs type savez's **arrays so that a dict could fill allow_pickle; these are arrays
-    savez: Callable[..., None] = np.savez
-    with atomic_file(path) as file:
-        savez(file, parameters=parameters, **arrays)
-    return arrays

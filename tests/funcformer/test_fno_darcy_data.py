@@ -405,7 +405,7 @@ def test_an_export_is_the_dataset_at_one_grid(tmp_path: Path, capsys: pytest.Cap
     with pytest.raises(ValueError, match=r"d22\.npz is corrupt: its arrays do not match its SHA-256"):
         load(path, "test", 22)
     path.write_bytes(good[: len(good) // 2])
-    with pytest.raises(ValueError, match=r"d22\.npz is no readable export"):
+    with pytest.raises(ValueError, match=r"d22\.npz is corrupt or truncated"):
         load(path, "train", 22)
 
 
