@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import itertools
 from dataclasses import dataclass
-from typing import Generic, TypeAlias, TypeVar
+from typing import Generic, Protocol, TypeAlias, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -102,6 +102,44 @@ Memory: TypeAlias = Matrix[VecOf[Patch], VecOf[Token]]
 """The encoder's output: a token per patch."""
 
 
+class _ImageSettings(Protocol):
+    """What both image models' settings hold (``ImageConfig``, ``vit.ViTConfig``)."""
+
+    @property
+    def grid(self) -> int: ...
+    @property
+    def patch(self) -> int: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def low(self) -> float: ...
+    @property
+    def high(self) -> float: ...
+    @property
+    def solver_nodes(self) -> int: ...
+
+
+def check_image_config(config: _ImageSettings, positive: tuple[str, ...]) -> None:
+    """The checks both image models' settings share: the fields' types (``check_fields``), the ``positive``
+    sizes, heads dividing the width, the patch the grid, the coefficient's two values rising and a solver of
+    at least 4 nodes if any. ValueError naming the class and the field."""
+    name = type(config).__name__
+    check_fields(config)
+    for field in positive:
+        if getattr(config, field) < 1:
+            raise ValueError(f"{name}.{field} must be positive, got {getattr(config, field)}")
+    if config.width % config.heads:
+        raise ValueError(f"{name}.heads = {config.heads} does not divide {name}.width = {config.width}")
+    if config.grid % config.patch:
+        raise ValueError(f"{name}.patch = {config.patch} does not divide {name}.grid = {config.grid}")
+    if config.solver_nodes and config.solver_nodes < 4:
+        raise ValueError(f"{name}.solver_nodes must be 0 (no solver) or >= 4, got {config.solver_nodes}")
+    if not config.low < config.high:
+        raise ValueError(f"{name}: the coefficient's values low = {config.low} and high = {config.high} must rise")
+
+
 @dataclass(frozen=True)
 class ImageConfig:
     """The architecture of an ``ImageToFunction`` (hashable: static metadata of the model)."""
@@ -136,21 +174,10 @@ class ImageConfig:
     g x g image at n x n nodes (``data.coarse_solution``; ``recipes.solver_part``, ``recipes.predict_image``)."""
 
     def __post_init__(self) -> None:
-        check_fields(self)
         sizes = ("grid", "patch", "width", "hidden", "encoder_layers", "n", "channels", "heads", "head_channels")
-        for name in (*sizes, "hidden_channels"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"ImageConfig.{name} must be positive, got {getattr(self, name)}")
-        if self.width % self.heads:
-            raise ValueError(f"ImageConfig.heads = {self.heads} does not divide ImageConfig.width = {self.width}")
-        if self.grid % self.patch:
-            raise ValueError(f"ImageConfig.patch = {self.patch} does not divide ImageConfig.grid = {self.grid}")
+        check_image_config(self, (*sizes, "hidden_channels"))
         if not self.axes or set(self.axes) - {"x", "y"}:
             raise ValueError(f"ImageConfig.axes must be a non-empty string of 'x' and 'y', got {self.axes!r}")
-        if self.solver_nodes and self.solver_nodes < 4:
-            raise ValueError(f"ImageConfig.solver_nodes must be 0 (no solver) or >= 4, got {self.solver_nodes}")
-        if not self.low < self.high:
-            raise ValueError(f"ImageConfig: the coefficient's values low = {self.low} and high = {self.high} must rise")
         if self.points and self.points < self.n:
             raise ValueError(f"ImageConfig.points = {self.points} cannot resolve n = {self.n} coefficients")
 

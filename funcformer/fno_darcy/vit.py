@@ -46,9 +46,8 @@ from applicative.nn import (
     Linear,
     SelfAttentionBlock,
 )
-from funcformer._fields import check_fields
 from funcformer.fno_darcy.data import grid_points
-from funcformer.fno_darcy.model import image_of
+from funcformer.fno_darcy.model import check_image_config, image_of
 from funcformer.model import Head, HeadChannel
 
 K = TypeVar("K", bound=Dim)
@@ -100,22 +99,11 @@ class ViTConfig:
     """0: the answer is u. n >= 4: a correction added to the recipe's solver on the image (``recipes.solver_part``)."""
 
     def __post_init__(self) -> None:
-        check_fields(self)
-        for name in ("grid", "patch", "width", "hidden", "heads", "n"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"ViTConfig.{name} must be positive, got {getattr(self, name)}")
-        if self.grid % self.patch:
-            raise ValueError(f"ViTConfig.patch = {self.patch} does not divide ViTConfig.grid = {self.grid}")
-        if self.width % self.heads:
-            raise ValueError(f"ViTConfig.heads = {self.heads} does not divide ViTConfig.width = {self.width}")
+        check_image_config(self, ("grid", "patch", "width", "hidden", "heads", "n"))
         if self.context < 0 or self.n > self.grid:
             raise ValueError(f"ViTConfig: context = {self.context} must be >= 0 and n = {self.n} at most the grid")
         if not self.mixers or set(self.mixers) - {"a", "k"}:
             raise ValueError(f"ViTConfig.mixers must be a non-empty string of 'a' and 'k', got {self.mixers!r}")
-        if not self.low < self.high:
-            raise ValueError(f"ViTConfig: the coefficient's values low = {self.low} and high = {self.high} must rise")
-        if self.solver_nodes and self.solver_nodes < 4:
-            raise ValueError(f"ViTConfig.solver_nodes must be 0 (no solver) or >= 4, got {self.solver_nodes}")
 
     @property
     def side(self) -> int:

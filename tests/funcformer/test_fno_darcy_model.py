@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import jax
@@ -286,3 +287,20 @@ def test_the_augmented_vits_unit_is_the_symmetric_datas(tmp_path: Path) -> None:
         np.testing.assert_allclose(np.asarray(model.mean), sample.mean(axis=0), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(np.asarray(model.std), sample.std(axis=0) + 1e-5, rtol=1e-4, atol=1e-6)
     assert not np.allclose(orbit.mean(axis=0), (u / scale).mean(axis=0), rtol=1e-2)  # the two units differ
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"patch": 4}, "ViTConfig.patch = 4 does not divide ViTConfig.grid = 85"),
+        ({"heads": 3}, "ViTConfig.heads = 3 does not divide ViTConfig.width = 128"),
+        ({"hidden": 0}, "ViTConfig.hidden must be positive, got 0"),
+        ({"low": 12.0}, "ViTConfig: the coefficient's values low = 12.0 and high = 12.0 must rise"),
+        ({"solver_nodes": 3}, "ViTConfig.solver_nodes must be 0 (no solver) or >= 4, got 3"),
+        ({"mixers": "akx"}, "ViTConfig.mixers must be a non-empty string of 'a' and 'k', got 'akx'"),
+        ({"n": 90}, "ViTConfig: context = 5 must be >= 0 and n = 90 at most the grid"),
+    ],
+)
+def test_a_wrong_vit_setting_is_refused_by_name(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ViTConfig(**fields)  # type: ignore[arg-type]
