@@ -15,7 +15,7 @@ a breakpoint of depth 60 needs 60 exact bits, which neither float32 nor JAX's
 default 32-bit integers hold; two words are compared in order (``jax.lax.sort``
 with two keys). Every array may carry leading axes (a stack of layouts).
 
-    weights(layout)    the dyadic measure of each slot: 2^-depth, 0 on padding (``jnp.ldexp``: exact)
+    weights(layout)    the dyadic measure of each slot: 2^-depth, 0 on padding (its bits: exact everywhere)
     refine(a, b)       the common refinement: the sorted union of the two trees' breakpoints, at
                        capacity n + m - 1 (enough for any two trees), with the slot of each refined
                        leaf in a and in b (a gather then moves values onto it); no recursion, one sort
@@ -101,10 +101,17 @@ def layout(depths: Sequence[int] | np.ndarray, capacity: int, what: str = "layou
 
 
 def weights(lay: Layout, dtype: jnp.dtype | None = None) -> jax.Array:
-    """The dyadic measure of each slot, 2^-depth, and 0 for padding (in ``dtype``, default float)."""
+    """The dyadic measure of each slot, 2^-depth, and 0 for padding (in ``dtype``, default float): the
+    float whose exponent field is bias - depth and whose mantissa is zero, so exact on every backend by
+    construction (a GPU's float64 ``exp2``, through which ``jnp.ldexp`` goes there, gives
+    0.031249999999999997 for 2^-5), and elementwise (no gather: the gradient of a tree model stays dense)."""
     depth = jnp.asarray(lay.depth)
-    one = jnp.ones((), jnp.result_type(float) if dtype is None else dtype)
-    return jnp.where(depth >= 0, jnp.ldexp(one, -jnp.maximum(depth, 0)), 0)
+    kind = jnp.dtype(jnp.result_type(float) if dtype is None else dtype)
+    info = np.finfo(kind)
+    integer = jnp.dtype(f"int{kind.itemsize * 8}")
+    exponent = (info.maxexp - 1 - jnp.clip(depth, 0, MAX_DEPTH)).astype(integer)  # the exponent's bias is maxexp - 1
+    power = jax.lax.bitcast_convert_type(jnp.left_shift(exponent, integer.type(info.nmant)), kind)
+    return jnp.where(depth >= 0, power, jnp.zeros((), kind))
 
 
 @jax.jit  # one computation: called eagerly, its dozen small ops would each be compiled per shape

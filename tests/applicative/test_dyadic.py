@@ -5,8 +5,12 @@ it) have references that share nothing with the module's numpy and JAX code. Eac
 is reached exactly: a leaf at depth 60, a tree that fills its capacity, breakpoints that differ only in their
 low word (below 2^-30), padding after the last leaf."""
 
+import math
 from bisect import bisect_right
+from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -121,3 +125,16 @@ def test_depths_and_shapes_correspond_left_to_right() -> None:
     for not_a_tree in ([1], [2, 2], [1, 1, 1], [1, 2]):  # [2, 2]: one subtree of depth 1, not the root
         with pytest.raises(ValueError, match="are not those of a binary tree"):
             dyadic.shape_of(not_a_tree)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_weights_are_exact_powers_of_two_at_every_depth(dtype: Any) -> None:
+    """2^-d bit for bit (Python's ``math.ldexp``) at every admitted depth, eagerly and under jit, 0 on padding:
+    a measure of dyadic intervals is exact on every backend (a GPU's float64 exp2 is not)."""
+    depths = np.arange(-1, dyadic.MAX_DEPTH + 1)
+    zeros = jnp.zeros(len(depths), jnp.int32)
+    lay = dyadic.Layout(jnp.asarray(depths, jnp.int32), zeros, zeros)
+    expected = np.array([0.0] + [math.ldexp(1.0, -int(d)) for d in depths[1:]], dtype)
+    for weights in (dyadic.weights(lay, dtype), jax.jit(dyadic.weights, static_argnums=1)(lay, dtype)):
+        assert np.asarray(weights).dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(np.asarray(weights), expected)

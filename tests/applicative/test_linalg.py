@@ -38,6 +38,7 @@ from applicative import (
     to_array,
 )
 from tests.applicative.dims import Hidden, Model, Out, Seq
+from tests.applicative.tolerance import Tolerance, float32
 
 rng = np.random.default_rng(1)
 S, D, H = 5, 4, 3  # sizes of Seq, Model, Hidden
@@ -123,7 +124,7 @@ def test_float32_stays_float32(name: str) -> None:
     args = _args(shapes, np.float32)
     out = op(*args)
     assert out.dtype == jnp.float32
-    np.testing.assert_allclose(out, reference(*[a.astype(np.float64) for a in args]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out, reference(*[a.astype(np.float64) for a in args]), **float32(1e-5))
 
 
 def test_complex_matrices() -> None:
@@ -251,7 +252,8 @@ def test_jit_regression_vmapped_matvec_then_reduction(dtype: type[np.floating[An
     for context in (contextlib.nullcontext, generic_only):
         with context():
             jitted = jax.jit(lambda *a: row_sums(*a))(m, x)  # traced afresh in this context
-        np.testing.assert_allclose(jitted, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+        tol = float32(1e-4)
+        np.testing.assert_allclose(jitted, expected, rtol=tol["rtol"], atol=tol["atol"] * np.abs(expected).max())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -264,12 +266,12 @@ def test_jit_regression_nested_vmap_dot_then_row_softmax(
     q, k = rng.normal(size=(queries, model)).astype(dtype), rng.normal(size=(keys, model)).astype(dtype)
     v = rng.normal(size=(keys, 3)).astype(dtype)
     expected = _attention_numpy(*(a.astype(np.float64) for a in (q, k, v)))
-    tol = 1e-12 if dtype == np.float64 else 2e-5
+    tol: Tolerance = {"rtol": 1e-12, "atol": 1e-12} if dtype == np.float64 else float32(2e-5)
     for context in (generic_only, contextlib.nullcontext):
         with context():
             eager, jitted = _attention(q, k, v), jax.jit(lambda *a: _attention(*a))(q, k, v)
-        np.testing.assert_allclose(eager, expected, rtol=tol, atol=tol)
-        np.testing.assert_allclose(jitted, expected, rtol=tol, atol=tol)
+        np.testing.assert_allclose(eager, expected, **tol)
+        np.testing.assert_allclose(jitted, expected, **tol)
 
 
 V = Vec.from_array

@@ -1,6 +1,9 @@
-"""The type of the tolerance dicts the tests splat into ``assert_allclose`` and ``assert_close``."""
+"""The type of the tolerance dicts the tests splat into ``assert_allclose`` and ``assert_close``, and the
+tolerance of float32 results, which follows the backend's float32 matrix precision."""
 
 from typing import TypedDict
+
+import jax
 
 
 class Tolerance(TypedDict):
@@ -9,3 +12,18 @@ class Tolerance(TypedDict):
 
     rtol: float
     atol: float
+
+
+TF32 = 5e-3
+"""Float32 matrix products in TF32 (NVIDIA GPUs' default since Ampere) or bfloat16 passes (TPUs): 10 mantissa
+bits, so errors about 1e-3 against float64 where the CPU's are about 1e-7."""
+
+
+def float32(cpu: float) -> Tolerance:
+    """The tolerance of a float32 result against a float64 numpy reference: ``cpu`` where float32 matrix
+    products are float32 (the CPU, or a default precision fixed at "highest" or "float32"), at least ``TF32``
+    where the backend's default takes them with fewer mantissa bits (a GPU, a TPU)."""
+    precision = str(getattr(jax.config, "jax_default_matmul_precision", None)).lower()
+    exact = jax.default_backend() == "cpu" or precision in ("highest", "float32")
+    value = cpu if exact else max(cpu, TF32)
+    return {"rtol": value, "atol": value}
