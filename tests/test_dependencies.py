@@ -7,6 +7,9 @@ jaxlib alike and named in docs/install.md, and the environment under test is one
 from __future__ import annotations
 
 import importlib.metadata
+import shlex
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -83,3 +86,21 @@ def test_the_environment_under_test_is_admitted(name: str) -> None:
     # regression tests in tests/applicative/test_linalg.py.
     installed = Version(importlib.metadata.version(name))
     assert runtime()[name].specifier.contains(installed, prereleases=True), f"{name} {installed}: {runtime()[name]}"
+
+
+def test_the_docs_check_command_runs_both_checks() -> None:
+    """docs/install.md's command for checking an install selects the jit regression tests and every test of
+    this file (a ``-k`` naming only the first deselected all of these)."""
+    install = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    (command,) = [
+        line for line in install.splitlines() if line.startswith("python -m pytest") and "jit_regression" in line
+    ]
+    arguments = shlex.split(command)[3:]
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", *arguments],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    ours = {line.split("::")[1].split("[")[0] for line in collected if line.startswith("tests/test_dependencies.py::")}
+    mine = {name for name in globals() if name.startswith("test_")}
+    assert ours == mine
+    assert any("::test_jit_regression_" in line for line in collected)
