@@ -343,7 +343,7 @@ def _steps(
             if plan.log and (epoch_done or end == plan.steps):
                 log_epoch(last)
             spent = epoch_done and plan.seconds is not None and time.perf_counter() - session > plan.seconds
-            if end % plan.checkpoint_every == 0 or end == plan.steps or spent:
+            if end % every == 0 or end == plan.steps or spent:
                 read(len(pending))
                 seconds = time.perf_counter() - start
                 state = State(model, opt_state, end, losses, state.scale, seconds, held_out)
