@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar
+from typing import Generic, Protocol, TypeAlias, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -62,9 +62,6 @@ from applicative.nn import (
 from funcformer._fields import check_fields
 from funcformer.fno_darcy.data import grid_points
 from funcformer.model import Channel, Channels, Features, Head, HeadChannel, HiddenChannel, State, X, Y, transpose
-
-if TYPE_CHECKING:  # vit imports this module
-    from funcformer.fno_darcy.vit import ViTConfig
 
 __all__ = [
     "CrossLayer",
@@ -105,7 +102,27 @@ Memory: TypeAlias = Matrix[VecOf[Patch], VecOf[Token]]
 """The encoder's output: a token per patch."""
 
 
-def check_image_config(config: ImageConfig | ViTConfig, positive: tuple[str, ...]) -> None:
+class _ImageSettings(Protocol):
+    """What both image models' settings hold (``ImageConfig``, ``vit.ViTConfig``; vit imports this module,
+    so the type is this protocol, not their union)."""
+
+    @property
+    def grid(self) -> int: ...
+    @property
+    def patch(self) -> int: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def low(self) -> float: ...
+    @property
+    def high(self) -> float: ...
+    @property
+    def solver_nodes(self) -> int: ...
+
+
+def check_image_config(config: _ImageSettings, positive: tuple[str, ...]) -> None:
     """The checks both image models' settings share: the fields' types (``check_fields``), the ``positive``
     sizes, heads dividing the width, the patch the grid, the coefficient's two values rising and a solver of
     at least 4 nodes if any. ValueError naming the class and the field."""
