@@ -34,7 +34,7 @@ from funcformer.fno_darcy.data import LOW, NODES
 from funcformer.fno_darcy.model import ImageConfig
 from funcformer.fno_darcy.recipes import Recipe, image_learner, predict_image, train_image
 from funcformer.fno_darcy.vit import ViTConfig
-from funcformer.learning import Learner, State
+from funcformer.learning import Learner, Preempted, State, TrainingDiverged
 from funcformer.learning._files import CONFIG, METRICS, RunInUse, holding_run, write_atomically
 from funcformer.learning.checkpoints import read, stored, template
 from funcformer.learning.metric import mean_values_relative_l2
@@ -45,7 +45,8 @@ P = TypeVar("P")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ``argv`` (default: the process's); the exit status (1 on a refused request)."""
+    """Run the command line ``argv`` (default: the process's); the exit status (1 on a refused request or a diverged
+    training, 75 after a SIGTERM: ``Preempted``)."""
     parser = argparse.ArgumentParser(prog="python -m funcformer.fno_darcy", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
@@ -111,7 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(evaluate(args.out, args.data), indent=2))
         else:
             print(json.dumps(evaluate(args.run, args.data, args.test), indent=2))
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, RunInUse) as error:
+    except Preempted as stopped:
+        print(f"{parser.prog} {args.command}: {stopped}", file=sys.stderr)
+        return Preempted.exit_status
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, RunInUse, TrainingDiverged) as error:
         print(f"{parser.prog} {args.command}: error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -24,6 +24,7 @@ from funcformer.learning.checkpoints import State as State
 from funcformer.learning.checkpoints import load as load
 from funcformer.learning.evaluation import evaluate as evaluate
 from funcformer.learning.learner import Learner as Learner
+from funcformer.learning.loop import Preempted as Preempted
 from funcformer.learning.loop import TrainingDiverged as TrainingDiverged
 from funcformer.learning.loop import fit as fit
 from funcformer.learning.loop import train as train
@@ -37,6 +38,7 @@ from funcformer.learning.solver import load_solver as load_solver
 __all__ = [
     "CheckedSolver",
     "Learner",
+    "Preempted",
     "Problem",
     "RunConfig",
     "Solver",

@@ -10,7 +10,8 @@ cache [--clear]             where this task's datasets are cached, and their siz
 
 ``train`` runs on several processes (hosts) when given ``--coordinator HOST:PORT --processes N
 --process-id I`` (or their environment variables, or ``--cluster``): the same command on each
-process, ``processes.initialize`` joining them; process 0 alone writes DIR and evaluates.
+process, ``processes.initialize`` joining them (``--startup-timeout``, ``--coordinator-bind``); process 0
+alone writes DIR and evaluates. After SIGTERM (a preemption) ``train`` exits with status 75, checkpointed.
 
 ``evaluate`` and ``plot`` refuse a run of another task. A run directory is held by one process at a
 time: a second ``train``, ``evaluate`` or ``plot`` of a run in use fails at once.
@@ -28,9 +29,10 @@ from typing import Any
 
 from funcformer.learning._files import METRICS, RunInUse, default_cache, holding_run
 from funcformer.learning.checkpoints import load
-from funcformer.learning.loop import TrainingDiverged, train
+from funcformer.learning.loop import Preempted, TrainingDiverged, train
 from funcformer.learning.problem import Problem
-from funcformer.learning.processes import ENVIRONMENT, from_owner, initialize, is_owner, owning
+from funcformer.learning.processes import ENVIRONMENT, STARTUP_TIMEOUT, from_owner, initialize, is_owner, owning
+from funcformer.learning.rendezvous import StartupError
 from funcformer.learning.settings import RunConfig, read_run
 
 __all__ = ["main"]
@@ -113,6 +115,18 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
         "--process-id", type=int, help=f"this process's number, from 0 (default ${ENVIRONMENT['process_id']})"
     )
     several.add_argument(
+        "--startup-timeout",
+        type=_positive(float),
+        default=STARTUP_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long the processes wait for each other to start (default {STARTUP_TIMEOUT:g})",
+    )
+    several.add_argument(
+        "--coordinator-bind",
+        metavar="HOST:PORT",
+        help="where process 0's coordinator listens (default every interface: [::]:PORT of --coordinator)",
+    )
+    several.add_argument(
         "--cluster",
         action="store_true",
         help="take what is not given from the cluster JAX detects (Slurm, Open MPI, Cloud TPU, Kubernetes)",
@@ -151,8 +165,10 @@ def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
     if args.resume and _given(args):
         raise ValueError(f"--resume continues {args.out}'s own configuration; drop {', '.join(_given(args))}")
     run = None if args.resume else _run_from(problem, args)  # a bad flag is refused before anything is written
-    initialize(args.coordinator, args.processes, args.process_id, cluster=args.cluster)
-    with owning(args.out, create=not args.resume):  # through training and its evaluation
+    start = "resumes the run (--resume)" if args.resume else "starts a new run"
+    initialize(args.coordinator, args.processes, args.process_id, cluster=args.cluster, timeout=args.startup_timeout,
+               bind=args.coordinator_bind, start=start)  # fmt: skip
+    with owning(args.out, resume=args.resume):  # through training and its evaluation
         if run is None:
             run = RunConfig.from_json(
                 from_owner(lambda: read_run(args.out, problem).to_json().encode()).decode(), problem, str(args.out)
@@ -234,7 +250,18 @@ def main(problem: Problem[Any], argv: Sequence[str] | None = None) -> int:
     command = {"train": _train, "evaluate": _evaluate, "plot": _plot, "cache": _cache}[args.command]
     try:
         command(problem, args)
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, TrainingDiverged, RunInUse) as error:
+    except Preempted as stopped:
+        print(f"{parser.prog} {args.command}: {stopped}", file=sys.stderr)
+        return Preempted.exit_status
+    except (
+        ValueError,
+        TypeError,
+        FileNotFoundError,
+        FileExistsError,
+        TrainingDiverged,
+        RunInUse,
+        StartupError,
+    ) as error:
         print(f"{parser.prog} {args.command}: error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -17,9 +17,11 @@ checkpoint and, with ``log``, at the end of each epoch (a line: the epoch's mean
 and every ``validate_every`` epochs the error on held-out samples). The minibatches of step s depend
 only on (seed, s), so a run resumed from its last checkpoint continues exactly as an uninterrupted one
 would. A non-finite loss stops the run at the next read; the last good checkpoint stays, as no
-checkpoint is written past a non-finite loss. A run stopped before its first checkpoint after step 0
-leaves nothing behind. One process at a time holds a run directory (``holding_run``); in a run on
-several processes, process 0 alone holds, reads and writes it (``processes``).
+checkpoint is written past a non-finite loss. SIGTERM (a cluster's preemption) stops the run at the end
+of the block in progress, on every process after the same step, checkpointed there, raising
+``Preempted``. A run stopped before its first checkpoint after step 0 leaves nothing behind. One process
+at a time holds a run directory (``holding_run``); in a run on several processes, process 0 alone holds,
+reads and writes it (``processes``).
 """
 
 from __future__ import annotations
@@ -41,12 +43,12 @@ from funcformer.learning._files import CHECKPOINT, CONFIG, write_atomically
 from funcformer.learning.checkpoints import State, from_bytes, read, save, stored, template
 from funcformer.learning.data import output_scale, training_arrays
 from funcformer.learning.learner import Learner
-from funcformer.learning.processes import agree, from_owner, is_owner, owning
+from funcformer.learning.processes import agree, from_owner, is_owner, owning, preemption
 from funcformer.learning.settings import RunConfig, read_run
 from funcformer.learning.steps import data_parallel, epoch_order, funcformer_learner, make_block, optimiser, place
 from funcformer.model import Funcformer
 
-__all__ = ["TrainingDiverged", "fit", "train"]
+__all__ = ["Preempted", "TrainingDiverged", "fit", "train"]
 
 P = TypeVar("P")
 
@@ -56,6 +58,21 @@ _SHOW_EVERY = 0.5
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite."""
+
+
+class Preempted(RuntimeError):
+    """SIGTERM reached a process of the run (``processes.preemption``): every process stopped after the same
+    step, ``step``, checkpointed there; ``--resume`` (``resume=True``) continues as if it had not stopped."""
+
+    exit_status = 75
+    """The status a command line exits with after it (sysexits' EX_TEMPFAIL: stopped, to be run again)."""
+
+    def __init__(self, step: int, directory: Path | None) -> None:
+        where = f"in {directory}" if directory is not None else "by process 0"
+        super().__init__(
+            f"stopped by SIGTERM after step {step}, checkpointed there {where}: continue the run with --resume"
+        )
+        self.step = step
 
 
 @dataclass(frozen=True)
@@ -112,7 +129,7 @@ def train(
     learner = funcformer_learner(run.model)
     plan = _Plan(learner, optimiser(run), run.to_json(), run.steps, run.batch, run.train_size, run.seed,
                  run.checkpoint_every)  # fmt: skip
-    with owning(out, create=not resume):
+    with owning(out, resume=resume):
         stored = from_owner(lambda: _opened(run, out, resume))
         if resume:
             state = from_bytes(stored, run, out)
@@ -180,7 +197,7 @@ def fit(
     _, replicated = data_parallel(batch)
     plan = _Plan(learner, opt, description, steps, batch, count, seed, every, log, validate, validate_every, seconds,
                  block)  # fmt: skip
-    with owning(out, create=not resume):
+    with owning(out, resume=resume):
         stored = from_owner(lambda: _opened_by_description(description, out, resume))
         if resume:
             state = read(stored, description, template(learner, seed, opt), out)
@@ -321,7 +338,7 @@ def _steps(
     shown_here = progress and is_owner()
     bar = tqdm(total=plan.steps, initial=first, desc="train", unit="step", disable=not shown_here, mininterval=0.5)
     read_between = progress and jax.process_count() == 1
-    with bar:
+    with bar, preemption() as preempted:
         step = first
         while step < plan.steps:
             if interrupt_after is not None and step - first == interrupt_after:
@@ -343,13 +360,16 @@ def _steps(
             if plan.log and (epoch_done or end == plan.steps):
                 log_epoch(last)
             spent = epoch_done and plan.seconds is not None and time.perf_counter() - session > plan.seconds
-            if end % every == 0 or end == plan.steps or spent:
+            stopped = preempted(end)  # every process asks at every block's end
+            if end % every == 0 or end == plan.steps or spent or stopped:
                 read(len(pending))
                 seconds = time.perf_counter() - start
                 state = State(model, opt_state, end, losses, state.scale, seconds, held_out)
                 if is_owner():
                     save(out, plan.description, state)
                 saved_step = state.step
+                if stopped:
+                    raise Preempted(end, out if is_owner() else None)
                 if spent:
                     return dataclasses.replace(state, losses=losses, held_out=held_out)
             elif read_between and time.perf_counter() - shown > _SHOW_EVERY:

@@ -11,6 +11,11 @@ any process leaves the owner's last checkpoint, which ``--resume`` continues on 
 processes. Before the first step every process's data, configuration and initial state are
 compared by a SHA-256 (``agree``): processes that differ are refused by number.
 
+``initialize`` first has the processes meet (``rendezvous.meet``): a start that cannot complete (a port
+in use, an id given twice, a missing process, processes asked for different starts) ends on every
+process within a bounded time, in an error that names the processes. ``preemption`` turns SIGTERM into
+a stop of every process after one step, which the loop checkpoints (``loop.Preempted``).
+
 With one process (``jax.process_count() == 1``) every function here is the identity or a no-op.
 """
 
@@ -18,7 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -27,8 +35,9 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from funcformer.learning._files import RunInUse, holding_run
+from funcformer.learning.rendezvous import meet
 
-__all__ = ["agree", "from_owner", "initialize", "is_owner", "owning"]
+__all__ = ["agree", "from_owner", "initialize", "is_owner", "owning", "preemption"]
 
 ENVIRONMENT = {
     "coordinator": "JAX_COORDINATOR_ADDRESS",
@@ -37,6 +46,9 @@ ENVIRONMENT = {
 }
 """The environment variables ``initialize`` reads where an argument is None (the first is JAX's own)."""
 
+STARTUP_TIMEOUT = 60.0
+"""Seconds ``initialize`` waits for every process of the run to come, by default."""
+
 
 def initialize(
     coordinator: str | None = None,
@@ -44,6 +56,9 @@ def initialize(
     process_id: int | None = None,
     *,
     cluster: bool = False,
+    timeout: float = STARTUP_TIMEOUT,
+    bind: str | None = None,
+    start: str = "",
 ) -> bool:
     """Join this process to a run on several (``jax.distributed.initialize``), before JAX uses a device.
 
@@ -53,6 +68,13 @@ def initialize(
     ``cluster`` False, nothing happens (a one-process run) and False is returned; with ``cluster``,
     JAX fills in what is missing from the cluster it detects (Slurm, Open MPI, a Cloud TPU, a
     Kubernetes job with ``jax[k8s]``). True once joined.
+
+    The processes first meet (``rendezvous.meet``, when the three are known): within ``timeout`` seconds
+    every process has come, once, each saying the same ``start`` (what it was asked to do: a new run, a
+    resumed one), or every process that came stops with a ``rendezvous.StartupError`` naming what is
+    wrong (a port in use, an id given twice, a count or a start that differs) and which processes never
+    came. Process 0's coordinator listens on ``bind`` (``host:port``; default every interface,
+    ``[::]:port``, as JAX's). ValueError for a count below 1 or an id out of range.
     """
     coordinator = coordinator or os.environ.get(ENVIRONMENT["coordinator"])
     processes = processes if processes is not None else _integer(ENVIRONMENT["processes"])
@@ -63,7 +85,14 @@ def initialize(
         raise ValueError(f"the number of processes must be positive, got {processes}")
     if process_id is not None and processes is not None and not 0 <= process_id < processes:
         raise ValueError(f"the process id must be in 0..{processes - 1} for {processes} processes, got {process_id}")
-    jax.distributed.initialize(coordinator, processes, process_id)
+    if not timeout > 0:
+        raise ValueError(f"the startup timeout must be positive, got {timeout} s")
+    if coordinator is not None and processes is not None and process_id is not None:
+        bind = bind or f"[::]:{coordinator.rpartition(':')[2]}"
+        meet(coordinator, processes, process_id, start=start, timeout=timeout, bind=bind)
+    jax.distributed.initialize(
+        coordinator, processes, process_id, initialization_timeout=math.ceil(timeout), coordinator_bind_address=bind
+    )
     return True
 
 
@@ -121,19 +150,45 @@ def _broadcast(data: bytes) -> bytes:
 
 
 @contextlib.contextmanager
-def owning(directory: Path, *, create: bool) -> Iterator[None]:
-    """On the owner, hold the run ``directory`` for this block (``holding_run``; ``create`` makes it
-    first); every process learns whether it could (``from_owner``: a run in use is refused on all)."""
+def owning(directory: Path, *, resume: bool) -> Iterator[None]:
+    """On the owner, hold the run ``directory`` for this block (``holding_run``; a new run, not ``resume``,
+    makes it first); every process learns whether it could (``from_owner``: a run in use is refused on
+    all). First of all, the processes agree on the start: all resume the run, or none does (``agree``)."""
+    agree("starts of the run", "resume" if resume else "new", advice="give every process the same command: all "
+          "with --resume, or none")  # fmt: skip
     with contextlib.ExitStack() as stack:
 
         def hold() -> bytes:
-            if create:
+            if not resume:
                 directory.mkdir(parents=True, exist_ok=True)
             stack.enter_context(holding_run(directory))
             return b""
 
         from_owner(hold)
         yield
+
+
+@contextlib.contextmanager
+def preemption() -> Iterator[Callable[[int], bool]]:
+    """For this block, ``preempted(step)``: True, at one step on every process, once SIGTERM (a cluster's
+    preemption or cancel: Slurm, Kubernetes) reached any process of the run.
+
+    On several processes it is JAX's preemption sync point (``jax.distributed`` catches SIGTERM, and the
+    processes agree on the first step every one of them checks after it; every process must check every
+    step it passes, in the same order). In one process, a handler of this block records SIGTERM (in the
+    main thread; the handler before it is restored at the block's end)."""
+    if jax.process_count() > 1:
+        yield multihost_utils.reached_preemption_sync_point
+        return
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread alone
+        yield lambda step: False
+        return
+    received = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda number, frame: received.set())
+    try:
+        yield lambda step: received.is_set()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def agree(what: str, *parts: str | np.ndarray | Iterable[np.ndarray], advice: str) -> None:

@@ -5,7 +5,9 @@ one, the seconds of several sessions, the per-epoch line and the held-out errors
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -114,6 +116,30 @@ def test_a_budget_in_seconds_stops_at_an_epochs_end_and_a_resume_goes_on(tmp_pat
         assert run(tmp_path / "budget", seconds=0.0, resume=True).step == step
     straight = run(tmp_path / "straight")
     assert run(tmp_path / "budget", resume=True).losses == straight.losses
+
+
+def test_sigterm_checkpoints_at_a_blocks_end_and_a_resume_goes_on_bit_for_bit(tmp_path: Path) -> None:
+    """SIGTERM (sent here from the held-out hook at the end of epoch 2, as a cluster's preemption would send it
+    at any time): the loop stops after that block, step 6, checkpointed there although the interval is 100
+    steps, and raises Preempted; the process survives (the handler is the loop's, restored after it). The
+    resumed run ends as the uninterrupted one, bit for bit."""
+    before = signal.getsignal(signal.SIGTERM)
+    epochs = iter(range(1, 6))
+
+    def preempt_in_epoch_2(params: Params) -> float:
+        if next(epochs) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return 0.0
+
+    with pytest.raises(loop.Preempted, match=f"after step 6, checkpointed there in {re.escape(str(tmp_path))}"):
+        run(tmp_path, checkpoint_every=100, log=True, validate=preempt_in_epoch_2)
+    assert signal.getsignal(signal.SIGTERM) == before
+    with np.load(tmp_path / "checkpoint.npz") as stored:
+        assert (int(stored["step"]), len(stored["losses"])) == (6, 6)
+    resumed = run(tmp_path, resume=True, checkpoint_every=100)
+    straight = run(tmp_path / "straight")
+    assert resumed.losses == straight.losses
+    assert float(resumed.model["p"]) == float(straight.model["p"])
 
 
 def test_a_model_learns_through_the_loop(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ leave one behind or wait on a collective for ever. The runs are marked slow (abo
 CI runs them. The functions of ``processes`` are also checked in one process, where they change nothing.
 """
 
+import contextlib
 import os
 import signal
 import socket
@@ -59,12 +60,14 @@ def _start(arguments: Sequence[str], cache: Path, devices: int = 1) -> subproces
     )
 
 
-def _two(arguments: Sequence[Sequence[str]], caches: Sequence[Path]) -> list[subprocess.Popen[str]]:
-    """Processes 0 and 1 of one run, each with its own further ``arguments`` and dataset cache."""
-    port = _port()
+def _two(
+    arguments: Sequence[Sequence[str]], caches: Sequence[Path], ids: Sequence[int] = (0, 1), port: int | None = None
+) -> list[subprocess.Popen[str]]:
+    """Processes ``ids`` (0 and 1) of a run of two, each with its own further ``arguments`` and dataset cache."""
+    port = port or _port()
     return [
         _start([*a, "--coordinator", f"127.0.0.1:{port}", "--processes", "2", "--process-id", str(i)], cache)
-        for i, (a, cache) in enumerate(zip(arguments, caches, strict=True))
+        for i, a, cache in zip(ids, arguments, caches, strict=True)
     ]
 
 
@@ -203,6 +206,88 @@ def test_an_error_of_the_owner_reaches_every_process_at_once(
     assert (status0, status1) == (1, 1)
     assert f"error: no trained run at {missing}: no such directory" in err0
     assert f"error: process 0: no trained run at {missing}: no such directory" in err1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resumed", [0, 1])
+def test_processes_asked_to_start_differently_are_refused_at_once_by_number(
+    resumed: int, tmp_path: Path, started: list[subprocess.Popen[str]]
+) -> None:
+    """One process resumes the run, the other starts a new one (each order): both refused, naming both, before
+    JAX joins them, where both waited on mismatched collectives until killed."""
+    run, fresh = ["--out", str(tmp_path / "run"), "--resume", "--quiet"], ["--out", str(tmp_path / "new"), *FLAGS]
+    began = time.monotonic()
+    started += _two([run, fresh] if resumed == 0 else [fresh, run], [tmp_path / "cache"] * 2)
+    results = _finish(started)
+    assert [status for status, _, _ in results] == [1, 1]
+    says = {0: "resumes the run (--resume)", 1: "starts a new run"}
+    refusal = f"process 1 {says[1 - resumed]}, and process 0 {says[resumed]}: give every process the same command"
+    assert f"error: {refusal}" in results[0][2]
+    assert f"error: process 0: {refusal}" in results[1][2]
+    assert time.monotonic() - began < 60
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signalled", [0, 1])
+def test_sigterm_to_either_process_stops_both_after_one_step_and_the_run_resumes_bit_for_bit(
+    signalled: int, tmp_path: Path, reference: dict[str, np.ndarray], started: list[subprocess.Popen[str]]
+) -> None:
+    """SIGTERM (a preemption) to one process once the run has made a few steps: both exit with status 75
+    after the same step, which process 0 checkpoints; ``--resume`` on both ends as the uninterrupted run."""
+    out, caches = tmp_path / "run", [tmp_path / "cache0", tmp_path / "cache1"]
+    started += _two([["--out", str(out), *FLAGS]] * 2, caches)
+    deadline = time.monotonic() + TIMEOUT
+    while _step(out) < 0:  # the step-0 checkpoint: the run has started
+        assert started[0].poll() is None, started[0].communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(1.0)
+    os.kill(started[signalled].pid, signal.SIGTERM)
+    results = _finish(started)
+    stopped = _step(out)
+    assert 0 < stopped < STEPS, "the run ended before it could be stopped: raise STEPS"
+    assert [status for status, _, _ in results] == [75, 75]
+    assert f"stopped by SIGTERM after step {stopped}, checkpointed there in {out}: continue" in results[0][2]
+    assert f"stopped by SIGTERM after step {stopped}, checkpointed there by process 0: continue" in results[1][2]
+    started[:] = _two([["--out", str(out), "--resume", "--quiet"]] * 2, caches)
+    assert [status for status, _, _ in _finish(started)] == [0, 0]
+    _assert_bitwise_equal(_checkpoint(out), reference)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["port in use", "a process missing", "an id out of range", "an id given twice"])
+def test_a_start_that_cannot_complete_ends_in_time_naming_what_is_wrong(
+    case: str, tmp_path: Path, started: list[subprocess.Popen[str]]
+) -> None:
+    """Each way a start fails, with ``--startup-timeout 3``: every process ends with status 1 within the
+    timeout (and its start-up), with an error that names the cause and the processes, where before each one
+    waited about 305 s (or segfaulted) and ended in JAX's raw error."""
+    port, arguments = _port(), ["--out", str(tmp_path / "run"), *FLAGS, "--startup-timeout", "3"]
+    ids, expected = {
+        "port in use": ([0, 1], ["process 0 cannot listen on [::]:{port} for the run's coordinator: Address already "
+                                 "in use", "process 1: process 0 was not reached at 127.0.0.1:{port} within 3 s: "
+                                 "something listens there, but not a run's process 0"]),
+        "a process missing": ([0], ["process 1 never came within 3 s"]),
+        "an id out of range": ([0, 2], ["process 1 never came within 3 s",
+                                        "the process id must be in 0..1 for 2 processes, got 2"]),
+        "an id given twice": ([0, 1, 1], ["two processes were given id 1: one at 127.0.0.1 and one at 127.0.0.1"] * 3),
+    }[case]  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        if case == "port in use":
+            stack.enter_context(socket.create_server(("127.0.0.1", port)))  # another program, listening
+        began = time.monotonic()
+        count = "3" if case == "an id given twice" else "2"
+        several = ["--coordinator", f"127.0.0.1:{port}", "--processes", count, "--process-id"]
+        started += [_start([*arguments, *several, str(i)], tmp_path / "cache") for i in ids]
+        results = _finish(started)
+    assert [status for status, _, _ in results] == [1] * len(ids)
+    for (_, _, err), message in zip(results, expected, strict=False):
+        assert message.format(port=port) in err
+    for _, _, err in results[1:]:  # the others heard process 0's reason, or say why they could not
+        assert "error: process" in err or "process id" in err
+    assert time.monotonic() - began < 30
+    assert "Segmentation" not in "".join(err for _, _, err in results)
 
 
 # In one process
