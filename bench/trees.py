@@ -13,11 +13,14 @@ The model is ``applicative.examples.trees``'s encoder at width 64, 4 heads of 16
 
 Each size runs with the attention materialised (``Softmax(chunk=None)``: n x n scores per sequence
 and head) and in chunks of 128 queries (``Softmax(chunk=128)``: 128 x n), where XLA's own account of
-the compiled step's temporary buffers fits in this machine's memory; a size whose steps are not timed
-(``--time-up-to``) shows its memory alone. Both dense steps are timed side by side: pairs of steps in
-alternating order; the table gives each step's median and the median of the pairs' ratios, so that a
-slow spell of a shared machine slows both halves of a ratio (on this 2-core machine single steps at
-1,024 leaves vary by 30%: most of a step is memory traffic).
+the compiled step's temporary buffers fits in the device's memory (a GPU's, else this machine's); a
+size whose steps are not timed (``--time-up-to``) shows its memory alone, and one whose compilation or
+steps fail to allocate memory says ``does not fit`` and the size asked for, where XLA's message gives
+it, and the table goes on (on an H100, XLA's autotuner asked for 128 GB compiling 16,384 leaves
+materialised). Both dense steps are timed side by side: pairs of steps in alternating order; the table
+gives each step's median and the median of the pairs' ratios, so that a slow spell of a shared machine
+slows both halves of a ratio (on this 2-core machine single steps at 1,024 leaves vary by 30%: most of
+a step is memory traffic).
 
     python bench/trees.py                 # every size, and the recursive Tree (about 20 minutes on 2 CPU cores)
     python bench/trees.py --sizes 64 256  # some sizes only, no recursive Tree
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import functools
 import math
 import os
 import pathlib
@@ -47,7 +51,7 @@ import optax
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the repository root
 
-from _timing import paired, race  # bench/, the script's directory
+from _timing import DoesNotFit, or_does_not_fit, paired, race  # bench/, the script's directory
 
 from applicative import Dim, Tree, Vec, to_array
 from applicative.examples import trees as example
@@ -58,7 +62,17 @@ BATCH = 32
 CONFIG = example.Config(width=64, hidden=128, heads=4, head_features=16, layers=1)
 REPEATS = collections.defaultdict(lambda: 1, {64: 15, 256: 15, 1024: 15, 4096: 3})  # timed pairs of steps
 SPEC_LEAVES = (4, 8, 16)
-MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9  # GB of this machine
+
+
+def device_memory() -> float:
+    """GB of the default device: a GPU's own (its allocator's limit), else this machine's."""
+    stats = jax.devices()[0].memory_stats()  # None on the CPU
+    if stats and "bytes_limit" in stats:
+        return float(stats["bytes_limit"]) / 1e9
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+
+
+MEMORY = device_memory()
 
 
 class Position(Dim):
@@ -139,12 +153,14 @@ def dense_row(n: int, chunk: int | None, timed: bool) -> dict[str, Any]:
 
 
 def fits(row: dict[str, Any]) -> bool:
-    """Whether XLA's account of both steps' temporary buffers fits in 0.6 of this machine's memory."""
+    """Whether XLA's account of both steps' temporary buffers fits in 0.6 of the device's memory."""
     return bool(max(row["tree_memory"], row["vec_memory"]) <= 0.6 * MEMORY)
 
 
 def dense_line(row: dict[str, Any]) -> str:
     attention = "materialised" if row["chunk"] is None else f"chunks of {row['chunk']}"
+    if "failed" in row:
+        return f"| {row['n']} | {attention} | | {row['failed']} | | | |"
     memory = f"{row['tree_memory']:.2f} / {row['vec_memory']:.2f} GB"
     if "ratio" not in row:
         why = "not timed" if fits(row) else f"does not fit in {MEMORY:.0f} GB"
@@ -218,7 +234,8 @@ def main(argv: list[str] | None = None) -> None:
     ratio_at_1024 = None
     for n in args.sizes:
         for chunk in (None, args.chunk):
-            row = dense_row(n, chunk, n <= args.time_up_to)
+            measured = or_does_not_fit(functools.partial(dense_row, n, chunk, n <= args.time_up_to))
+            row = {"n": n, "chunk": chunk, "failed": measured} if isinstance(measured, DoesNotFit) else measured
             print(dense_line(row), flush=True)
             if n == 1024 and Softmax().rows_per_chunk(n, n) == chunk and "ratio" in row:
                 ratio_at_1024 = row["ratio"]

@@ -6,6 +6,8 @@ of its own, at the tiny size it offers (``--smoke``, or its own size flags), and
 its ratios are finite positive numbers, its tables have their rows. So do the two tools of
 tools/, in their cheap modes: ``mutants.py --list`` (the mutants and whether each still applies) and
 ``site.py --help`` (the rest needs Chromium and selenium, which the project does not install).
+What a GPU alone can show is simulated: an allocation that fails (``_timing.or_does_not_fit``: a row
+that does not fit, and the table goes on), and ``gpu.py``'s rows for a check that fails or times out.
 
 The processes share, for this session only, a dataset cache (``FUNCFORMER_CACHE``) and JAX's
 persistent compilation cache, and compile with XLA's optimisations and fusion emitters off (a quarter
@@ -16,14 +18,19 @@ models still agree.
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import re
 import subprocess
 import sys
+import time
 from importlib.metadata import version
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
+import jax
 import pytest
 from filelock import FileLock
 from packaging.version import Version
@@ -140,6 +147,19 @@ def duration(cell: str) -> float:
     return seconds
 
 
+def script(monkeypatch: pytest.MonkeyPatch, name: str) -> ModuleType:
+    """``bench/<name>.py`` imported as the module ``bench_<name>``, bench/ on ``sys.path`` (as the scripts
+    put it, for ``_timing`` and ``_report``) until the test ends."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
 # The generic code against hand-written jax.numpy
 
 
@@ -181,6 +201,139 @@ def test_trees_times_a_dense_tree_step_against_a_vec_step_materialised_and_in_ch
         duration(tree_step)
         duration(vec_step)
         positive(ratio)
+
+
+OUT_OF_MEMORY = [
+    # XLA's words on a GPU, compiling (the autotuner's scratch) and running; 128 GiB = 137,438,953,472 bytes
+    ("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 137438953472 bytes.", "137.4 GB"),
+    ("RESOURCE_EXHAUSTED: Failed to allocate request for 128.00GiB (137438953472B) on device ordinal 0", "137.4 GB"),
+    ("INTERNAL: Autotuning failed: out of memory trying to allocate 2.5GB", "2.5 GB"),
+    ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space vmem.", None),
+]
+
+
+@pytest.mark.parametrize(("message", "asked"), OUT_OF_MEMORY)
+def test_a_failed_allocation_is_a_row_that_does_not_fit(
+    monkeypatch: pytest.MonkeyPatch, message: str, asked: str | None
+) -> None:
+    timing = script(monkeypatch, "_timing")
+
+    def measure() -> dict[str, float]:
+        raise jax.errors.JaxRuntimeError(message)  # jaxlib's XlaRuntimeError, on every JAX the project admits
+
+    failure = timing.or_does_not_fit(measure)
+    assert isinstance(failure, timing.DoesNotFit)
+    assert str(failure) == ("does not fit" if asked is None else f"does not fit (asked for {asked})")
+
+
+def test_only_a_failed_allocation_does_not_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    timing = script(monkeypatch, "_timing")
+    assert timing.or_does_not_fit(lambda: {"ratio": 1.5}) == {"ratio": 1.5}
+
+    def host() -> None:
+        raise MemoryError
+
+    assert str(timing.or_does_not_fit(host)) == "does not fit"
+    errors = [
+        jax.errors.JaxRuntimeError("INVALID_ARGUMENT: Executable expected parameter 0 of size 8 but got 16"),
+        ValueError("out of memory, but not a runtime error of JAX's"),
+        RuntimeError("RESOURCE_EXHAUSTED, but not from JAX"),
+    ]
+    for error in errors:
+
+        def fails(error: Exception = error) -> None:
+            raise error
+
+        with pytest.raises(type(error)) as raised:
+            timing.or_does_not_fit(fails)
+        assert raised.value is error
+
+
+def test_trees_prints_a_size_that_does_not_fit_and_goes_on_to_the_chunked_row(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trees = script(monkeypatch, "trees")
+
+    def dense_row(n: int, chunk: int | None, timed: bool) -> dict[str, Any]:
+        if chunk is None:  # as XLA's autotuner on an H100, compiling 16,384 leaves materialised
+            raise jax.errors.JaxRuntimeError(
+                "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 137438953472 bytes."
+            )
+        return {"n": n, "chunk": chunk, "tree_compile": 2.0, "tree_memory": 1.25, "vec_memory": 0.5}
+
+    monkeypatch.setattr(trees, "dense_row", dense_row)
+    trees.main(["--sizes", "16384", "--time-up-to", "4096"])
+    table = rows(capsys.readouterr().out, "| leaves |")
+    assert table == [
+        ["16384", "materialised", "", "does not fit (asked for 137.4 GB)", "", "", ""],
+        ["16384", "chunks of 128", "2.0 s", "not timed", "", "", "1.25 / 0.50 GB"],
+    ]
+
+    def broken(n: int, chunk: int | None, timed: bool) -> dict[str, Any]:
+        raise jax.errors.JaxRuntimeError("INTERNAL: ptxas exited with non-zero error code")
+
+    monkeypatch.setattr(trees, "dense_row", broken)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="ptxas"):
+        trees.main(["--sizes", "16384"])
+
+
+# The GPU machine's checks
+
+
+def test_gpu_checks_make_a_row_of_a_failure_a_timeout_and_a_check_without_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    gpu = script(monkeypatch, "gpu")
+    log: list[str] = []
+    later = time.monotonic() + 60
+
+    def check(name: str, code: str, timeout: float = 30) -> Any:
+        return gpu.Check(name, ("-c", code), timeout, gpu.pytest_counts)
+
+    failed = gpu.run(check("fails", "import sys; print('1 passed'); sys.exit('boom')"), later, log)
+    assert (failed.status, failed.result) == ("failed (exit 1)", "boom")
+    pytest_like = gpu.run(
+        check("tests", "import sys; print('F.\\n1 failed, 1 passed in 0.01s'); sys.exit(1)"), later, log
+    )
+    assert (pytest_like.status, pytest_like.result) == ("failed (exit 1)", "1 failed, 1 passed")
+    passed = gpu.run(check("tests", "print('2 passed, 1 deselected in 3.20s (0:00:03)')"), later, log)
+    assert (passed.status, passed.result) == ("ok", "2 passed, 1 deselected")
+    assert passed.line() == f"| tests | ok | {passed.seconds:.0f} | 2 passed, 1 deselected |"
+    not_understood = gpu.run(check("tests", "print('no summary')"), later, log)
+    assert not_understood.status == "failed"
+    assert not_understood.result.startswith("output not understood")
+    start = time.monotonic()
+    slow = gpu.run(check("sleeps", "import time; print('a row', flush=True); time.sleep(60)", timeout=1), later, log)
+    assert time.monotonic() - start < 30
+    assert (slow.status, slow.result) == ("timed out after 1 s", "a row")
+    late = gpu.run(check("too late", "print(1)"), time.monotonic() + 1, log)
+    assert (late.status, late.seconds, late.result) == ("not run: out of time", 0.0, "")
+    assert len(log) == 5  # the five that ran, with their commands
+
+
+@pytest.mark.slow  # eight processes: about 45 s on 2 cores
+def test_gpu_runs_every_check_at_a_tiny_size_and_writes_its_table(scales: Path, tmp_path: Path) -> None:
+    out = run(scales, "bench/gpu.py", "--tiny", "--out", str(tmp_path / "gpu.md"), "--log", str(tmp_path / "log"))
+    table = rows(out, "| check | status | seconds | result |")
+    assert (tmp_path / "gpu.md").read_text() == out
+    assert [cells[0] for cells in table][:1] == ["device"]
+    names = sorted(cells[0] for cells in table[1:])
+    assert names == sorted([
+        "pytest tests/applicative/test_dyadic.py", "pytest tests/test_dependencies.py", "bench/transformer.py",
+        "bench/trees.py at 8 leaves", "bench/trees.py at 16 leaves", "poisson train --steps 2", "darcy train --steps 2",
+    ])  # fmt: skip
+    for name, status, seconds, result in table:
+        assert status == "ok", (name, result)
+        assert int(seconds) >= 0
+    assert re.fullmatch(rf"cpu \(cpu, 1 device\); JAX {re.escape(jax.__version__)}, jaxlib .*", row(table, "device")[3])
+    assert row(table, "pytest tests/applicative/test_dyadic.py")[3] == "2 passed"
+    assert row(table, "pytest tests/test_dependencies.py")[3] == "1 passed"
+    assert re.fullmatch(
+        rf"generic / hand-written: forward {NUMBER}, forward\+backward {NUMBER}", row(table, "bench/transformer.py")[3]
+    )
+    assert row(table, "bench/trees.py at 16 leaves")[3].count("not timed") == 2
+    for task in ("poisson", "darcy"):
+        assert re.fullmatch(rf"test error mean {NUMBER}, median {NUMBER} \(8 samples\); 2 steps in {NUMBER} s",
+                            row(table, task)[3])  # fmt: skip
+    assert len(re.findall(r"^\$ ", (tmp_path / "log").read_text(), re.M)) == 8  # each check's command
 
 
 # The training loop and the tasks' baselines, searches and checks

@@ -19,11 +19,12 @@ TF32 = 5e-3
 bits, so errors about 1e-3 against float64 where the CPU's are about 1e-7."""
 
 
-def float32(cpu: float) -> Tolerance:
-    """The tolerance of a float32 result against a float64 numpy reference: ``cpu`` where float32 matrix
-    products are float32 (the CPU, or a default precision fixed at "highest" or "float32"), at least ``TF32``
-    where the backend's default takes them with fewer mantissa bits (a GPU, a TPU)."""
+def float32(cpu: float, atol: float | None = None) -> Tolerance:
+    """The tolerance of a float32 result against a float64 numpy reference: ``cpu`` (and ``atol``, where
+    the absolute tolerance differs from the relative one) where float32 matrix products are float32 (the CPU,
+    or a default precision fixed at "highest" or "float32"), each at least ``TF32`` where the backend's
+    default takes them with fewer mantissa bits (a GPU, a TPU)."""
     precision = str(getattr(jax.config, "jax_default_matmul_precision", None)).lower()
     exact = jax.default_backend() == "cpu" or precision in ("highest", "float32")
-    value = cpu if exact else max(cpu, TF32)
-    return {"rtol": value, "atol": value}
+    rtol, atol = cpu, cpu if atol is None else atol
+    return {"rtol": rtol, "atol": atol} if exact else {"rtol": max(rtol, TF32), "atol": max(atol, TF32)}

@@ -1,0 +1,296 @@
+"""Checks of a GPU machine, in at most 8 minutes on one GPU: the suite's backend-sensitive tests, the
+encoder and trees benchmarks, and a short training run of each task, each check a row of one table.
+
+- the device JAX sees, and JAX's release;
+- the tests whose results follow the backend's arithmetic (``SUITE``: float32 products that a GPU takes
+  in TF32, dyadic weights, the attention and tree formulas against their specifications, the admitted
+  releases), one pytest process a file, several files at a time on a machine of many cores: passed and
+  failed counts a file;
+- ``bench/transformer.py`` at its default size: the generic encoder's time over the hand-written one's;
+- ``bench/trees.py`` at 1,024 leaves (timed) and at 16,384 (compiled only), the attention materialised
+  and in chunks: a size that does not fit in the GPU's memory is a row that says so;
+- ``python -m funcformer.poisson train`` and ``python -m funcformer.darcy train``, 500 steps of the
+  default model on 1,024 training samples: the seconds and the test error the run reports.
+
+Each check is a subprocess with a timeout, within a budget for the whole (``--budget``, 480 s): a check
+that fails, times out or finds no time left is a row that says so, and the next one runs. Each row is
+printed (and written to ``--out``) as it finishes, so that a run killed from outside still leaves the
+rows before.
+
+    python bench/gpu.py --out gpu.md     # on the GPU machine, from the repository root
+    python bench/gpu.py --tiny           # every check at a tiny size (about a minute on 2 CPU cores)
+
+``--log FILE`` keeps each check's command and whole output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUDGET = 480.0
+"""Seconds for every check together (8 minutes); each check's timeout is cut to what is left of it."""
+LEAST = 5.0
+"""Seconds under which a check is not started."""
+SUITE = (
+    "tests/applicative/test_dense_attention.py",
+    "tests/applicative/test_linalg.py",
+    "tests/applicative/test_dense_tree.py",
+    "tests/applicative/test_dyadic.py",
+    "tests/test_dependencies.py",
+)
+"""The test files whose results depend on the backend (and ``test_dependencies``: the releases installed)."""
+TINY_SUITE = (
+    "tests/applicative/test_dyadic.py::test_weights_are_exact_powers_of_two_at_every_depth",
+    "tests/test_dependencies.py::test_lowest_pins_exactly_each_runtime_dependency",
+)
+"""``--tiny``'s tests: one cheap test of two of ``SUITE``'s files."""
+TRAINING = ("--steps", "500", "--train-size", "1024", "--test-size", "256", "--checkpoint-every", "500")
+"""A short run of a task's default model. With an empty dataset cache the run first solves its 1,024
+training samples, the output scale's 1,024 and its 256 test samples (on the CPU): Darcy's solves are then
+a good part of its seconds."""
+TINY_TRAINING = (
+    *("--steps", "2", "--batch", "2", "--train-size", "4", "--warmup", "0", "--learning-rate", "1e-2"),
+    *("--channels", "2", "--heads", "1", "--head-channels", "1", "--hidden-channels", "2", "--layers", "1"),
+    *("--test-size", "8"),
+)
+"""``--tiny``'s run: the smoke runs' settings of ``bench/_report.py`` (``SMOKE_RUN``, ``SMOKE_MODEL``,
+``SMOKE_TEST_SIZE``), whose compilations JAX's persistent cache may then hold."""
+DEVICE = (
+    "import json, platform, jax, jaxlib; d = jax.devices(); "
+    "print(json.dumps({'platform': d[0].platform, 'kind': d[0].device_kind, 'count': len(d), "
+    "'jax': jax.__version__, 'jaxlib': jaxlib.__version__, 'python': platform.python_version()}))"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One row: ``python ARGUMENTS`` from the repository root, for at most ``timeout`` seconds; ``result``
+    reads the finished process into the row's last cell."""
+
+    name: str
+    arguments: tuple[str, ...]
+    timeout: float
+    result: Callable[[subprocess.CompletedProcess[str]], str]
+    environment: tuple[tuple[str, str], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    check: str
+    status: str
+    seconds: float
+    result: str
+
+    def line(self) -> str:
+        cells = [self.check, self.status, f"{self.seconds:.0f}", self.result]
+        return "| " + " | ".join(" ".join(cell.replace("|", "/").split()) for cell in cells) + " |"
+
+
+HEADER = "| check | status | seconds | result |\n|---|---|---|---|"
+
+
+# What each check's output says
+
+
+def device(done: subprocess.CompletedProcess[str]) -> str:
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    return (
+        f"{facts['kind']} ({facts['platform']}, {facts['count']} device{'s' * (facts['count'] > 1)}); "
+        f"JAX {facts['jax']}, jaxlib {facts['jaxlib']}, Python {facts['python']}"
+    )
+
+
+def pytest_counts(done: subprocess.CompletedProcess[str]) -> str:
+    """pytest's summary line: ``10 failed, 106 passed`` (its counts, without the seconds)."""
+    for line in reversed(done.stdout.strip().splitlines()):
+        counts = re.findall(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)", line)
+        if counts and re.search(r" in [\d.]+s", line):
+            return ", ".join(f"{number} {what}" for number, what in counts)
+    raise ValueError("no pytest summary line")
+
+
+def transformer_ratios(done: subprocess.CompletedProcess[str]) -> str:
+    ratios = dict(re.findall(r"^ratio (forward|forward\+backward): (\S+)$", done.stdout, re.M))
+    return f"generic / hand-written: forward {ratios['forward']}, forward+backward {ratios['forward+backward']}"
+
+
+def trees_rows(done: subprocess.CompletedProcess[str]) -> str:
+    """Each row of the table: its attention, and the steps' times and ratio, or why they are not timed."""
+    parts = []
+    for line in done.stdout.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 7 or not cells[0].isdigit():
+            continue
+        _, attention, compile_time, tree, vec, ratio, memory = cells
+        if ratio:
+            parts.append(f"{attention}: tree {tree}, Vec {vec}, {ratio}x (compile {compile_time})")
+        else:
+            parts.append(f"{attention}: {tree}" + (f" ({memory})" if memory else ""))
+    if not parts:
+        raise ValueError("no rows")
+    return "; ".join(parts)
+
+
+def training(directory: Path) -> Callable[[subprocess.CompletedProcess[str]], str]:
+    """The test error and training time that the run in ``directory`` records (its metrics.json)."""
+
+    def result(_: subprocess.CompletedProcess[str]) -> str:
+        metrics = json.loads((directory / "metrics.json").read_text())
+        test = metrics["test"]
+        return (
+            f"test error mean {test['mean']:.2e}, median {test['median']:.2e} ({metrics['test_size']} samples); "
+            f"{metrics['steps']} steps in {metrics['train_seconds']:.1f} s"
+        )
+
+    return result
+
+
+# The checks
+
+
+def checks(tiny: bool, runs: Path) -> tuple[Check, list[Check], list[Check]]:
+    """The device's check, the test files' (run side by side) and the rest (one at a time)."""
+    first = Check("device", ("-c", DEVICE), 120, device)
+    no_preallocation = (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"),)  # several processes share one GPU
+    tests = [
+        Check(f"pytest {test.split('::')[0]}", ("-m", "pytest", "-q", test), 240, pytest_counts, no_preallocation)
+        for test in (TINY_SUITE if tiny else SUITE)
+    ]
+    small, large, chunk = (8, 16, 3) if tiny else (1024, 16384, 128)
+    rest = [
+        Check("bench/transformer.py", ("bench/transformer.py", *(["--smoke"] if tiny else [])), 150,
+              transformer_ratios),
+        Check(f"bench/trees.py at {small} leaves", ("bench/trees.py", "--sizes", str(small), "--chunk", str(chunk),
+              "--time-up-to", str(small)), 150, trees_rows),
+        Check(f"bench/trees.py at {large} leaves", ("bench/trees.py", "--sizes", str(large), "--chunk", str(chunk),
+              "--time-up-to", str(small)), 120, trees_rows),
+    ]  # fmt: skip
+    for task in ("poisson", "darcy"):
+        flags = TINY_TRAINING if tiny else TRAINING
+        out = runs / task
+        command = ("-m", f"funcformer.{task}", "train", "--out", str(out), *flags, "--quiet")
+        rest.append(Check(f"{task} train {' '.join(flags[:2])}", command, 150, training(out)))
+    return first, tests, rest
+
+
+RUNNING: set[int] = set()
+"""The process groups of the checks under way (each check's process leads a session of its own)."""
+STOPPED = threading.Event()
+"""Set when this script is told to stop: no check starts after."""
+
+
+def end_running(signum: int, _: object) -> None:
+    """Ends the checks under way, then this script: a check left running would hold the GPU."""
+    STOPPED.set()
+    for group in list(RUNNING):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+    raise SystemExit(128 + signum)
+
+
+def run(check: Check, deadline: float, log: list[str]) -> Row:
+    """``check`` as a row: run, failed, timed out or not started for want of time before ``deadline``."""
+    left = deadline - time.monotonic()
+    if left < LEAST or STOPPED.is_set():
+        return Row(check.name, "not run: " + ("stopped" if STOPPED.is_set() else "out of time"), 0.0, "")
+    timeout = min(check.timeout, left)
+    command = [sys.executable, *check.arguments]
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1", **dict(check.environment)}
+    start = time.monotonic()
+    # A session of its own: a timeout ends the check's process group, its own subprocesses too.
+    process = subprocess.Popen(command, cwd=ROOT, env=environment, text=True, start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    RUNNING.add(process.pid)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        timed_out = True
+    finally:
+        RUNNING.discard(process.pid)
+    seconds = time.monotonic() - start
+    log.append(f"$ {shlex.join(command)}\n{stdout}{stderr}\n")
+    done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+    if timed_out:
+        return Row(check.name, f"timed out after {timeout:.0f} s", seconds, last_line(stdout))
+    try:
+        result = check.result(done)
+    except Exception as error:  # a failed check's output: its last words instead
+        result = last_line(stderr or stdout) if done.returncode else f"output not understood: {error!r}"
+        return Row(check.name, f"failed (exit {done.returncode})" if done.returncode else "failed", seconds, result)
+    return Row(check.name, "ok" if done.returncode == 0 else f"failed (exit {done.returncode})", seconds, result)
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1].strip()[:200] if lines else ""
+
+
+def side_by_side(tests: Sequence[Check], jobs: int, deadline: float, log: list[str]) -> Iterator[Row]:
+    """The rows of ``tests``, ``jobs`` at a time, each as it finishes."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run, test, deadline, log) for test in tests]
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                yield future.result()
+        finally:  # stopped: the files not started never start
+            for future in futures:
+                future.cancel()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="also write the table to this file")
+    parser.add_argument("--log", type=Path, help="write each check's command and output to this file")
+    parser.add_argument("--tiny", action="store_true", help="every check at a tiny size (the suite's smoke run)")
+    parser.add_argument("--budget", type=float, default=BUDGET, help="seconds for all checks (default %(default)s)")
+    parser.add_argument(
+        "--jobs", type=int, default=None, help="test files at a time (default: one per 3 CPU cores, at least one)"
+    )
+    args = parser.parse_args(argv)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, end_running)
+    deadline = time.monotonic() + args.budget
+    lines = [f"$ python {shlex.join(['bench/gpu.py', *(argv if argv is not None else sys.argv[1:])])}", "", HEADER]
+    log: list[str] = []
+
+    def emit(row: Row) -> None:
+        lines.append(row.line())
+        print(row.line(), flush=True)
+        if args.out:
+            args.out.write_text("\n".join(lines) + "\n")
+        if args.log:
+            args.log.write_text("\n".join(log))
+
+    print("\n".join(lines), flush=True)
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as runs:
+        first, tests, rest = checks(args.tiny, Path(runs))
+        emit(run(first, deadline, log))
+        jobs = args.jobs or min(len(tests), max(1, (os.cpu_count() or 1) // 3))
+        for row in side_by_side(tests, jobs, deadline, log):
+            emit(row)
+        for check in rest:
+            emit(run(check, deadline, log))
+
+
+if __name__ == "__main__":
+    main()
