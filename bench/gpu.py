@@ -168,8 +168,11 @@ def checks(tiny: bool, runs: Path) -> tuple[Check, list[Check], list[Check]]:
     """The device's check, the test files' (run side by side) and the rest (one at a time)."""
     first = Check("device", ("-c", DEVICE), 120, device)
     no_preallocation = (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"),)  # several processes share one GPU
+    marks = () if tiny else ("-m", "slow or not slow")  # a file's slow tests too: the GPU is what they check
     tests = [
-        Check(f"pytest {test.split('::')[0]}", ("-m", "pytest", "-q", test), 240, pytest_counts, no_preallocation)
+        Check(
+            f"pytest {test.split('::')[0]}", ("-m", "pytest", "-q", *marks, test), 240, pytest_counts, no_preallocation
+        )
         for test in (TINY_SUITE if tiny else SUITE)
     ]
     small, large, chunk = (8, 16, 3) if tiny else (1024, 16384, 128)

@@ -188,6 +188,7 @@ def test_transformer_checks_the_generic_against_the_hand_written_encoder_and_pri
     last_line(out, "ratio forward+backward")
 
 
+@pytest.mark.slow
 def test_trees_times_a_dense_tree_step_against_a_vec_step_materialised_and_in_chunks(shared: Path) -> None:
     out = bench(shared, "trees.py", "--sizes", "8", "16", "--chunk", "3", "--time-up-to", "8")
     table = rows(out, "| leaves |")
@@ -433,6 +434,7 @@ def test_site_describes_itself_without_a_browser(shared: Path) -> None:
     assert "The documentation site in a real browser" in out
 
 
+@pytest.mark.slow
 def test_fno_darcy_trains_both_models_and_prints_the_table_beside_the_published_rows(shared: Path) -> None:
     out = bench(shared, "fno_darcy.py", "--smoke", "--solver-nodes", "40", "15")
     table = rows(out, "| method | all | first |")

@@ -133,6 +133,7 @@ def test_on_trees_of_every_shape_drawn(shape: Shape, other: Shape) -> None:
     check(lambda x, m: attend(x, m), x, memory)  # queries on one tree, keys on another
 
 
+@pytest.mark.slow
 def test_on_a_grid_a_mesh_and_features_of_any_structure() -> None:
     grid = Compose(Vec.from_array(rng.normal(size=(5, 4, 3)), Seq, Column, Hidden))
     check(lambda q, g: attend(q, g, normalise=nn.Softmax(chunk=3)), vec(7, Key), grid)
@@ -183,6 +184,7 @@ def test_keys_on_a_compose_of_coefficients_take_the_generic_path() -> None:
     same(jax.jit(attend)(queries, keys), spec)
 
 
+@pytest.mark.slow
 def test_with_masks() -> None:
     n = 13
     x = vec(n)

@@ -365,6 +365,7 @@ def test_shapes_known_inside_one_trace_are_never_trusted_outside_it() -> None:
 # Laws on larger shapes (the law suite draws up to 8 leaves), and the module of trees
 
 
+@pytest.mark.slow
 def test_laws_hold_on_shapes_of_up_to_64_leaves() -> None:
     for law in ("pair associativity", "counit respects pairing"):
         laws.check_law(law, strategies.dense_tree_triples(64, (64,)), max_examples=3)

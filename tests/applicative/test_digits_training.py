@@ -6,12 +6,15 @@ example works with 64-bit types enabled.
 
 import math
 
+import pytest
+
 from applicative.examples.digits import VOCABULARY, Config, train
 
 CHANCE_LOSS = math.log(VOCABULARY)  # cross entropy of the uniform prediction
 CHANCE_ACCURACY = 1 / VOCABULARY
 
 
+@pytest.mark.slow
 def test_reversal_training_beats_chance() -> None:
     # 60 steps of 64 sequences: far from converged, far from chance too (seeds 0-2: loss 0.29-0.56, accuracy 0.83-0.93).
     result = train(60, seed=0, config=Config(batch=64, test_size=512), log=lambda _: None)

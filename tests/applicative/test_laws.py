@@ -235,6 +235,7 @@ def test_default_tolerances_follow_the_dtype() -> None:
     laws.assert_close(exact, off, rtol=1e-5)  # a tolerance given is the one used
 
 
+@pytest.mark.slow
 def test_float32_structures_pass_the_laws_with_the_default_tolerances() -> None:
     float32 = strategies.vec_triples().map(lambda t: jax.tree_util.tree_map(lambda a: a.astype(np.float32), t))
     example = hypothesis.find(float32, lambda _: True)

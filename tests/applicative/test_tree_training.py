@@ -79,6 +79,7 @@ def test_the_split_is_by_file_fixed_and_holds_out_a_quarter_of_the_files() -> No
         assert {name.rsplit(":", 1)[0] for name, _ in trees} <= files[side]
 
 
+@pytest.mark.slow
 def test_tree_training_beats_the_plain_mean_on_unseen_files_and_random_shapes() -> None:
     # Syntax trees of 16 to 128 leaves at capacity 128, 11 s. Seeds 0-2: loss 0.034-0.037; held-out
     # files' trees 0.978-0.987 against baselines 0.914-0.937, 0.91-0.92 where the baseline is wrong;

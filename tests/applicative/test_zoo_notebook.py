@@ -28,6 +28,7 @@ def _source(cell: dict[str, Any]) -> str:
     return source if isinstance(source, str) else "".join(source)
 
 
+@pytest.mark.slow
 def test_the_zoo_notebook_runs_and_its_checks_hold(capsys: pytest.CaptureFixture[str]) -> None:
     namespace: dict[str, Any] = {"__name__": "zoo"}
     code = [_source(cell) for cell in _cells(ZOO) if cell["cell_type"] == "code"]

@@ -22,6 +22,7 @@ def _code() -> list[dict[str, Any]]:
     return [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
 
 
+@pytest.mark.slow
 def test_the_darcy_notebook_runs_and_its_checks_hold(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -45,6 +45,7 @@ def test_the_normalisation_is_an_exact_symmetry_of_the_solution_operator() -> No
     np.testing.assert_allclose(log2_shifted, log2_factors - 2.5 / np.log(2.0), rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_a_tiny_run_trains_evaluates_plots_and_serves_through_the_cli(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

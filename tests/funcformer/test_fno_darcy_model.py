@@ -64,6 +64,7 @@ def test_sampler_reads_the_model_points(s: int) -> None:
         np.testing.assert_array_equal(a[index][:, index], data.subsample(a, 85))
 
 
+@pytest.mark.slow
 def test_one_model_answers_from_and_at_every_grid() -> None:
     model = init(0, SMALL)
     a = data.coefficients(3, 2, s=421)
@@ -199,6 +200,7 @@ TINY_VIT = '{"grid": 15, "patch": 5, "context": 1, "width": 8, "hidden": 8, "mix
 
 
 @pytest.mark.parametrize(("model", "architecture"), [("fno", TINY_FNO), ("image", TINY_IMAGE), ("vit", TINY_VIT)])
+@pytest.mark.slow
 def test_the_task_trains_each_model_through_the_learning_layer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, architecture: str
 ) -> None:
@@ -246,6 +248,7 @@ def test_the_vits_tokens_are_each_cells_window_of_the_zero_padded_image() -> Non
     np.testing.assert_array_equal(vit.assemble(patches(jnp.asarray(image), 5), VIT), image)
 
 
+@pytest.mark.slow
 def test_the_vit_answers_with_the_least_squares_series_of_its_values_in_the_datas_units() -> None:
     """With its unembedding zero the model's values at its grid are scale * mean, whatever the input; its
     series is the least-squares N x N Chebyshev fit of them, exact for values that are such a series
@@ -273,6 +276,7 @@ def test_the_vit_answers_with_the_least_squares_series_of_its_values_in_the_data
     assert any(decayed)  # the weights do decay
 
 
+@pytest.mark.slow
 def test_the_augmented_vits_unit_is_the_symmetric_datas(tmp_path: Path) -> None:
     """Trained with the square's symmetries (``Recipe.augment``), the ViT's output unit is the pointwise mean
     and standard deviation of the augmented set, the training solutions and their eight images (numpy's flips

@@ -147,6 +147,7 @@ def test_checkpoint_errors_are_clear(tmp_path: Path) -> None:
         load_solver(tmp_path / "run", PROBLEM)
 
 
+@pytest.mark.slow
 def test_load_solver_predicts_and_validates(tmp_path: Path) -> None:
     state = train(RUN, tmp_path, progress=False)
     solver = load_solver(tmp_path, PROBLEM)
