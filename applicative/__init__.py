@@ -31,6 +31,7 @@ from applicative.instances import as_vec as as_vec
 from applicative.instances import mixture as mixture
 from applicative.linalg import add as add
 from applicative.linalg import dot as dot
+from applicative.linalg import each_mul_mmt as each_mul_mmt
 from applicative.linalg import generic_only as generic_only
 from applicative.linalg import linear as linear
 from applicative.linalg import mul_mm as mul_mm
@@ -110,6 +111,7 @@ __all__ = [
     "causal_mask",
     "counit",
     "dot",
+    "each_mul_mmt",
     "generic_only",
     "lift_a2",
     "linear",

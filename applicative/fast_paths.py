@@ -78,15 +78,23 @@ def on_coordinates(op: str, module: Module[Any], f: Callable[..., Any], *xs: obj
 
 
 def dense_formula(
-    op: str, spec: str, ring: Ring[Any], *operands: object
+    op: str, spec: str, ring: Ring[Any], *operands: object, contract_as: str | None = None
 ) -> tuple[jax.Array, list[Dense[Any, Any]]] | None:
     """``op`` by its dense formula: the result's coordinates and the structures that shape it
     (outermost first), or None where the formula does not apply. ``spec`` names the structure levels
     of the operands and of the result ("fg,g->f": a matrix and a vector give a vector); a level
-    found in the operands but not in the result is contracted through its Gram matrices."""
+    found in the operands but not in the result is contracted through its Gram matrices.
+
+    ``contract_as`` (the result's levels in another order) is the order the contraction produces them
+    in, transposed into the result's after it; the operands are ordered for it. The two are the same
+    numbers; under ``vmap`` they decide which operand the compiler lays out again for its matmul
+    (``each_mul_mmt``: the sequence, in the kernel that computes it, not every head's weights)."""
     if not (USE_FAST_PATHS.get() and ordinary(ring)):
         return None
-    inputs, output = spec.split("->")
+    inputs, result = spec.split("->")
+    output = result if contract_as is None else contract_as
+    if sorted(output) != sorted(result):
+        raise ValueError(f"{op}: contract_as={contract_as!r} does not reorder the levels of {result!r}")
     names = inputs.split(",")
     views = [v for x, n in zip(operands, names, strict=True) if (v := coordinates(op, x, len(n))) is not None]
     if len(views) < len(names):
@@ -121,7 +129,8 @@ def dense_formula(
     # Operand order decides the layout out of the contraction (the left operand's free axes come
     # first, and under vmap so does a batched operand's batch axis): on the left goes an operand
     # that is contracted entirely (the vector of a matrix-vector product, usually the batched one),
-    # else the one that holds the result's outer level. Then no transpose follows the contraction.
+    # else the one that holds the contraction's outer level. Then no transpose follows the
+    # contraction, unless ``contract_as`` asks for one.
     def place(i: int) -> int:
         return 0 if set(names[i]) <= contracted else 1 if output[:1] in names[i] else 2
 
@@ -129,9 +138,12 @@ def dense_formula(
     axis_chars = {letter: "".join(next(chars) for _ in level) for letter, level in levels.items()}
     order = sorted(range(len(names)), key=place)
     subscripts = ",".join("".join(axis_chars[c] for c in names[i]) for i in order)
-    result = jnp.einsum(f"{subscripts}->{''.join(axis_chars[c] for c in output)}", *(arrays[i] for i in order))
+    out = jnp.einsum(f"{subscripts}->{''.join(axis_chars[c] for c in output)}", *(arrays[i] for i in order))
+    if output != result:
+        index = {char: i for i, char in enumerate("".join(axis_chars[c] for c in output))}
+        out = jnp.transpose(out, [index[char] for c in result for char in axis_chars[c]])
     log_taken(op)
-    return result, [shells[letter] for letter in output]
+    return out, [shells[letter] for letter in result]
 
 
 def shaped(array: jax.Array, shells: list[Dense[Any, Any]]) -> Applicative[Any, Any]:

@@ -17,6 +17,7 @@ matrices as structures of rows (``Vec.from_array(x, Row, Col)`` is ``Vec[Row, Ve
     mul_vm(v, m)       counit (fmap (\\(x, row) -> fmap (x *) row) (pair v m))  v^T G M
     mul_mm(a, b)       fmap (`mul_vm` b) a                                    A G B
     mul_mmt(a, b)      fmap (mul_mv a) b                                      B G A^T  (a applied to each row of b)
+    each_mul_mmt(a, b) fmap (`mul_mmt` b) a                                   (B G A_i^T)_i
     sum_mul_mmt(a, b)  counit (fmap (uncurry mul_mmt) (pair a b))             sum_f B_f G A_f^T
     add(a, b)          fmap (uncurry add) (pair a b)                          a + b
     scale(r, a)        fmap (r *) a                                           r a
@@ -70,6 +71,7 @@ from applicative.protocols.kinds import F, G, H, I, R, Summed, Summed2
 __all__ = [
     "add",
     "dot",
+    "each_mul_mmt",
     "generic_only",
     "linear",
     "mul_mm",
@@ -151,6 +153,26 @@ def mul_mmt(
     if (fast := dense_formula("mul_mmt", "fg,hg->hf", r, a, b)) is not None:
         return shaped(*fast)
     return b.fmap(lambda row: mul_mv(a, row, r))
+
+
+def each_mul_mmt(
+    a: Applicative[I, Applicative[F, Applicative[Summed, R]]],
+    b: Applicative[H, Applicative[Summed, R]],
+    ring: Ring[R] | None = None,
+) -> Applicative[I, Applicative[H, Applicative[F, R]]]:
+    """Each matrix of ``a`` applied to each row of ``b``: each_mul_mmt(a, b)_i = mul_mmt(a_i, b).
+
+    Multi-head attention's projections, every head's map applied to one sequence: one contraction, one
+    matmul for a Vec of heads. It produces the heads' features first and the sequence last, transposed
+    after, as a hand-written einsum over the heads does: under a batch's ``vmap`` the compiler then lays
+    out the sequence for the matmul (in the kernel that computes it), where ``fmap`` of ``mul_mmt``
+    copies every head's weights.
+    """
+    r = _ring(ring)
+    check_nesting("each_mul_mmt", r, ("a", a, 3), ("b", b, 2))
+    if (fast := dense_formula("each_mul_mmt", "ifg,hg->ihf", r, a, b, contract_as="ifh")) is not None:
+        return shaped(*fast)
+    return a.fmap(lambda m: mul_mmt(m, b, r))
 
 
 def sum_mul_mmt(

@@ -1,7 +1,8 @@
 """Benchmark: the generic encoder on Vec against a hand-written jax.numpy encoder.
 
 Both networks use the same weights (extracted once from the generic model's
-pytree), are jitted, and are timed side by side, forward and forward+backward
+pytree; the hand-written one is bench/transformer_handwritten.py), are jitted,
+and are timed side by side, forward and forward+backward
 (value_and_grad of mean(out^2) w.r.t. all parameters), with the measurements
 interleaved so that machine noise affects both equally. With ``--blocks`` a
 second table times the sub-blocks of one layer (attention, MLP, layer norm)
@@ -10,8 +11,10 @@ the same way, with gradients w.r.t. parameters and input.
     python bench/transformer.py           # the whole encoder (about a minute on 2 CPU cores)
     python bench/transformer.py --blocks  # also the per-block table
     python bench/transformer.py --smoke   # a tiny encoder, 1 repeat: checks that the script runs, in seconds
+    python bench/transformer.py --hlo     # the kernels each compiles to (bench/_hlo.py), instead of the timing
 
-The last line is ``ratio forward+backward: X.XX`` (generic time over hand-written time).
+The last line is ``ratio forward+backward: X.XX`` (generic time over hand-written time); with ``--hlo``,
+a table of kernels by opcode.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the repository root
 
-from _timing import race  # bench/, the script's directory
+from _hlo import kernels  # bench/, the script's directory
+from _timing import race
+from transformer_handwritten import extract, ref_attention, ref_forward, ref_layer_norm, ref_mlp
 
 import applicative.nn as nn
 from applicative import Dim, Vec, to_array
@@ -37,7 +42,6 @@ SEQ, MODEL, HIDDEN, HEADS, LAYERS, BATCH = 256, 128, 512, 4, 4, 8
 HEAD_FEATURES = MODEL // HEADS
 SMOKE = (8, 8, 16, 2, 1, 2)
 """``--smoke``'s SEQ, MODEL, HIDDEN, HEADS, LAYERS, BATCH."""
-EPS = 1e-5
 
 
 class Seq(Dim): ...
@@ -91,89 +95,6 @@ def generic_forward(model: nn.Encoder[Any, Any, Any, Any], xs: jax.Array) -> jax
         return to_array(model.encode(Vec.from_array(x, Seq, Model)))
 
     return jax.vmap(one)(xs)
-
-
-# Weight extraction (once, outside the timed functions)
-
-
-def arr(v: Any) -> jax.Array:
-    return to_array(v) if isinstance(v, Vec) else jnp.asarray(v)
-
-
-def extract(model: nn.Encoder[Any, Any, Any, Any]) -> dict[str, Any]:
-    def norm(n: nn.LayerNorm[Any]) -> dict[str, jax.Array]:
-        assert n.eps == EPS
-        return {"gamma": arr(n.gamma), "beta": arr(n.beta)}
-
-    layers = []
-    for layer in model.layers:
-        assert layer.norms is not None
-        assert isinstance(layer.attention.normalise, nn.Softmax)
-        assert layer.mlp.activation is jax.nn.relu
-        heads = layer.attention.heads.data  # an AttentionHead whose leaves have a leading head axis
-        assert isinstance(heads.score, nn.DotProduct)
-        layers.append(
-            {
-                "ln1": norm(layer.norms[0]),
-                "ln2": norm(layer.norms[1]),
-                "wq": arr(heads.query.weight),  # (heads, hk, model)
-                "bq": arr(heads.query.bias),  # (heads, hk)
-                "wk": arr(heads.key.weight),
-                "bk": arr(heads.key.bias),
-                "wv": arr(heads.value.weight),
-                "bv": arr(heads.value.bias),
-                "wo": arr(heads.output),  # (heads, model, hv)
-                "bo": arr(layer.attention.bias),  # (model,)
-                "w1": arr(layer.mlp.hidden.weight),  # (hidden, model)
-                "b1": arr(layer.mlp.hidden.bias),
-                "w2": arr(layer.mlp.output.weight),  # (model, hidden)
-                "b2": arr(layer.mlp.output.bias),
-            }
-        )
-    assert model.embed.positions is None
-    assert model.norm is not None
-    assert model.unembed is None
-    return {
-        "embed_w": arr(model.embed.linear.weight),  # (model, inputs)
-        "embed_b": arr(model.embed.linear.bias),
-        "layers": layers,
-        "norm": norm(model.norm),
-    }
-
-
-# The hand-written reference (batched over examples)
-
-
-def ref_layer_norm(p: dict[str, jax.Array], x: jax.Array) -> jax.Array:
-    # Centred once, sums over the features: measurably faster under grad on CPU than
-    # jnp.mean(x) and jnp.mean(jnp.square(x - mean)) with x - mean written twice.
-    n = x.shape[-1]
-    centred = x - jnp.sum(x, axis=-1, keepdims=True) / n
-    inv_std = jax.lax.rsqrt(jnp.sum(jnp.square(centred), axis=-1, keepdims=True) / n + EPS)
-    return p["gamma"] * centred * inv_std + p["beta"]
-
-
-def ref_attention(p: dict[str, jax.Array], x: jax.Array) -> jax.Array:
-    q = jnp.einsum("bsd,hkd->bhsk", x, p["wq"]) + p["bq"][:, None, :]
-    k = jnp.einsum("bsd,hkd->bhsk", x, p["wk"]) + p["bk"][:, None, :]
-    v = jnp.einsum("bsd,hkd->bhsk", x, p["wv"]) + p["bv"][:, None, :]
-    s = jnp.einsum("bhqk,bhsk->bhqs", q, k) / jnp.sqrt(jnp.float32(q.shape[-1]))
-    a = jax.nn.softmax(s, axis=-1)
-    o = jnp.einsum("bhqs,bhsv->bhqv", a, v)
-    return jnp.einsum("bhqv,hdv->bqd", o, p["wo"]) + p["bo"]
-
-
-def ref_mlp(p: dict[str, jax.Array], x: jax.Array) -> jax.Array:
-    h = jax.nn.relu(x @ p["w1"].T + p["b1"])
-    return h @ p["w2"].T + p["b2"]
-
-
-def ref_forward(params: dict[str, Any], xs: jax.Array) -> jax.Array:
-    h = xs @ params["embed_w"].T + params["embed_b"]
-    for p in params["layers"]:
-        h = h + ref_attention(p, ref_layer_norm(p["ln1"], h))
-        h = h + ref_mlp(p, ref_layer_norm(p["ln2"], h))
-    return ref_layer_norm(params["norm"], h)
 
 
 # Timing
@@ -261,12 +182,34 @@ def per_block(model: Any, params: dict[str, Any], xs: jax.Array, warmup: int, re
         print_pair(name, times, prefix=f"{name}/")
 
 
+def print_kernels(model: Any, params: dict[str, Any], xs: jax.Array) -> None:
+    """The kernels of the four compiled functions (``_hlo.kernels``: the optimised HLO's entry
+    computation, by opcode), on the backend that runs the script."""
+    generic, reference = loss_of(generic_forward), loss_of(ref_forward)
+    functions = {
+        "generic fwd": (generic_forward, model),
+        "hand fwd": (ref_forward, params),
+        "generic fwd+bwd": (jax.value_and_grad(generic), model),
+        "hand fwd+bwd": (jax.value_and_grad(reference), params),
+    }
+    counts = {name: kernels(jax.jit(f).lower(p, xs).compile().as_text()) for name, (f, p) in functions.items()}
+    opcodes = sorted(set().union(*counts.values()), key=lambda op: (op != "fusion", op))
+    print()
+    print(f"kernels of the optimised HLO's entry computation, on {jax.devices()[0].platform}")
+    print(f"{'':18}" + "".join(f"{op:>13}" for op in opcodes) + f"{'all':>7}")
+    for name, count in counts.items():
+        print(f"{name:18}" + "".join(f"{count[op]:13d}" for op in opcodes) + f"{sum(count.values()):7d}")
+
+
 def main() -> None:
     global SEQ, MODEL, HIDDEN, HEADS, LAYERS, BATCH, HEAD_FEATURES
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=12)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--blocks", action="store_true", help="also time one layer's blocks (about 40 s more)")
+    parser.add_argument(
+        "--hlo", action="store_true", help="count the kernels both encoders compile to (bench/_hlo.py); no timing"
+    )
     parser.add_argument(
         "--smoke", action="store_true", help="a tiny encoder, 1 repeat: checks that the script runs, in seconds"
     )
@@ -304,6 +247,10 @@ def main() -> None:
     gdiff = max(float(np.max(np.abs(a - b))) for a, b in zip(flat_g, flat_r, strict=True)) / gscale
     print(f"loss {float(loss_g):.6f} vs {float(loss_r):.6f}; max gradient difference / max |gradient| = {gdiff:.3e}")
     assert gdiff < 1e-3, "the gradients disagree"
+
+    if args.hlo:
+        print_kernels(model, params, xs)
+        return
 
     if args.blocks:
         per_block(model, params, xs, args.warmup, args.repeats)

@@ -23,8 +23,9 @@ over coefficients. Linear maps of queries, keys and values are linear algebra
 ``Cheb`` sequence only the exponential samples the functions.
 
 ``MultiHeadAttention`` holds its heads as a structure (a ``Vec`` over a head
-dimension): each head attends, and the heads are projected back to the model
-features and summed in one contraction (``sum_mul_mmt``), ``W_o concat(heads)``.
+dimension): every head's queries, keys and values are projected in one contraction
+each (``each_mul_mmt``), each head attends, and the heads are projected back to the
+model features and summed in one contraction (``sum_mul_mmt``), ``W_o concat(heads)``.
 ``AttentionOptions`` holds what every attention initialiser takes: the heads,
 the widths, the norm, the score, the normalisation, the variance rule and the
 output gain.
@@ -43,11 +44,11 @@ from jax import Array
 from applicative.linalg import add, dot, mul_mm, mul_mmt, outer, scale, sum_mul_mmt
 from applicative.nn._base import Draws, Matrix, Std, Variance, by_measure, floating_template, measure
 from applicative.nn._dense_attention import dense_attention
-from applicative.nn._linear import Linear, draw_linear, inputs_of, outputs_of
+from applicative.nn._linear import Linear, draw_linear, each_of, inputs_of, outputs_of
 from applicative.nn._parts import Level, agree, level, nested, stacked
 from applicative.operands import check_nesting, describe, nesting
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
-from applicative.protocols.applicative import Applicative
+from applicative.protocols.applicative import Applicative, lift_a2
 from applicative.protocols.integration import counit
 from applicative.protocols.kinds import Measured
 from applicative.records import record, static
@@ -386,23 +387,11 @@ class AttentionHead(Generic[D, E, Hk, Hv]):
         agree(module, ("the value's outputs are", value_out), ("the output's inputs are", level(output, 1)))
         agree(module, ("the query's inputs are", query_in), ("the output's outputs are", level(output)))
 
-    def attend(
-        self, x: Matrix[I, D], source: Matrix[F, E], mask: Matrix[I, F] | None, normalise: Normalisation
-    ) -> Matrix[I, Hv]:
-        """attention(query x, key source, value source), before the output projection."""
-        return attention(
-            self.query.each(x),
-            self.key.each(source),
-            self.value.each(source),
-            score=self.score,
-            normalise=normalise,
-            mask=mask,
-        )
-
 
 @record
 class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
-    """sum over heads of W_o^h attention_h(x, source), plus a bias (W_o times the concatenated heads).
+    """sum over heads of W_o^h attention(W_q^h x, W_k^h source, W_v^h source), plus a bias (W_o times
+    the concatenated heads).
 
     Built, it checks that the bias is a structure of scalars on the heads' output structure (D);
     else a TypeError or ValueError naming ``MultiHeadAttention``."""
@@ -423,9 +412,19 @@ class MultiHeadAttention(Generic[Heads, D, E, Hk, Hv]):
     ) -> Matrix[I, D]:
         """Self-attention over ``x``, or cross attention from ``x`` to ``source``."""
         kv: Any = x if source is None else source
-        attended = self.heads.fmap(lambda head: head.attend(x, kv, mask, self.normalise))
+        heads = self.heads
+        # Every head's queries, keys and values in one contraction each, not one per head.
+        queries = each_of(heads.fmap(lambda head: head.query), x)
+        keys = each_of(heads.fmap(lambda head: head.key), kv)
+        values = each_of(heads.fmap(lambda head: head.value), kv)
+
+        def attend(head: AttentionHead[D, E, Hk, Hv], qkv: Any) -> Matrix[I, Hv]:
+            q, (k, v) = qkv
+            return attention(q, k, v, score=head.score, normalise=self.normalise, mask=mask)
+
+        attended = lift_a2(attend, heads, queries.pair(keys.pair(values)))
         # One contraction over heads and value features, not a sum of per-head products.
-        projected = sum_mul_mmt(self.heads.fmap(lambda head: head.output), attended)
+        projected = sum_mul_mmt(heads.fmap(lambda head: head.output), attended)
         return add(projected, projected.pure(self.bias))
 
     @staticmethod

@@ -7,20 +7,21 @@ from typing import Generic, TypeVar
 import jax
 from jax import Array
 
-from applicative.linalg import add, mul_mmt, mul_mv, outer
+from applicative.linalg import add, each_mul_mmt, mul_mmt, mul_mv, outer
 from applicative.nn._base import Draws, Matrix, Std, Variance, by_measure, floating_template
 from applicative.nn._parts import Level, agree, level, nested
 from applicative.operands import check_nesting
 from applicative.protocols.algebra import arithmetic
-from applicative.protocols.applicative import Applicative
+from applicative.protocols.applicative import Applicative, lift_a2
 from applicative.protocols.kinds import Measured
 from applicative.records import record
 
-__all__ = ["Linear"]
+__all__ = ["Linear", "each_of"]
 
 In = TypeVar("In", bound=Measured)  # summed over: a structure with a counit
 Out = TypeVar("Out")
 S = TypeVar("S")
+E = TypeVar("E")  # a structure of maps (multi-head attention's heads)
 
 
 @record
@@ -68,6 +69,14 @@ class Linear(Generic[In, Out]):
         zero bias; ``inputs``/``outputs`` are templates, structures of floating scalars (anything else
         raises, naming the template)."""
         return draw_linear(Draws(key), inputs, outputs, bias=bias, variance=variance, gain=gain)
+
+
+def each_of(maps: Applicative[E, Linear[In, Out]], xs: Matrix[S, In]) -> Applicative[E, Matrix[S, Out]]:
+    """fmap (\\m -> m.each xs) maps: every map of a structure of maps applied to every element of
+    ``xs``, as one contraction (``each_mul_mmt``) plus each map's bias: multi-head attention's
+    projections, one matmul for every head."""
+    projected = each_mul_mmt(maps.fmap(lambda m: m.weight), xs)
+    return lift_a2(lambda m, y: y if m.bias is None else add(y, y.pure(m.bias)), maps, projected)
 
 
 def draw_linear(

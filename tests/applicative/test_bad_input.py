@@ -33,6 +33,7 @@ from applicative import (
     add,
     causal_mask,
     dot,
+    each_mul_mmt,
     generic_only,
     linear,
     mixture,
@@ -578,6 +579,14 @@ CASES: dict[str, tuple[Callable[[], Any], Expected]] = {
         Raises(TypeError, r"mul_mm: argument a is a ndarray"),
     ),
     "mul_mmt: a vector": (lambda: mul_mmt(m23, bad(v3)), Raises(TypeError, r"mul_mmt: argument b is a Vec\[Seq\]")),
+    "each_mul_mmt: matrices": (
+        lambda: each_mul_mmt(bad(m33), m33),
+        Raises(TypeError, r"each_mul_mmt: argument a is a"),
+    ),
+    "each_mul_mmt: a vector for the rows": (
+        lambda: each_mul_mmt(bad(V(np.ones((2, 3, 3)), Model, Seq, Seq)), bad(v3)),
+        Raises(TypeError, r"each_mul_mmt: argument b is a Vec\[Seq\] of size 3"),
+    ),
     "sum_mul_mmt: matrices": (
         lambda: sum_mul_mmt(bad(m33), bad(m33)),
         Raises(TypeError, r"sum_mul_mmt: argument a is a"),

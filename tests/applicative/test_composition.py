@@ -9,7 +9,8 @@ tests/applicative/fourier.py), the composite Outer[Inner[float64]] is checked th
     laws       every law the composite claims, on one fixed triple, the element maps affine maps of
                the inner structures (exact on a Cheb), the element Module the inner structures' own
     algebra    every operation of ``applicative.linalg`` with the composite as the matrix (or a
-               stack of composites for ``sum_mul_mmt``, the composite as one vector for ``dot``)
+               stack of composites for ``each_mul_mmt`` and ``sum_mul_mmt``, the composite as one vector
+               for ``dot``)
     attention  ``nn.attention`` with queries on Outer, keys and values on Inner
 
 Each operation runs eagerly and under a fresh ``jax.jit``, and is compared, to 1e-12 in float64, with
@@ -66,6 +67,7 @@ from applicative import (
     add,
     counit,
     dot,
+    each_mul_mmt,
     generic_only,
     linear,
     mul_mm,
@@ -279,6 +281,7 @@ OPS: dict[str, tuple[tuple[str, ...], Callable[..., Any]]] = {
     "mul_mm'": (("p", "m"), mul_mm),
     "mul_mmt": (("m", "b"), mul_mmt),
     "mul_mmt'": (("b", "m"), mul_mmt),
+    "each_mul_mmt": (("heads", "b"), each_mul_mmt),
     "sum_mul_mmt": (("heads", "hb"), sum_mul_mmt),
     "add": (("m", "m2"), add),
     "scale": (("m",), lambda m: scale(-1.5, m)),
@@ -472,6 +475,7 @@ NUMPY: dict[str, Callable[[dict[str, np.ndarray], np.ndarray, np.ndarray], np.nd
     "mul_mm'": lambda a, go, gi: a["p"] @ go @ a["m"],
     "mul_mmt": lambda a, go, gi: a["b"] @ gi @ a["m"].T,
     "mul_mmt'": lambda a, go, gi: a["m"] @ gi @ a["b"].T,
+    "each_mul_mmt": lambda a, go, gi: np.einsum("kj,ji,hoi->hko", a["b"], gi, a["heads"]),
     "sum_mul_mmt": lambda a, go, gi: np.einsum("hoi,ij,hkj->ko", a["heads"], gi, a["hb"]),
     "add": lambda a, go, gi: a["m"] + a["m2"],
     "scale": lambda a, go, gi: -1.5 * a["m"],

@@ -31,6 +31,7 @@ from applicative import (
     Vec,
     add,
     dot,
+    each_mul_mmt,
     generic_only,
     mul_mm,
     mul_mmt,
@@ -122,6 +123,7 @@ OPS: dict[str, Op] = {
     "mul_vm": (mul_vm, "f,fg->g", lambda g, v, m: v @ g["f"] @ m),
     "mul_mm": (mul_mm, "fg,gh->fh", lambda g, a, b: a @ g["g"] @ b),
     "mul_mmt": (mul_mmt, "fg,hg->hf", lambda g, a, b: b @ g["g"] @ a.T),
+    "each_mul_mmt": (each_mul_mmt, "ifg,hg->ihf", lambda g, a, b: np.einsum("hp,pq,ifq->ihf", b, g["g"], a)),
     "sum_mul_mmt": (
         sum_mul_mmt,
         "fgh,fih->ig",
@@ -132,7 +134,8 @@ TAGS = {"f": A, "g": B, "h": D, "i": E}
 
 
 def operands(spec: str, kind: str, truncate: bool = False) -> tuple[list[Any], list[np.ndarray], dict[str, Level]]:
-    """Random operands for ``spec`` with every level of ``kind`` (the 'i' level of sum_mul_mmt a Vec):
+    """Random operands for ``spec`` with every level of ``kind`` (the 'i' level of sum_mul_mmt and of
+    each_mul_mmt a Vec):
     the structures, their arrays with each level flattened, and the levels. ``truncate``: Chebyshev
     coefficients of degree below half the resolution only."""
     letters = sorted(set(spec.replace(",", "").split("->")[0]))

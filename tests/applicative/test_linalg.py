@@ -26,6 +26,7 @@ from applicative import (
     as_vec,
     counit,
     dot,
+    each_mul_mmt,
     generic_only,
     linear,
     mul_mm,
@@ -68,6 +69,11 @@ CASES: dict[str, Case] = {
         lambda a, b: to_array(mul_mmt(Vec.from_array(a, Seq, Model), Vec.from_array(b, Hidden, Model))),
         lambda a, b: b @ a.T,
         ((S, D), (H, D)),
+    ),
+    "each_mul_mmt": (
+        lambda a, b: to_array(each_mul_mmt(Vec.from_array(a, Out, Seq, Model), Vec.from_array(b, Hidden, Model))),
+        lambda a, b: np.einsum("fgh,kh->fkg", a, b),
+        ((2, S, D), (H, D)),
     ),
     "sum_mul_mmt": (
         lambda a, b: to_array(sum_mul_mmt(Vec.from_array(a, Out, Seq, Model), Vec.from_array(b, Out, Hidden, Model))),
@@ -281,6 +287,7 @@ MISMATCHES: dict[str, Callable[[], object]] = {
     "mul_vm": lambda: mul_vm(V(np.ones(3), Seq), V(np.ones((4, 2)), Seq, Model)),
     "mul_mm": lambda: mul_mm(V(np.ones((2, 3)), Seq, Model), V(np.ones((3, 2)), Hidden, Model)),  # type: ignore[misc]
     "mul_mmt": lambda: mul_mmt(V(np.ones((2, 3)), Seq, Model), V(np.ones((3, 2)), Hidden, Model)),
+    "each_mul_mmt": lambda: each_mul_mmt(V(np.ones((2, 3, 4)), Out, Seq, Model), V(np.ones((3, 5)), Hidden, Model)),
     "sum_mul_mmt": lambda: sum_mul_mmt(
         V(np.ones((2, 3, 4)), Out, Seq, Model), V(np.ones((2, 3, 5)), Out, Hidden, Model)
     ),
