@@ -340,6 +340,7 @@ def test_gpu_runs_every_check_at_a_tiny_size_and_writes_its_table(scales: Path, 
 # The training loop and the tasks' baselines, searches and checks
 
 
+@pytest.mark.slow
 def test_init_times_the_blocks_against_a_draw_per_weight_in_fresh_processes(shared: Path) -> None:
     out = bench(shared, "init.py", "--smoke")
     _, weights, scalars, *cases = row(rows(out, "| model | weights |"), "tiny")
@@ -401,6 +402,7 @@ def test_search_trains_a_trial_and_prints_its_errors_and_time(scales: Path, scri
         positive(value)
 
 
+@pytest.mark.slow
 def test_trust_trains_tiny_runs_and_prints_its_tables(scales: Path, tmp_path: Path) -> None:
     out = bench(scales, "trust.py", "--smoke", "--poisson", str(tmp_path / "p"), "--darcy", str(tmp_path / "d"))
     for task in ("Poisson", "Darcy"):

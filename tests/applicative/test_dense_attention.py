@@ -118,6 +118,7 @@ def mesh(nodes: tuple[float, ...]) -> Mesh[Any, Any]:
 
 
 @pytest.mark.parametrize("normalise", [nn.Softmax(), nn.Softmax(chunk=4)])
+@pytest.mark.slow
 def test_on_a_vec_self_and_cross(normalise: nn.Softmax) -> None:
     x, memory = vec(37), vec(23, Column)
     check(lambda x: attend(x, normalise=normalise), x)

@@ -72,6 +72,7 @@ def test_quantum_passes_its_laws_with_64_bit_types_off(run: str) -> None:
 
 
 @pytest.mark.parametrize("elements", ["Vec", "Cheb"])
+@pytest.mark.slow
 def test_the_laws_take_structures_of_any_element_the_strategy_draws(elements: str) -> None:
     """The default maps act leaf by leaf: a Vec of Vecs, a Cheb of Vecs (not a Compose: the structure
     of structures itself) pass with them; their Dense hook is the elements' business (not checked)."""

@@ -462,6 +462,7 @@ def page_program() -> str:
     return STATED.sub(lambda m: f"{m['indent']}assert ({m['expr']}) == {m['value']}, {m['expr']!r}", program)
 
 
+@pytest.mark.slow
 def test_the_page_runs_as_a_users_program_and_its_stated_results_hold(tmp_path: Path) -> None:
     (tmp_path / "own_operator.py").write_text(page_program())
     command = [sys.executable, "own_operator.py"]

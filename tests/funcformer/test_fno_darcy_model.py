@@ -78,6 +78,7 @@ def test_one_model_answers_from_and_at_every_grid() -> None:
         np.testing.assert_allclose(predict_image(model, a, s), expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
 
 
+@pytest.mark.slow
 def test_a_corrected_model_adds_its_series_to_the_solver_on_its_image() -> None:
     """``solver_nodes``: the prediction at any grid, from any grid, is ``data.coarse_solution`` of the image the
     model reads plus the series there (numpy.polynomial); the training loss is the benchmark's metric of that

@@ -261,6 +261,7 @@ def darcy(count: int, s: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 TINY = FNOConfig(modes=4, width=6, layers=2, padding=3, hidden=8)
 
 
+@pytest.mark.slow
 def test_training_loss_is_the_benchmarks_metric(tmp_path: Path) -> None:
     """At rate zero the parameters stay ``init``'s, the normalisers are fit on the training set, and the first
     epoch's loss is the mean over the samples of the relative L2 error of the decoded reference forward pass."""

@@ -155,6 +155,7 @@ def test_every_product_runs_its_dense_formula() -> None:
 
 
 @pytest.mark.parametrize("normalise", ["values", "coefficients"])
+@pytest.mark.slow
 def test_gradients_match_finite_differences(normalise: Normalise) -> None:
     config = ModelConfig(
         n=4, channels=2, heads=2, head_channels=2, hidden_channels=2, layers=1, axes="x", normalise=normalise
