@@ -23,6 +23,7 @@ import pytest
 
 from funcformer.learning import RunConfig, processes
 from funcformer.poisson import PROBLEM
+from tests.funcformer.test_rendezvous import free_port
 
 ROOT = Path(__file__).parents[2]
 STEPS = 240
@@ -33,13 +34,6 @@ FLAGS = [
 ]
 TIMEOUT = 180.0
 """Seconds a process may take before the test kills it (a run here takes about 10)."""
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _start(arguments: Sequence[str], cache: Path, devices: int = 1) -> subprocess.Popen[str]:
@@ -64,7 +58,7 @@ def _two(
     arguments: Sequence[Sequence[str]], caches: Sequence[Path], ids: Sequence[int] = (0, 1), port: int | None = None
 ) -> list[subprocess.Popen[str]]:
     """Processes ``ids`` (0 and 1) of a run of two, each with its own further ``arguments`` and dataset cache."""
-    port = port or _port()
+    port = port or free_port()
     return [
         _start([*a, "--coordinator", f"127.0.0.1:{port}", "--processes", "2", "--process-id", str(i)], cache)
         for i, a, cache in zip(ids, arguments, caches, strict=True)
@@ -263,7 +257,7 @@ def test_a_start_that_cannot_complete_ends_in_time_naming_what_is_wrong(
     """Each way a start fails, with ``--startup-timeout 3``: every process ends with status 1 within the
     timeout (and its start-up), with an error that names the cause and the processes, where before each one
     waited about 305 s (or segfaulted) and ended in JAX's raw error."""
-    port, arguments = _port(), ["--out", str(tmp_path / "run"), *FLAGS, "--startup-timeout", "3"]
+    port, arguments = free_port(), ["--out", str(tmp_path / "run"), *FLAGS, "--startup-timeout", "3"]
     ids, expected = {
         "port in use": ([0, 1], ["process 0 cannot listen on [::]:{port} for the run's coordinator: Address already "
                                  "in use", "process 1: process 0 was not reached at 127.0.0.1:{port} within 3 s: "

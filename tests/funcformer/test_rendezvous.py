@@ -17,7 +17,8 @@ from funcformer.learning.rendezvous import StartupError, meet
 TIMEOUT = 1.5
 
 
-def _port() -> int:
+def free_port() -> int:
+    """A port of 127.0.0.1 that no one listens on (the system's pick, released)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -29,7 +30,7 @@ def _meet(
 ) -> tuple[list[str | None], float]:
     """Each of ``ids`` meeting as a thread (process 0 first), with its count of ``processes`` and its start:
     each one's error (None if it met) and the seconds until the last ended."""
-    port = port or _port()
+    port = port or free_port()
     counts = [processes] * len(ids) if isinstance(processes, int) else list(processes)
     starts = starts or ["starts a new run"] * len(ids)
     errors: list[str | None] = [None] * len(ids)
@@ -52,7 +53,7 @@ def _meet(
 
 
 def test_processes_that_all_come_meet_and_free_the_port_for_jax() -> None:
-    port = _port()
+    port = free_port()
     errors, seconds = _meet([0, 2, 1], 3, port=port)
     assert errors == [None, None, None]
     assert seconds < TIMEOUT
@@ -80,7 +81,7 @@ def test_an_id_given_twice_stops_every_process_at_once() -> None:
 
 
 def test_a_second_process_0_finds_the_port_taken() -> None:
-    port = _port()
+    port = free_port()
     taken = rf"process 0 cannot listen on 127\.0\.0\.1:{port} .*: Address already in use"
     with socket.create_server(("127.0.0.1", port)), pytest.raises(StartupError, match=taken):  # another process 0
         meet(f"127.0.0.1:{port}", 2, 0, start="", timeout=TIMEOUT, bind=f"127.0.0.1:{port}")
@@ -111,7 +112,7 @@ def test_processes_asked_for_different_runs_are_refused_by_number(
 
 
 def test_a_process_that_cannot_reach_process_0_says_so_in_time() -> None:
-    port = _port()
+    port = free_port()
     began = time.monotonic()
     with pytest.raises(StartupError, match=rf"process 1: process 0 was not reached at 127\.0\.0\.1:{port} .*nothing"):
         meet(f"127.0.0.1:{port}", 2, 1, start="", timeout=TIMEOUT, bind="")
@@ -121,7 +122,7 @@ def test_a_process_that_cannot_reach_process_0_says_so_in_time() -> None:
 
 
 def test_a_stray_connection_is_ignored() -> None:
-    port = _port()
+    port = free_port()
     errors: list[str | None] = []
 
     def host() -> None:
