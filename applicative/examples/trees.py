@@ -61,6 +61,7 @@ __all__ = [
     "Result",
     "Score",
     "TreeModel",
+    "balanced",
     "baseline",
     "binarised",
     "definitions",
@@ -212,7 +213,11 @@ def random_shapes(seed: int, count: int, config: Config) -> list[Shape]:
 def binarised(node: ast.AST) -> Shape:
     """A syntax node as a binary shape: a leaf for the node itself, then its children's shapes,
     paired with their neighbours level by level (a balanced grouping of the node's children)."""
-    items: list[Shape] = [None, *(binarised(child) for child in ast.iter_child_nodes(node))]
+    return balanced([None, *(binarised(child) for child in ast.iter_child_nodes(node))])
+
+
+def balanced(items: Sequence[Shape]) -> Shape:
+    """Shapes paired with their neighbours level by level, into one (at least one shape)."""
     while len(items) > 1:
         items = [(items[i], items[i + 1]) if i + 1 < len(items) else items[i] for i in range(0, len(items), 2)]
     return items[0]

@@ -46,6 +46,7 @@ from applicative.nn._blocks import SelfAttentionBlock as SelfAttentionBlock
 from applicative.nn._kernel import KernelHead as KernelHead
 from applicative.nn._kernel import KernelIntegral as KernelIntegral
 from applicative.nn._linear import Linear as Linear
+from applicative.nn._linear import each_of as each_of
 from applicative.nn._mlp import MLP as MLP
 from applicative.nn._mlp import LayerNorm as LayerNorm
 from applicative.nn._optimisers import step_decay as step_decay
@@ -105,6 +106,7 @@ __all__ = [
     "attention",
     "by_measure",
     "causal_mask",
+    "each_of",
     "fan_in",
     "init_decoder",
     "init_each",

@@ -178,7 +178,8 @@ class EncoderLayer(Generic[Heads, D, Hk, Hidden]):
 
 @record
 class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
-    """Masked self-attention, cross attention to a memory (if ``cross``), and an MLP: a
+    """Masked self-attention (a mask of None: every position sees every other, as a tree's nodes
+    do), cross attention to a memory (if ``cross``), and an MLP: a
     ``SelfAttentionBlock``, a ``CrossAttentionBlock`` (or None) and a ``FeedForward`` block (``blocks``).
 
     ``norms`` are the pre-norms of the three blocks; the cross-attention one is None in a layer
@@ -233,7 +234,7 @@ class DecoderLayer(Generic[Heads, D, E, Hk, Hidden]):
     def __call__(
         self,
         x: Matrix[S, D],
-        mask: Matrix[S, S],
+        mask: Matrix[S, S] | None,
         memory: Matrix[F, E] | None = None,
         memory_mask: Matrix[S, F] | None = None,
     ) -> Matrix[S, D]:

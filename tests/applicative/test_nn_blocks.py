@@ -202,6 +202,10 @@ def test_a_decoder_layer_is_its_blocks(with_cross: bool) -> None:
     out = layer(xs, mask, source)
     np.testing.assert_array_equal(to_array(out), to_array(forward(h)))
     np.testing.assert_allclose(to_array(out), ref.decoder_layer(layer, x, causal, memory, None), **TOL)
+    # No mask: every position sees every other (a tree's nodes), as under a mask of all ones.
+    unmasked = layer(xs, None, source)
+    everything = np.ones((5, 5), bool)
+    np.testing.assert_allclose(to_array(unmasked), ref.decoder_layer(layer, x, everything, memory, None), **TOL)
     with pytest.raises(ValueError, match=r"DecoderLayer.from_blocks: .* the cross-attention block none"):
         nn.DecoderLayer.from_blocks(self_block(6), cross_block(7, layer_norm=False), feed_forward(8))
 
