@@ -1,0 +1,279 @@
+"""Python source as tokens and its syntax tree as labelled spans of them: the data of the parsing
+example (``applicative.examples.parsing``), and how parsers are scored.
+
+A fragment is one statement of a file of the standard library (a definition, a loop, an
+assignment), read as the tokens ``tokenize`` gives inside it: comments and non-logical newlines
+dropped, ``NEWLINE``, ``INDENT`` and ``DEDENT`` kept (they carry the blocks; a ``DEDENT``, which
+``tokenize`` puts at the next line's first token, is placed where the block's last token ends).
+
+Its tree (``Node``) is the statement's abstract syntax tree, each node with the tokens it covers:
+its span, the first and last of the tokens inside its source position or its descendants'.
+A node that covers no token (a ``Load`` context, an operator, an empty argument list) is not a
+node of its own: it is written into its parent's label, with where it stands among the parent's
+other children (``BinOp(Add@1)``: an ``Add`` after the first child; ``Attribute(Load@-0)``:
+a ``Load`` after the last). Children are in source order, so a child's span follows its elder
+sibling's, and every token belongs to exactly one node: the deepest one that covers it. A
+statement whose nodes' spans do not nest (a few positions Python gives inside f-strings before
+3.12) is not a fragment.
+
+The tree's shape is the trees example's binarisation (``trees.binarised``: a leaf for the node
+itself, then its children's shapes, paired level by level), so its leaves are the nodes in
+preorder. Parsers are scored by exact match of whole trees and by bracketing F1: the labelled
+spans ``(label, first, last)`` of every node of the predicted tree against those of Python's.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import itertools
+import keyword
+import random
+import sysconfig
+import tokenize
+from bisect import bisect_left, bisect_right
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from applicative.examples.trees import Side, balanced, library_files
+from applicative.instances.tree import Shape
+
+__all__ = [
+    "UNKNOWN",
+    "Fragment",
+    "Node",
+    "Scores",
+    "binarised",
+    "depth",
+    "fragments",
+    "ids",
+    "labelled_spans",
+    "nodes",
+    "right_branching",
+    "score",
+    "statement_trees",
+    "token_kind",
+    "tokens_of",
+    "vocabulary",
+]
+
+Position = tuple[int, int]  # (line, byte offset in the line), as ``ast`` gives positions
+
+
+@dataclass(frozen=True)
+class Token:
+    """A token of a file: its kind (``token_kind``) and where it starts and ends."""
+
+    kind: str
+    start: Position
+    end: Position
+
+
+@dataclass(frozen=True)
+class Node:
+    """A syntax node: its label, the first and last token it covers, its children in source order."""
+
+    label: str
+    span: tuple[int, int]
+    children: tuple[Node, ...] = ()
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A statement's tokens (kinds) and its tree, spans counted from its first token; named ``file:line``."""
+
+    name: str
+    tokens: tuple[str, ...]
+    tree: Node
+
+
+_DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+
+
+def token_kind(token: tokenize.TokenInfo) -> str:
+    """What the parser reads of a token: an operator, a keyword or a soft keyword as itself, any other
+    token as its type (``NAME``, ``NUMBER``, ``STRING``, ``NEWLINE``, ...)."""
+    if token.type == tokenize.OP:
+        return token.string
+    if token.type == tokenize.NAME and (keyword.iskeyword(token.string) or keyword.issoftkeyword(token.string)):
+        return token.string
+    return tokenize.tok_name[token.type]
+
+
+def tokens_of(source: str) -> list[Token]:
+    """The tokens a parser reads of ``source``, at ``ast``'s positions (UTF-8 byte offsets)."""
+    lines = source.splitlines(keepends=True)
+
+    def at(position: tuple[int, int]) -> Position:
+        row, column = position
+        line = lines[row - 1] if 0 < row <= len(lines) else ""
+        return row, len(line[:column].encode("utf-8"))
+
+    tokens: list[Token] = []
+    for t in tokenize.generate_tokens(io.StringIO(source).readline):
+        if t.type in _DROPPED:
+            continue
+        if t.type == tokenize.DEDENT and tokens:  # where the block ends, not where the next line starts
+            tokens.append(Token(token_kind(t), tokens[-1].end, tokens[-1].end))
+        else:
+            tokens.append(Token(token_kind(t), at(t.start), at(t.end)))
+    return tokens
+
+
+_NOT_NESTED = object()  # a subtree whose spans do not nest; so is every tree that holds it
+
+
+def _own_span(node: ast.AST, starts: list[Position], ends: list[Position]) -> tuple[int, int] | None:
+    """The first and last token inside a node's source position, None if it has none or covers none."""
+    if getattr(node, "end_lineno", None) is None:
+        return None
+    first = bisect_left(starts, (node.lineno, node.col_offset))  # type: ignore[attr-defined]
+    last = bisect_right(ends, (node.end_lineno, node.end_col_offset)) - 1  # type: ignore[attr-defined]
+    return (first, last) if first <= last else None
+
+
+def _labelled(node: ast.AST, starts: list[Position], ends: list[Position], statements: list[Node]) -> object:
+    """``node`` as a ``Node``, as its label if it covers no token, or ``_NOT_NESTED``; the statements
+    inside it (itself included) whose spans nest appended to ``statements`` as ``Node``s, innermost first."""
+    children = [_labelled(child, starts, ends, statements) for child in ast.iter_child_nodes(node)]
+    if any(c is _NOT_NESTED for c in children):
+        return _NOT_NESTED
+    spanned = sorted((c for c in children if isinstance(c, Node)), key=lambda c: c.span)
+    if any(elder.span[1] >= younger.span[0] for elder, younger in itertools.pairwise(spanned)):
+        return _NOT_NESTED
+    empties, before = [], 0
+    for child in children:
+        if isinstance(child, Node):
+            before += 1
+        else:
+            after = len(spanned) - before
+            empties.append(f"{child}@{before}" if before <= after else f"{child}@-{after}")
+    label = type(node).__name__ + (f"({','.join(empties)})" if empties else "")
+    bounds = [s for s in (_own_span(node, starts, ends), *(c.span for c in spanned)) if s is not None]
+    if not bounds:
+        return label
+    tree = Node(label, (min(b[0] for b in bounds), max(b[1] for b in bounds)), tuple(spanned))
+    if isinstance(node, ast.stmt):
+        statements.append(tree)
+    return tree
+
+
+def statement_trees(module: ast.AST, tokens: Sequence[Token]) -> list[Node]:
+    """The trees of the statements in ``module`` whose spans nest, over its file's ``tokens`` (spans
+    counted in them), innermost first."""
+    statements: list[Node] = []
+    _labelled(module, [t.start for t in tokens], [t.end for t in tokens], statements)
+    return statements
+
+
+def _shifted(node: Node, offset: int) -> Node:
+    first, last = node.span
+    return Node(node.label, (first - offset, last - offset), tuple(_shifted(c, offset) for c in node.children))
+
+
+def nodes(tree: Node) -> Iterator[Node]:
+    """The nodes of a tree in preorder: the order of its binarised shape's leaves."""
+    yield tree
+    for child in tree.children:
+        yield from nodes(child)
+
+
+def depth(tree: Node) -> int:
+    """The number of nodes on the longest path from the root (1 for a node without children)."""
+    return 1 + max((depth(c) for c in tree.children), default=0)
+
+
+def binarised(tree: Node) -> Shape:
+    """The tree's shape as the trees example binarises a syntax tree: a leaf for the node, then its
+    children's shapes, paired level by level."""
+    return balanced([None, *(binarised(c) for c in tree.children)])
+
+
+def labelled_spans(tree: Node) -> Counter[tuple[str, int, int]]:
+    """The labelled spans ``(label, first, last)`` of every node, with their multiplicities."""
+    return Counter((n.label, *n.span) for n in nodes(tree))
+
+
+def fragments(min_tokens: int, max_tokens: int, side: Side = "all", seed: int | None = None) -> Iterator[Fragment]:
+    """Every statement of ``min_tokens`` to ``max_tokens`` tokens whose spans nest, from the files
+    ``library_files(side)`` in sorted order or, given a ``seed``, in a seeded random order; within a
+    file, innermost first (the statements inside a definition before it). Files that do not
+    tokenize or parse (test data with deliberate errors) are skipped."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = library_files(side)
+    if seed is not None:
+        random.Random(seed).shuffle(files)
+    for name in files:
+        try:
+            source = (root / name).read_bytes().decode("utf-8")
+            module = ast.parse(source)
+            tokens = tokens_of(source)
+        except (SyntaxError, ValueError, UnicodeDecodeError, tokenize.TokenError):
+            continue
+        for tree in statement_trees(module, tokens):
+            first, last = tree.span
+            if min_tokens <= last - first + 1 <= max_tokens:
+                kinds = tuple(t.kind for t in tokens[first : last + 1])
+                yield Fragment(f"{name}:{tokens[first].start[0]}", kinds, _shifted(tree, first))
+
+
+def right_branching(tokens: int, root: str, label: str) -> Node:
+    """The right-branching tree over ``tokens`` tokens: node i covers tokens i to the last, its only
+    child node i + 1; the root labelled ``root``, every other node ``label``."""
+    tree = Node(label, (tokens - 1, tokens - 1))
+    for first in range(tokens - 2, -1, -1):
+        tree = Node(label if first else root, (first, tokens - 1), (tree,))
+    return tree if tokens > 1 else Node(root, (0, 0))
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A parser's scores on a test set: exact matches of whole trees, bracketing precision, recall
+    and F1 over the labelled spans of all trees, and how many predictions were malformed (None)."""
+
+    trees: int
+    exact: float
+    precision: float
+    recall: float
+    f1: float
+    malformed: int
+
+
+def score(predicted: Iterable[Node | None], gold: Iterable[Node]) -> Scores:
+    """Score predicted trees against Python's; a malformed prediction (None) counts as a tree that
+    matches nothing and brackets nothing."""
+    trees = exact = malformed = right = found = wanted = 0
+    for p, g in zip(predicted, gold, strict=True):
+        trees += 1
+        truth = labelled_spans(g)
+        wanted += sum(truth.values())
+        if p is None:
+            malformed += 1
+            continue
+        guess = labelled_spans(p)
+        found += sum(guess.values())
+        right += sum((guess & truth).values())
+        exact += p == g
+    precision = right / found if found else 0.0
+    recall = right / wanted if wanted else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return Scores(trees, exact / trees if trees else 0.0, precision, recall, f1, malformed)
+
+
+UNKNOWN = "<unknown>"
+
+
+def vocabulary(items: Iterable[str]) -> dict[str, int]:
+    """Ids for the distinct ``items`` (token kinds, labels), most frequent first, then ``UNKNOWN``
+    for any item not among them (``ids``)."""
+    counts = Counter(items)
+    ordered = sorted(counts, key=lambda item: (-counts[item], item))
+    return {item: i for i, item in enumerate([*ordered, UNKNOWN])}
+
+
+def ids(items: Iterable[str], vocab: dict[str, int]) -> list[int]:
+    """The ids of ``items`` in ``vocab``, ``UNKNOWN``'s for an item it does not hold."""
+    unknown = vocab[UNKNOWN]
+    return [vocab.get(item, unknown) for item in items]

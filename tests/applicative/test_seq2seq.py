@@ -1,0 +1,234 @@
+"""The sequence-to-sequence baseline of the parsing example (``applicative.examples.seq2seq``): the
+linearised tree reads back to the tree Python's parser gave, malformed sequences are refused, and a
+short run of the ``Vec`` encoder-decoder learns and decodes greedily, batched through prefix buckets,
+as a plain one-fragment-at-a-time greedy decoder does, one compile per bucket.
+
+Runs under the suite's jax_enable_x64 (see conftest.py): the model stays float32.
+"""
+
+import ast
+import itertools
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from applicative import to_array
+from applicative.examples import seq2seq, syntax
+from applicative.examples.seq2seq import CLOSE, END, START, TOKEN, Config, Seq2Seq, delinearise, linearise
+from applicative.examples.syntax import Fragment, Node
+from applicative.nn import causal_mask, one_hot, padding_mask
+
+# A small model: the run tests the machinery, in seconds; the example's sizes are Config()'s.
+SMALL = Config(width=32, hidden=64, heads=2, head_features=16, encoder_layers=1, decoder_layers=1, batch=16, warmup=10)
+STEPS = 60
+MAX_SYMBOLS = 40  # decoded symbols: over the first prefix (32), inside the second (64)
+
+
+def statement(source: str) -> Node:
+    """The tree ``syntax`` gives the one statement of ``source`` (Python's parser), spans counted
+    from its first token."""
+    (tree,) = syntax.statement_trees(ast.parse(source), syntax.tokens_of(source))
+    return tree
+
+
+def test_linearise_writes_a_statement_as_brackets_and_tokens() -> None:
+    # x = f(y): tokens NAME = NAME ( NAME ), the tree from Python's parser
+    tree = statement("x = f(y)\n")
+    call = Node("Call", (2, 5), (Node("Name(Load@0)", (2, 2)), Node("Name(Load@0)", (4, 4))))
+    assert tree == Node("Assign", (0, 5), (Node("Name(Store@0)", (0, 0)), call))
+    symbols = linearise(tree, 6)
+    assert symbols == [
+        "(Assign", "(Name(Store@0)", TOKEN, CLOSE, TOKEN,  # x =
+        "(Call", "(Name(Load@0)", TOKEN, CLOSE, TOKEN, "(Name(Load@0)", TOKEN, CLOSE, TOKEN, CLOSE,  # f(y)
+        CLOSE,
+    ]  # fmt: skip
+    assert delinearise(symbols, 6) == tree
+
+
+@pytest.fixture(scope="module")
+def test_fragments() -> list[Fragment]:
+    return list(itertools.islice(syntax.fragments(8, 64, side="test"), 200))
+
+
+def test_linearise_round_trips_real_fragments(test_fragments: list[Fragment]) -> None:
+    assert len(test_fragments) == 200
+    for fragment in test_fragments:
+        n, nodes = len(fragment.tokens), list(syntax.nodes(fragment.tree))
+        symbols = linearise(fragment.tree, n)
+        assert symbols.count(TOKEN) == n, fragment.name  # every token once
+        assert len(symbols) == 2 * len(nodes) + n, fragment.name
+        assert [s[1:] for s in symbols if s.startswith("(")] == [node.label for node in nodes]  # preorder
+        assert delinearise(symbols, n) == fragment.tree, fragment.name
+
+
+@pytest.mark.parametrize(
+    ("tree", "tokens"),
+    [
+        (Node("Pass", (0, 0)), 1),
+        (Node("Expr", (0, 0), (Node("Name(Load@0)", (0, 0)),)), 1),  # two nodes over one token
+        (Node("A", (0, 6), (Node("B", (1, 2)), Node("C", (3, 3), (Node("D", (3, 3)),)), Node("E", (5, 5)))), 7),
+        (syntax.right_branching(5, "Module", "X"), 5),
+    ],
+)
+def test_linearise_round_trips_hand_written_trees(tree: Node, tokens: int) -> None:
+    symbols = linearise(tree, tokens)
+    assert symbols.count(TOKEN) == tokens
+    assert delinearise(symbols, tokens) == tree
+
+
+def test_linearise_refuses_a_tree_that_is_not_over_its_tokens() -> None:
+    with pytest.raises(ValueError, match="root spans"):
+        linearise(Node("A", (0, 2)), 4)
+    with pytest.raises(ValueError, match="out of place"):
+        linearise(Node("A", (0, 2), (Node("B", (2, 3)),)), 3)  # a child beyond its parent
+    with pytest.raises(ValueError, match="out of place"):
+        linearise(Node("A", (0, 3), (Node("B", (0, 2)), Node("C", (2, 3)))), 4)  # overlapping children
+
+
+MALFORMED = {
+    "an unclosed node": (["(A", TOKEN], 1),
+    "a close too many": (["(A", TOKEN, CLOSE, CLOSE], 1),
+    "a close first": ([CLOSE, "(A", TOKEN], 1),
+    "two roots": (["(A", TOKEN, CLOSE, "(B", TOKEN, CLOSE], 2),
+    "a token outside the root": ([TOKEN, "(A", TOKEN, CLOSE], 2),
+    "no node": ([TOKEN], 1),
+    "nothing": ([], 0),
+    "too few tokens": (["(A", TOKEN, CLOSE], 2),
+    "too many tokens": (["(A", TOKEN, TOKEN, CLOSE], 1),
+    "a node over no token": (["(A", "(B", CLOSE, TOKEN, CLOSE], 1),
+    "an unknown symbol": (["(A", TOKEN, "YY", CLOSE], 1),
+    "an open symbol without a label": (["(", TOKEN, CLOSE], 1),
+    "the end symbol inside": (["(A", TOKEN, END, CLOSE], 1),
+    "the start symbol": ([START, "(A", TOKEN, CLOSE], 1),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_delinearise_refuses_malformed_sequences(case: str) -> None:
+    symbols, tokens = MALFORMED[case]
+    assert delinearise(symbols, tokens) is None
+
+
+def test_delinearise_reads_the_spans_from_the_tokens() -> None:
+    assert delinearise(["(A", "(B", TOKEN, CLOSE, TOKEN, TOKEN, "(C", TOKEN, CLOSE, CLOSE], 4) == Node(
+        "A", (0, 3), (Node("B", (0, 0)), Node("C", (3, 3)))
+    )
+
+
+# A short run
+
+
+@pytest.fixture(scope="module")
+def trained() -> Seq2Seq:
+    fragments = list(itertools.islice(syntax.fragments(8, 16, side="train", seed=0), 300))
+    return seq2seq.train(fragments, STEPS, config=SMALL, log=lambda _: None)
+
+
+@pytest.fixture(scope="module")
+def held_out() -> list[Fragment]:
+    return list(itertools.islice(syntax.fragments(8, 16, side="test"), 24))
+
+
+@pytest.mark.slow  # a short training run (with the two below, about 40 s): CI runs it
+def test_training_learns(trained: Seq2Seq) -> None:
+    assert len(trained.losses) == STEPS
+    assert trained.token_capacity == 16  # fragments of up to 16 tokens
+    assert trained.symbols[-3:] == (CLOSE, TOKEN, END)
+    assert all(s.startswith("(") for s in trained.symbols[:-3])
+    first, last = trained.losses[0], float(np.mean(trained.losses[-5:]))
+    assert first == pytest.approx(np.log(len(trained.symbols)), rel=0.25)  # about uniform over the symbols
+    assert last < 0.4 * first
+
+
+@jax.jit
+def plain_logits(model: seq2seq.Seq2SeqModel, source: jax.Array, length: jax.Array, target: jax.Array) -> jax.Array:
+    """The whole model's logits (steps, symbols) on one padded source and one whole target."""
+    tokens, steps = source.shape[0], target.shape[0]
+    kinds = to_array(model.encoder.embed.linear.weight).shape[1]
+    symbols = to_array(model.decoder.embed.linear.weight).shape[1]
+    positioned = seq2seq.with_positions(model, tokens, steps)
+    out = positioned(
+        one_hot(source, seq2seq.Token, kinds, seq2seq.Kind, jnp.float32),
+        one_hot(target, seq2seq.Step, symbols, seq2seq.Symbol, jnp.float32),
+        causal_mask(steps, seq2seq.Step),
+        padding_mask(length, tokens, seq2seq.Token),
+        padding_mask(length, tokens, seq2seq.Token, steps, seq2seq.Step),
+    )
+    return to_array(out)
+
+
+def reference_decode(trained: Seq2Seq, fragment: Fragment, tokens: int, cap: int) -> list[str]:
+    """Greedy decoding of one fragment the plain way: the whole model on the source padded to
+    ``tokens`` and the whole target of ``cap + 1`` positions at every step."""
+    n = len(fragment.tokens)
+    source = np.zeros(tokens, np.int32)
+    source[:n] = syntax.ids(fragment.tokens, trained.kinds)
+    target = np.zeros(cap + 1, np.int32)
+    target[0] = len(trained.symbols)  # the start symbol
+    written: list[str] = []
+    for t in range(cap):
+        logits = plain_logits(trained.model, jnp.asarray(source), jnp.asarray(n, jnp.int32), jnp.asarray(target))
+        symbol = trained.symbols[int(np.argmax(logits[t]))]
+        if symbol == END:
+            break
+        written.append(symbol)
+        target[t + 1] = trained.symbols.index(symbol)
+    return written
+
+
+def buckets_reached(decoded: Sequence[list[str]], cap: int) -> int:
+    """How many prefixes of the target (32, then 64 positions) decodings that stop at the end symbol or
+    the cap ran on: a row takes a step for each symbol and one for the end."""
+    return 1 + (max(min(len(symbols) + 1, cap) for symbols in decoded) > 32)
+
+
+@pytest.mark.slow
+def test_decode_is_greedy_decoding_through_one_compile_per_bucket(trained: Seq2Seq, held_out: list[Fragment]) -> None:
+    before = seq2seq.decoding_compilations()
+    plain = seq2seq.decode(trained, held_out[:12], batch=5, max_symbols=MAX_SYMBOLS, stop_malformed=False)
+    assert len(plain) == 12
+    # the encoder, and the decoder on the first prefix (32 positions) and, if a decoding went past it, the second
+    assert seq2seq.decoding_compilations() - before == 1 + buckets_reached(plain, MAX_SYMBOLS)
+    # a plain greedy decoder, one fragment at a time, on the whole target, padded to another capacity (24)
+    for fragment, symbols in zip(held_out[:8], plain, strict=False):
+        assert symbols == reference_decode(trained, fragment, 24, MAX_SYMBOLS), fragment.name
+        assert END not in symbols
+        assert START not in symbols
+    # stopped once malformed: a prefix of the plain decoding, with the same tree (or none)
+    compiled = seq2seq.decoding_compilations()
+    decoded = seq2seq.decode(trained, held_out, batch=5, max_symbols=MAX_SYMBOLS)
+    assert len(decoded) == len(held_out)
+    for fragment, symbols, whole in zip(held_out, decoded, plain, strict=False):
+        n = len(fragment.tokens)
+        assert symbols == whole[: len(symbols)], fragment.name
+        assert delinearise(symbols, n) == delinearise(whole, n), fragment.name
+    # the same capacities (16 tokens; 40 symbols, 64 positions): no new compile, but the second
+    # prefix if the first decoding never reached it
+    new = seq2seq.decoding_compilations() - compiled
+    assert new == 0 or (new == 1 and compiled - before == 2)
+
+
+@pytest.mark.slow
+def test_parse_gives_one_tree_or_none_per_fragment(trained: Seq2Seq, held_out: list[Fragment]) -> None:
+    before = seq2seq.decoding_compilations()
+    parsed = seq2seq.parse(trained, held_out, batch=5, max_symbols=MAX_SYMBOLS)
+    decoded = seq2seq.decode(trained, held_out, batch=5, max_symbols=MAX_SYMBOLS)
+    assert seq2seq.decoding_compilations() - before <= 1  # the decode test's, but the 64 prefix if it missed it
+    assert len(parsed) == len(held_out)
+    for fragment, tree, symbols in zip(held_out, parsed, decoded, strict=True):
+        n = len(fragment.tokens)
+        assert tree == delinearise(symbols, n)
+        if tree is not None:
+            assert tree.span == (0, n - 1)
+            assert linearise(tree, n) == symbols
+    scores = syntax.score(parsed, (f.tree for f in held_out))
+    assert scores.trees == len(held_out)
+    assert scores.malformed == sum(tree is None for tree in parsed)
+
+
+def test_train_refuses_no_data() -> None:
+    with pytest.raises(ValueError, match="needs fragments"):
+        seq2seq.train([], 10)
