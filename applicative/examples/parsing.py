@@ -630,7 +630,20 @@ def train(
     if seq2seq_steps:
         began = time.perf_counter()
         trainable = [f for pool in pools for f in pool if len(f.tokens) <= config.seq2seq_tokens]
-        baseline = seq2seq.train(trainable, seq2seq_steps, seed=seed, log=log)
+        alike = seq2seq.Config(
+            width=config.width,
+            hidden=config.hidden,
+            heads=config.heads,
+            head_features=config.head_features,
+            encoder_layers=config.reader_layers,
+            decoder_layers=config.builder_layers,
+            batch=config.batch,
+            learning_rate=config.learning_rate,
+            warmup=config.warmup,
+            weight_decay=config.weight_decay,
+            clip=config.clip,
+        )  # fmt: skip: the tree parser's sizes and optimiser
+        baseline = seq2seq.train(trainable, seq2seq_steps, config=alike, seed=seed, log=log)
         seq2seq_seconds = time.perf_counter() - began
 
     common = Counter(n.label for f in data.train for n in syntax.nodes(f.tree)).most_common(1)[0][0]

@@ -28,16 +28,13 @@ import ast
 import io
 import itertools
 import keyword
-import random
-import sysconfig
 import tokenize
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from applicative.examples.trees import Side, balanced, library_files
+from applicative.examples.trees import LIBRARY, Side, balanced, library_files
 from applicative.instances.tree import Shape
 
 __all__ = [
@@ -201,13 +198,9 @@ def fragments(min_tokens: int, max_tokens: int, side: Side = "all", seed: int | 
     ``library_files(side)`` in sorted order or, given a ``seed``, in a seeded random order; within a
     file, innermost first (the statements inside a definition before it). Files that do not
     tokenize or parse (test data with deliberate errors) are skipped."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    files = library_files(side)
-    if seed is not None:
-        random.Random(seed).shuffle(files)
-    for name in files:
+    for name in library_files(side, seed):
         try:
-            source = (root / name).read_bytes().decode("utf-8")
+            source = (LIBRARY / name).read_bytes().decode("utf-8")
             module = ast.parse(source)
             tokens = tokens_of(source)
         except (SyntaxError, ValueError, UnicodeDecodeError, tokenize.TokenError):

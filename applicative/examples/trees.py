@@ -57,6 +57,7 @@ from applicative.nn import AttentionOptions, Encoder, Softmax, init_encoder, war
 
 __all__ = [
     "HELD_OUT_EVERY",
+    "LIBRARY",
     "Config",
     "Result",
     "Score",
@@ -84,6 +85,7 @@ __all__ = [
 
 CLASSES = 2  # below or above the dyadic mean
 STEPS = 150  # the default run's training steps
+LIBRARY = Path(sysconfig.get_paths()["stdlib"])  # the installed standard library
 HELD_OUT_EVERY = 4  # one file of the standard library in this many is kept for testing (``held_out``)
 
 
@@ -233,25 +235,24 @@ def held_out(file: str) -> bool:
 Side = Literal["all", "train", "test"]
 
 
-def library_files(side: Side = "all") -> list[str]:
-    """The installed standard library's Python files (paths inside it), sorted: all of them, the
-    training files or the held-out ones (``held_out``)."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py") if "site-packages" not in p.parts)
-    return files if side == "all" else [name for name in files if held_out(name) == (side == "test")]
+def library_files(side: Side = "all", seed: int | None = None) -> list[str]:
+    """The installed standard library's Python files (paths inside it, under ``LIBRARY``): all of
+    them, the training files or the held-out ones (``held_out``), sorted or, given a ``seed``, in a
+    seeded random order."""
+    files = sorted(p.relative_to(LIBRARY).as_posix() for p in LIBRARY.rglob("*.py") if "site-packages" not in p.parts)
+    files = files if side == "all" else [name for name in files if held_out(name) == (side == "test")]
+    if seed is not None:
+        random.Random(seed).shuffle(files)
+    return files
 
 
 def definitions(seed: int | None = None, side: Side = "all") -> Iterator[tuple[str, ast.AST]]:
     """Every function and class definition of the files ``library_files(side)``, named
     ``file:line``, its files in sorted order or, given a ``seed``, in a seeded random order. Files
     that do not parse (test data with deliberate errors) are skipped."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    files = library_files(side)
-    if seed is not None:
-        random.Random(seed).shuffle(files)
-    for name in files:
+    for name in library_files(side, seed):
         try:
-            module = ast.parse((root / name).read_bytes())
+            module = ast.parse((LIBRARY / name).read_bytes())
         except (SyntaxError, ValueError):
             continue
         for node in ast.walk(module):
