@@ -581,6 +581,8 @@ def train(
     default; 0: no baseline) on the training files' fragments, then test both and the
     right-branching tree on the held-out files' fragments, band by band. Returns the parser, the
     config with its vocabularies, and the result."""
+    if steps < 1:
+        raise ValueError(f"parsing: training needs at least one step, got {steps}")
     if len(config.train_share) != len(config.bands):
         raise ValueError(f"parsing: {len(config.train_share)} training shares for {len(config.bands)} bands")
     data = load_data(config, seed) if data is None else data
@@ -642,7 +644,7 @@ def train(
             warmup=config.warmup,
             weight_decay=config.weight_decay,
             clip=config.clip,
-        )  # fmt: skip: the tree parser's sizes and optimiser
+        )  # the tree parser's sizes and optimiser
         baseline = seq2seq.train(trainable, seq2seq_steps, config=alike, seed=seed, log=log)
         seq2seq_seconds = time.perf_counter() - began
 

@@ -234,3 +234,10 @@ def test_a_node_over_its_parent_s_span_gets_no_child_over_it_too() -> None:
     once = parsing._grown(root, whole, 0)
     assert once == Node("", (0, 3), (Node("", (0, 3)),))
     assert parsing._grown(once, whole, 1) == once
+
+
+def test_training_refuses_what_it_cannot_run() -> None:
+    with pytest.raises(ValueError, match="at least one step, got 0"):
+        parsing.train(0, log=lambda _: None, progress=False)
+    with pytest.raises(ValueError, match="2 training shares for 3 bands"):
+        parsing.train(1, config=parsing.Config(train_share=(0.5, 0.5)), log=lambda _: None, progress=False)
