@@ -91,7 +91,6 @@ __all__ = [
     "parse",
     "plot",
     "read",
-    "right_branching",
     "save",
     "train",
 ]
@@ -239,7 +238,8 @@ def init_parser(key: Array, config: Config) -> Parser:
 
 
 def _sinusoids(positions: np.ndarray, features: int) -> np.ndarray:
-    """sin and cos of ``positions`` at ``features // 2`` geometric frequencies (Vaswani et al.'s)."""
+    """sin and cos of ``positions`` at ``features // 2`` geometric frequencies (Vaswani et al.'s), on
+    the host, the sines first (``nn.sinusoidal_positions`` interleaves them, on the device)."""
     rates = 1.0 / 10_000 ** (np.arange(features // 2) / (features // 2))
     angles = positions[..., None] * rates
     return np.concatenate([np.sin(angles), np.cos(angles)], -1).astype(np.float32)
@@ -381,7 +381,7 @@ def _tags(row: np.ndarray, node: Node) -> None:
 
 def _batch(fragments: Sequence[Fragment], rng: np.random.Generator, config: Config, band: Band) -> Batch:
     """Every fragment's tree cut at a depth drawn uniformly below its own, with its targets."""
-    vocab = {label: i for i, label in enumerate(config.labels)}
+    vocab = _ids(config.labels)
     labels = np.full((len(fragments), band.nodes), -1, np.int32)
     tags = np.full((len(fragments), band.nodes, band.high), -1, np.int8)
     items = []
@@ -508,11 +508,6 @@ def parse(parser: Parser, config: Config, fragments: Sequence[Fragment], band: B
                     trees[i] = grown
         found += built
     return found[: len(fragments)]
-
-
-def right_branching(fragment: Fragment, root: str, label: str) -> Node:
-    """The right-branching baseline's tree for ``fragment`` (``syntax.right_branching``)."""
-    return syntax.right_branching(len(fragment.tokens), root, label)
 
 
 # Training and testing
@@ -667,7 +662,7 @@ def train(
                 band,
                 (int(sizes.min()), int(np.median(sizes)), int(sizes.max())),
                 syntax.score(parsed, gold),
-                syntax.score([right_branching(f, root, common) for f in fragments], gold),
+                syntax.score([syntax.right_branching(len(f.tokens), root, common) for f in fragments], gold),
                 None if baseline_trees is None else syntax.score(baseline_trees, gold),
                 decoding,
                 baseline_decoding,
