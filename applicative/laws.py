@@ -41,12 +41,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from applicative.linalg import add, dot, generic_only, mul_mm, mul_mmt, mul_mv, mul_vm, outer, record_fast_paths, scale
+from applicative.linalg import (
+    add,
+    dot,
+    each_mul_mmt,
+    generic_only,
+    mul_mm,
+    mul_mmt,
+    mul_mv,
+    mul_vm,
+    outer,
+    record_fast_paths,
+    scale,
+    sum_mul_mmt,
+)
+from applicative.nn import attention
 from applicative.protocols import algebra, applicative, functor
 from applicative.protocols.algebra import ARITHMETIC, Module
 from applicative.protocols.applicative import Applicative, Shaped
 from applicative.protocols.dense import Axis, Dense, to_array
 from applicative.protocols.integration import Counit, additivity_law, counit, homogeneity_law, pairing_law
+from applicative.stacked import to_host
 
 __all__ = [
     "DENSE_LAWS",
@@ -169,7 +184,7 @@ def assert_close(
     if str(left) != str(right):
         raise AssertionError(f"{what}: structures differ:\n  {left}\n  {right}")
     for a, b in zip(jax.tree_util.tree_leaves(lhs), jax.tree_util.tree_leaves(rhs), strict=True):
-        x, y = np.asarray(a), np.asarray(b)
+        x, y = to_host(a), to_host(b)
         tolerance = default_tolerance(np.result_type(x, y))
         np.testing.assert_allclose(
             x, y, rtol=tolerance if rtol is None else rtol, atol=tolerance if atol is None else atol, err_msg=what
@@ -249,7 +264,7 @@ def check_laws(
 ) -> tuple[str, ...]:
     """Check every law the structures claim (``claimed_laws`` of the first one drawn) on ``max_examples``
     triples and, for a ``Dense`` structure of scalars, its hook (``check_dense``, on ``dense_examples``
-    triples: each runs eight operations both ways); return the names of the laws checked."""
+    triples: each runs eleven operations both ways); return the names of the laws checked."""
     first = hypothesis.find(structures, lambda _: True, settings=hypothesis.settings(database=None, phases=_NO_SHRINK))
     claimed = claimed_laws(first[0])
     for law in claimed:
@@ -274,8 +289,11 @@ DENSE_LAWS: tuple[str, ...] = (
     "dense mul_vm",
     "dense mul_mm",
     "dense mul_mmt",
+    "dense each_mul_mmt",
+    "dense sum_mul_mmt",
     "dense add",
     "dense scale",
+    "dense attention",
 )
 """The checks of a ``Dense`` hook (``check_dense``)."""
 
@@ -302,13 +320,17 @@ def check_dense(
                               once the counit has kept its own laws on x and y (additivity, homogeneity,
                               respecting pairing): a counit that breaks them is reported as at fault,
                               not the hook checked against it
-        dense <op>            each dense formula (dot, outer, mul_mv, mul_vm, mul_mm, mul_mmt, add, scale) runs
-                              and equals its generic definition (``generic_only``), on x, y, z with every
-                              coordinate beyond ``Axis.exact`` set to zero (products the instance's
-                              ``fmap`` represents exactly) and on two different matrices of them, neither
-                              symmetric, a = outer(x, y) + outer(z, x) and b = outer(y, z) + outer(x, x):
-                              a formula that transposes or swaps its operands is caught; ``scale`` by
-                              -1.5, so that a formula that ignores its factor (or its sign) is caught
+        dense <op>            every dense formula a ``Dense`` hook provides (dot, outer, mul_mv, mul_vm,
+                              mul_mm, mul_mmt, each_mul_mmt, sum_mul_mmt, add, scale, and attention's,
+                              where every axis is nodal) runs and equals its generic definition
+                              (``generic_only``), on x, y, z with every coordinate beyond ``Axis.exact``
+                              set to zero (products the instance's ``fmap`` represents exactly), on two
+                              different matrices of them, neither symmetric, a = outer(x, y) + outer(z, x)
+                              and b = outer(y, z) + outer(x, x), and on structures of matrices,
+                              x_i a and y_i b (fmap): a formula that transposes or swaps its operands
+                              is caught; ``scale`` by -1.5, so that a formula that ignores its factor (or
+                              its sign) is caught; attention(a, b, a / 2), queries, keys and values apart,
+                              whose dense formula runs where every axis is nodal and nowhere else
 
     Each result is judged at its own scale: it agrees when max |dense - generic| <= atol + rtol max |generic|
     over each of its arrays (not entry by entry: a product whose entries span ten decades rounds its small
@@ -335,6 +357,8 @@ def check_dense(
         x, y, z = (_exact(v) for v in (x, y, z))
         with generic_only():  # the operands alike for both sides, whatever the hook does
             a, b = add(outer(x, y), outer(z, x)), add(outer(y, z), outer(x, x))
+            # structures of matrices (the heads of attention's projections): x_i a and y_i b
+            c, d = x.fmap(lambda r: scale(r, a)), y.fmap(lambda r: scale(r, b))
         operations: dict[str, Callable[[], object]] = {
             "dot": lambda: dot(x, y),
             "outer": lambda: outer(x, y),
@@ -342,10 +366,16 @@ def check_dense(
             "mul_vm": lambda: mul_vm(z, a),
             "mul_mm": lambda: mul_mm(a, b),
             "mul_mmt": lambda: mul_mmt(a, b),
+            "each_mul_mmt": lambda: each_mul_mmt(c, b),
+            "sum_mul_mmt": lambda: sum_mul_mmt(c, d),
             "add": lambda: add(x, y),
             "scale": lambda: scale(-1.5, x),
+            "attention": lambda: attention(a, b, scale(0.5, a)),
         }
         for op, compute in operations.items():
+            if op == "attention" and not all(axis.nodal for axis in axes):
+                _declined(op, compute)  # (its dense formula is for a measure that is a weight per position)
+                continue
             with generic_only():
                 generic = compute()
             _agree(f"dense {op}", f"{op} by the dense formula", _dense(op, compute), "its generic definition",
@@ -456,6 +486,14 @@ def _dense(op: str, compute: Callable[[], T]) -> T:
     return value
 
 
+def _declined(op: str, compute: Callable[[], object]) -> None:
+    """``compute()``, which must not run ``op``'s dense formula."""
+    with record_fast_paths() as taken:
+        compute()
+    if op in taken:
+        raise AssertionError(f"dense {op}: the dense formula ran on axes that are not all nodal")
+
+
 def _agree(
     law: str, dense_name: str, dense: object, generic_name: str, generic: object, xyz: Triple,
     rtol: float | None, atol: float | None,
@@ -479,7 +517,7 @@ def _close_at_scale(dense: list[Any], generic: list[Any], rtol: float | None, at
     if len(dense) != len(generic):
         raise AssertionError(f"the results hold {len(dense)} and {len(generic)} arrays")
     for i, (a, b) in enumerate(zip(dense, generic, strict=True)):
-        x, y = np.asarray(a), np.asarray(b)
+        x, y = to_host(a), to_host(b)
         if x.shape != y.shape:
             raise AssertionError(f"array {i}: shapes {x.shape} and {y.shape}")
         default = default_tolerance(np.result_type(x, y))

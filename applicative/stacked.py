@@ -67,6 +67,8 @@ __all__ = [
     "stack",
     "stacked_size",
     "sums_leafwise",
+    "tangent",
+    "to_host",
     "weighted_sum",
 ]
 
@@ -186,8 +188,8 @@ def _stacked_from(stacked: Any, *elements: Any) -> Any:
 
 
 def element(data: T, i: int) -> T:
-    """The i-th element of stacked ``data``."""
-    return cast(T, jax.tree_util.tree_map(lambda leaf: leaf[i], data))
+    """The i-th element of stacked ``data`` (a ``Shaped`` structure among them by its own ``element``)."""
+    return cast(T, jax.tree_util.tree_map(lambda x: x.element(i) if _shaped(x) else x[i], data, is_leaf=_shaped))
 
 
 def along(data: T, f: Callable[[Any], Any], what: str) -> T:
@@ -217,6 +219,28 @@ def largest(x: object) -> jax.Array:
         raise TypeError(f"largest: a structure of type {name} has no largest value (its leaves are not values)")
     parts = jax.tree_util.tree_leaves(x, is_leaf=_shaped)
     return jnp.max(jnp.stack([largest(part) if _shaped(part) else jnp.max(part) for part in parts]))
+
+
+def to_host(leaf: object) -> np.ndarray:
+    """A concrete leaf as a numpy array; one of an extended dtype (a tree's layout, a PRNG key), which
+    numpy cannot hold, as its stored words (``jax.random.key_data``): to compare or hash by value."""
+    if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jax.dtypes.extended):
+        return np.asarray(jax.random.key_data(leaf))
+    return np.asarray(leaf)
+
+
+def tangent(x: T) -> T:
+    """``x`` as a tangent for ``jax.jvp`` (or a cotangent): every leaf whose values are not real or complex
+    numbers (a tree's layout, an integer) replaced by JAX's tangent of it, float0 zeros of its shape, so that
+    ``jax.jvp(f, (t,), (stacked.tangent(dt),))`` takes a tree ``dt = t.with_elements(values)``; the rebuilt
+    tree still knows its shape (``DenseTree``'s module docstring, "Gradients")."""
+
+    def one(leaf: Any) -> Any:
+        if isinstance(leaf, jax.Array | np.ndarray) and not jnp.issubdtype(leaf.dtype, jnp.inexact):
+            return np.zeros(jnp.shape(leaf), jax.dtypes.float0)
+        return leaf
+
+    return cast(T, jax.tree_util.tree_map(one, x))
 
 
 def _shaped(x: object) -> bool:

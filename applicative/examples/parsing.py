@@ -323,10 +323,7 @@ def _nodes(tree: Node, round_: int, capacity: int) -> Host:
 
 
 def _stack(items: Sequence[Host]) -> Nodes:
-    layouts = [layout for layout, _, _, _ in items]
-    stacked_layout = dyadic.Layout(
-        *(jnp.asarray(np.stack([getattr(lay, f) for lay in layouts])) for f in ("depth", "hi", "lo"))
-    )
+    stacked_layout = jnp.stack([layout for layout, _, _, _ in items])
     first = np.stack([f for _, f, _, _ in items])
     last = np.stack([f for _, _, f, _ in items])
     extras = np.stack([e for _, _, _, e in items])

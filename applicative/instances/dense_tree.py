@@ -3,10 +3,10 @@
 The same piecewise-constant functions on [0, 1] as ``Tree`` (its specification:
 they convert into each other and agree on every operation, tests/applicative/test_dense_tree.py),
 stored as a ``Vec`` stores its elements. The leaves' values are stacked along
-one axis of ``capacity`` slots, leaves first, left to right, then padding; the
-shape is a ``dyadic.Layout``, arrays of each leaf's depth and start on the
-dyadic grid. A padding slot has measure zero and holds a copy of the first
-leaf's value, so that equal functions are equal pytrees. Trees of any shape up
+one axis of ``capacity`` slots (built leaves first, left to right, then padding);
+the shape is a ``dyadic.Layout``, an array of each slot's dyadic interval, whose
+element type no arithmetic accepts. A padding slot has measure zero and holds a
+copy of the first leaf's value, so that equal functions are equal pytrees. Trees of any shape up
 to the capacity are one pytree structure: ``jit`` compiles once for all of
 them, and ``vmap`` maps over a batch of trees of different shapes.
 
@@ -35,20 +35,34 @@ contracts scores with values over the keys' tree: those trees all have one
 shape, and they must pair and contract for free. A shape is data, so it cannot
 be compared at trace time; its *provenance* can. Trees made from one tree
 (``fmap``, ``pure``, a zip, the linear algebra's results) hold the very same
-layout arrays (and origin), and trees stacked inside another structure (the rows of a score
-matrix, a tree per attention head) remember the one layout they all have
-(``origin``, static pytree metadata). ``pair`` zips two trees whose layout (or
-origin) is the same object and merges any others; the linear algebra contracts trees of
-the same layout by its dense formula and takes the generic definition (which
+layout array (and origin), and trees stacked inside another structure (the
+rows of a score matrix, a tree per attention head) remember the one layout they
+all have (``origin``). ``pair`` zips two trees whose layout (or origin) is the
+same object and merges any others; the linear algebra contracts trees of the
+same layout by its dense formula and takes the generic definition (which
 refines) for any others. Correct either way, fast where it matters. Trees built
 on the host of one shape and capacity hold one layout object (layouts are
 interned by value), so they zip and meet too; inside a trace, give a second
 tree a known shape by building it on the first: ``tree.with_elements(values)``.
-The origin is recorded where values are transformed apart from their layout (a
-``vmap`` of the values alone), kept through ``jit``, ``vmap`` and ``grad``
-within one trace, and dropped where it cannot be vouched for (outside the trace
-that made it); a tree and what ``fmap`` and ``pair`` make of it have one pytree
-structure, as ``lax.scan``, ``lax.cond`` and ``lax.fori_loop`` require.
+
+What JAX compares of a tree's pytree metadata (its jit cache, a vjp's
+cotangents, a scan's carry, ``tree_map`` of two structures) is its capacity
+and whether a stack of trees is one shape, never the provenance, so a tree is
+one pytree structure inside and outside every trace. The provenance rides
+along uncompared: a vmap of values traced apart from their layout builds a
+stack whose rows are that layout, and a tangent knows its tree's shape. Where
+it cannot be vouched for (a trace that has finished, or a concrete shape seen
+inside a jit, which will serve other values) a stack known to be one shape
+reads its shape off its first row.
+
+Gradients. A layout's element type is not a float, so JAX gives it a float0
+tangent: ``jax.jvp`` and ``jax.vjp`` of functions of trees run, their tangents
+and cotangents are trees whose layout leaf is float0 and whose shape is the
+primal's (``origin``); ``jax.grad`` with respect to a tree takes
+``allow_int=True``, JAX's rule for any pytree with a non-float leaf (a PRNG
+key, an integer), and returns such a tree. ``jax.linear_transpose`` admits
+float leaves only: transpose a function of the values, the tree closed over
+(``lambda v: f(t.with_elements(v))``).
 
 Why this layout. The shapes a user meets are deep and unbalanced: the binarised
 syntax trees of Python's standard library (``python bench/trees.py --shapes``)
@@ -57,13 +71,19 @@ complete-tree (heap) layout would need 2^depth slots; a parent/child pointer
 layout, depth-many sequential passes for every counit and pair. Depths and
 starts need one slot per leaf, every operation is one vectorised pass (the
 counit a weighted sum, pair one sort), and the starts need 60 exact bits, two
-int32 words (docs/trees.md measures the speed).
+32-bit words (docs/trees.md measures the speed).
 
 Trees with the same capacity but different shapes are the same pytree
 structure, so they ``stack`` into a batch (``applicative.stacked.stack``) and
 ``vmap`` over it. Elements must be pytrees of arrays (a ``Vec`` per leaf, a
 score row per query): a DenseTree's pytree leaves are its values and its
-layout's int32 arrays, so map values with ``fmap``, never ``jax.tree_util.tree_map``.
+layout, so map values with ``fmap`` (or, from another structure,
+``stacked.along``). A map over every leaf (``jax.tree_util.tree_map``) reaches
+the layout too: JAX refuses any that computes with it (an arithmetic, a cast,
+numpy), naming the rule in the dtype's name, and what it lets through moves or
+copies whole slots, a slot's interval with its value where every leaf moves
+alike (no operation reads the slots' order); a fill (``zeros_like``) is the
+constant function (docs/design.md says why this holds for every map).
 
 Built with ``DenseTree.from_nested(obj, capacity)`` (nested pairs or a
 ``Tree``), ``DenseTree.of(shape, leaves, capacity)`` (a list of leaf values),
@@ -74,8 +94,9 @@ concrete values), ``valid()`` and ``weights()`` (traceable). Rejected, naming
 the tree and the capacity: a tree with more leaves than its capacity, a leaf
 deeper than ``dyadic.MAX_DEPTH``, malformed nesting; and, where a tree is built
 or JAX rebuilds one (eagerly and under ``jit``, at trace time), a layout that
-is not integer arrays of its slots: what another structure's ``tree_map`` over
-every leaf leaves of it (a transform, a cast, a sum over the slots).
+is not an array of ``dyadic.LAYOUT`` (or float0) ending in its slots: what a
+``tree_map`` over every leaf that JAX lets through leaves of it (a slice of the
+slots, a layout put in its place).
 
 Laws (checked by ``applicative.laws`` on ``applicative.strategies.dense_tree_triples()``,
 random shapes of up to 8 leaves, and of up to 64 in tests/applicative/test_dense_tree.py): every
@@ -94,14 +115,14 @@ functor, applicative and counit law, exactly as for ``Tree``.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src.interpreters import partial_eval
 
 from applicative.instances import dyadic
 from applicative.instances.dyadic import Layout
@@ -125,18 +146,19 @@ class DenseTreeOf(Measured):
 
 @dataclass(frozen=True, eq=False)
 class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPairing, VectorSpace):
-    """A binary tree of at most ``capacity`` leaves with values of type ``A``, its shape as arrays.
+    """A binary tree of at most ``capacity`` leaves with values of type ``A``, its shape as an array.
 
-    ``DenseTree(data, layout, capacity)`` itself is unchecked (JAX rebuilds trees through it); use
-    the constructors below."""
+    ``DenseTree(data, layout, capacity)`` itself is unchecked but for its layout's type and size (JAX
+    rebuilds trees through it); use the constructors below."""
 
     data: A_co
     """The values, stacked: the element pytree with a leading axis of ``capacity`` slots on every leaf."""
     layout: Layout
-    """The shape (``dyadic.Layout``), arrays of ``capacity`` slots."""
+    """The shape: a ``dyadic.Layout`` of ``capacity`` slots (float0 in a tangent: see the module docstring)."""
     capacity: int
     origin: Layout | None = None
-    """The one layout shared by every tree of a stack (rows of a score matrix), when known; static."""
+    """The one layout of every tree of a stack (rows of a score matrix), or of the tree a tangent is of,
+    when known; static."""
 
     def __post_init__(self) -> None:
         _check_layout(self.layout, self.capacity, "DenseTree")
@@ -193,7 +215,7 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         if not isinstance(other, DenseTree):
             raise TypeError(f"pair: DenseTree paired with {type(other).__name__}")
         if self._stacked() or other._stacked():
-            stacks = jnp.shape(self.layout.depth)[:-1], jnp.shape(other.layout.depth)[:-1]
+            stacks = jnp.shape(self.layout)[:-1], jnp.shape(other.layout)[:-1]
             if stacks[0] != stacks[1]:
                 raise ValueError(
                     f"DenseTree.pair: a stack of trees of shape {stacks[0]} paired with one of shape {stacks[1]}; "
@@ -202,10 +224,12 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
             return _each_tree(lambda a, b: a.pair(b), self, other)
         self._single("pair")
         other._single("pair")
-        if _same(self._shape("pair"), other._shape("pair")):
+        mine, theirs = self._shape("pair"), other._shape("pair")
+        if mine is theirs:
             return _tree((self.data, other.data), self.layout, self.capacity, self.origin)
-        fine, in_self, in_other = dyadic.refine(self.layout, other.layout)
-        return _tree((_take(self.data, in_self), _take(other.data, in_other)), fine, fine.depth.shape[0])
+        fine, in_self, in_other = dyadic.refine(mine, theirs)
+        fine = dyadic.canonical(fine)  # (a concrete layout is the one object of its value: rows read off it meet)
+        return _tree((_take(self.data, in_self), _take(other.data, in_other)), fine, jnp.shape(fine)[0])
 
     def pure(self, b: B) -> DenseTree[B]:
         """``b`` in every slot of this tree's shape: the constant function b."""
@@ -233,15 +257,14 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         Chebyshev transform of a function whose values are trees), on the one layout every tree of
         the stack has: its values are mapped, never its layout. A stack whose trees differ in shape,
         or cannot be shown to share one (traced, of no known origin), is a ValueError naming ``what``."""
-        shape = _canonical(self._one_shape(what))
+        shape = self._one_shape(what)
         before, data = jax.tree_util.tree_leaves(self.data), f(self.data)
         after = jax.tree_util.tree_leaves(data)
         if not before:
             return _tree(data, self.layout, self.capacity, self.origin)
         # The element axes (after the slots) are kept; the new stack axes are those in front of the slots.
-        stack_axes = after[0].shape[: jnp.ndim(after[0]) - (jnp.ndim(before[0]) - jnp.ndim(self.layout.depth)) - 1]
-        layout = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (*stack_axes, self.capacity)), shape)
-        return _tree(data, layout, self.capacity, shape)
+        stack_axes = after[0].shape[: jnp.ndim(after[0]) - (jnp.ndim(before[0]) - jnp.ndim(self.layout)) - 1]
+        return _tree(data, jnp.broadcast_to(shape, (*stack_axes, self.capacity)), self.capacity, shape)
 
     def stacked_from(self, elements: Sequence[Any]) -> DenseTree[A_co]:
         """``Shaped``'s hook for ``applicative.stacked.stack``: this stack, built from the trees ``elements``,
@@ -254,9 +277,16 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
             if not isinstance(e, DenseTree) or (shape := e._shape(None)) is None:
                 return self  # (a stack of trees of different shapes among the elements)
             shapes.append(shape)
-        if shapes and all(_same(s, shapes[0]) or _equal(s, shapes[0]) for s in shapes):  # (stops at the first
-            return _tree(self.data, self.layout, self.capacity, _canonical(shapes[0]))  # that differs)
+        if shapes and all(s is shapes[0] or _equal(s, shapes[0]) for s in shapes):  # (stops at the first
+            return _tree(self.data, self.layout, self.capacity, dyadic.canonical(shapes[0]))  # that differs)
         return self
+
+    def element(self, i: int) -> DenseTree[A_co]:
+        """``Shaped``'s hook for ``applicative.stacked.element``: the i-th tree of this stack of trees, which
+        knows the stack's one shape where the stack does (the rows of one stack then pair as a zip)."""
+        if not self._stacked():
+            raise ValueError(f"DenseTree.element: one tree (layout of shape {jnp.shape(self.layout)}), not a stack")
+        return _tree(element(self.data, i), self.layout[i], self.capacity, self._shape(None))
 
     def refine(self, other: DenseTree[object]) -> DenseTree[A_co]:
         """The same function on the common refinement of both shapes: fmap(fst, pair(self, other))."""
@@ -281,11 +311,11 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
 
     def valid(self) -> jax.Array:
         """Which slots hold leaves (bool, ``capacity``): False on padding."""
-        return jnp.asarray(self.layout.depth) >= 0
+        return dyadic.intervals(self._slots()).depth >= 0
 
     def weights(self) -> jax.Array:
         """The measure of each slot, 2^-depth (0 on padding): the Gram matrix's diagonal."""
-        return dyadic.weights(self.layout)
+        return dyadic.weights(self._slots())
 
     def largest(self) -> jax.Array:
         """The largest value over the leaves, padding excluded (a softmax's shift: ``nn.Sampled``), of every
@@ -307,17 +337,16 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
 
     def depths(self) -> list[int]:
         """The depth of every leaf, left to right (host-side)."""
-        depth = self._concrete("depths")
-        return [int(d) for d in depth if d >= 0]
+        return dyadic.depths(self._concrete("depths"))
 
     @property
     def shape(self) -> Shape:
         """The nested shape: ``None`` for a leaf, ``(left, right)`` for a node (host-side)."""
-        return dyadic.shape_of(self._concrete("shape"))
+        return dyadic.shape_of(self.depths())
 
     def leaves(self) -> list[A_co]:
         """The leaf values, left to right (host-side)."""
-        return [element(self.data, i) for i in range(self.count())]
+        return [element(self.data, int(i)) for i in dyadic.slots(self._concrete("leaves"))]
 
     def to_tree(self) -> Tree[A_co]:
         """The recursive ``Tree`` of the same function (host-side)."""
@@ -338,17 +367,33 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
     # Checks
 
     def _shape(self, op: str | None) -> Layout:
-        """The one layout of this tree (its own, or the origin of a stack of trees that share one)."""
+        """The one layout of this tree (its own; the origin of a stack of trees that share one, read off
+        its first row if only that is known; the primal's of a tangent); None (``op`` None) or a
+        ValueError naming ``op`` for a stack of trees of different shapes or a tangent of no known shape."""
         if self.origin is not None:
             return self.origin
-        if jnp.ndim(self.layout.depth) == 1:
+        if jnp.ndim(self.layout) == 1 and dyadic.is_layout(self.layout):
             return self.layout
+        if _claimed(self) and dyadic.is_layout(self.layout):
+            return _first_row(self)
         if op is None:
             return None  # type: ignore[return-value]
+        if not dyadic.is_layout(self.layout):
+            raise ValueError(
+                f"DenseTree.{op}: a tangent of a tree whose shape is not known here (a jit's output holds no shape "
+                "but its leaves, and a tangent's layout is float0); read it on its tree: "
+                "tree.with_elements(tangent.data)"
+            )
         raise ValueError(
-            f"DenseTree.{op}: a stack of trees of different shapes (layout {jnp.shape(self.layout.depth)}); "
-            "map over the stack"
+            f"DenseTree.{op}: a stack of trees of different shapes (layout {jnp.shape(self.layout)}); map over "
+            "the stack"
         )
+
+    def _slots(self) -> Layout:
+        """The layout of every slot: this tree's or stack's own, or that of the tree it is a tangent of."""
+        if dyadic.is_layout(self.layout):
+            return self.layout
+        return jnp.broadcast_to(self._shape("weights"), jnp.shape(self.layout))
 
     def _one_shape(self, what: str) -> Layout:
         """The one layout of this tree, or of every tree of this stack (its origin, or its rows when
@@ -365,22 +410,23 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
 
     def _stacked(self) -> bool:
         """Whether this is a stack of trees (its layout has axes in front of the slots)."""
-        return jnp.ndim(self.layout.depth) > 1
+        return jnp.ndim(self.layout) > 1
 
     def _single(self, op: str) -> None:
         """The tree is one tree, not a stack (its operations run under the stack's fmap)."""
-        if jnp.ndim(self.layout.depth) != 1:
+        if jnp.ndim(self.layout) != 1:
             raise ValueError(
-                f"DenseTree.{op}: a stack of trees (layout of shape {jnp.shape(self.layout.depth)}), not one tree; "
+                f"DenseTree.{op}: a stack of trees (layout of shape {jnp.shape(self.layout)}), not one tree; "
                 "map over the stack"
             )
         check_stacked(self.data, self.capacity, f"DenseTree.{op}")
 
-    def _concrete(self, op: str) -> np.ndarray:
+    def _concrete(self, op: str) -> Layout:
         self._single(op)
-        if isinstance(self.layout.depth, jax.core.Tracer):
+        shape = self._shape(op)
+        if isinstance(shape, jax.core.Tracer):
             raise ValueError(f"DenseTree.{op}: needs a concrete tree (read it outside jit, vmap and grad)")
-        return np.asarray(self.layout.depth)
+        return shape
 
 
 def as_dense_tree(x: Applicative[DenseTreeOf, B]) -> DenseTree[B]:
@@ -392,9 +438,6 @@ def as_dense_tree(x: Applicative[DenseTreeOf, B]) -> DenseTree[B]:
 
 
 def _tree(data: T, layout: Layout, capacity: int, origin: Layout | None = None) -> DenseTree[T]:
-    """A tree; an origin that is its own layout is dropped (the layout speaks for itself)."""
-    if origin is not None and _same(origin, layout):
-        origin = None
     return DenseTree(data, layout, capacity, origin)
 
 
@@ -409,11 +452,16 @@ def _take(data: T, index: jax.Array | np.ndarray) -> T:
     the device."""
 
     def one(leaf: Any) -> Any:
-        if isinstance(leaf, np.ndarray) or (isinstance(index, np.ndarray) and not isinstance(leaf, jax.core.Tracer)):
+        if isinstance(leaf, np.ndarray) or (isinstance(index, np.ndarray) and not _device_only(leaf)):
             return jnp.asarray(np.take(np.asarray(leaf), index, 0))
         return jnp.take(leaf, index, 0)
 
     return cast(T, jax.tree_util.tree_map(one, data))
+
+
+def _device_only(leaf: Any) -> bool:
+    """A traced leaf, or one numpy cannot hold (a tree's layout, among the values of a tree of trees)."""
+    return isinstance(leaf, jax.core.Tracer) or jnp.issubdtype(leaf.dtype, jax.dtypes.extended)
 
 
 # Construction from nested pairs and depths (on the host)
@@ -461,7 +509,7 @@ def _build(what: str, values: Sequence[T] | T, depths: list[int], capacity: int 
         data: Any = stack([values[i] for i in slots], what)
     else:
         data = jax.tree_util.tree_map(lambda leaf: _take(numeric(leaf, what, host=True), slots), values)
-    return DenseTree(_shared(data), _canonical(lay), capacity)  # trees of one shape built apart zip and meet
+    return DenseTree(_shared(data), lay, capacity)  # (trees of one shape built apart share ``lay``)
 
 
 def _shared(data: T) -> T:
@@ -478,77 +526,52 @@ def _shared(data: T) -> T:
 
 def _each_tree(f: Callable[..., DenseTree[Any]], *stacks: DenseTree[Any]) -> DenseTree[Any]:
     """``f`` on every tree of stacks of as many trees (one ``vmap`` per stack axis), the results stacked."""
-    for _ in range(jnp.ndim(stacks[0].layout.depth) - 1):
+    for _ in range(jnp.ndim(stacks[0].layout) - 1):
         f = jax.vmap(f)
     return f(*stacks)
 
 
-def _check_layout(layout: Layout, capacity: int, what: str) -> None:
-    """A ValueError naming ``what`` unless ``layout``'s arrays can be a layout of ``capacity`` slots: integers
-    (or float0, the tangents of integers) of one shape that ends in the slots. Trace-time Python on dtypes
-    and shapes; JAX's placeholders (axis specs, None) are not arrays and pass. A structure that maps a
-    tree's layout as if it were values (a ``jax.tree_util.tree_map`` over every leaf: a transform, a
-    pad, a cast) is stopped here, before any of its numbers is read as a shape."""
-    arrays = {"depth": layout.depth, "hi": layout.hi, "lo": layout.lo}
-    named = {name: a for name, a in arrays.items() if isinstance(a, jax.Array | np.ndarray)}
-    shapes = {jnp.shape(a) for a in named.values()}
-    integers = all(jnp.issubdtype(a.dtype, jnp.integer) or a.dtype == jax.dtypes.float0 for a in named.values())
-    if integers and len(shapes) <= 1 and all(len(shape) >= 1 and shape[-1] == capacity for shape in shapes):
+def _check_layout(layout: object, capacity: int, what: str) -> None:
+    """A ValueError naming ``what`` unless ``layout`` can be a layout of ``capacity`` slots: an array of
+    ``dyadic.LAYOUT`` (or float0: a tangent's) whose shape ends in the slots. Trace-time Python on the
+    dtype and shape; JAX's placeholders (axis specs, None) are not arrays and pass. What a map over every
+    leaf that JAX lets through leaves of a layout (a slice, a reduction over the slots: JAX refuses
+    every arithmetic on the dtype itself) is stopped here, before it is read as a shape."""
+    if not isinstance(layout, jax.Array | np.ndarray):
         return
-    got = ", ".join(f"{name} {a.dtype}{list(jnp.shape(a))}" for name, a in named.items())
+    kind = layout.dtype == dyadic.LAYOUT or layout.dtype == jax.dtypes.float0
+    if kind and jnp.ndim(layout) >= 1 and jnp.shape(layout)[-1] == capacity:
+        return
     raise ValueError(
-        f"{what}: a tree's layout holds integer arrays of its {capacity} slots, got {got}. A tree's shape is never "
-        "an element: a structure holding trees must map their values only, along its own axis with "
-        "applicative.stacked.along (which reaches a tree through DenseTree.restack), never with "
-        "jax.tree_util.tree_map over every leaf, which transforms the layout too (docs/new_structure.md)"
+        f"{what}: a tree's layout is an array of dyadic.LAYOUT of its {capacity} slots, got "
+        f"{layout.dtype}{list(jnp.shape(layout))}. A tree's shape is never an element: a structure holding "
+        "trees must map their values only, along its own axis with applicative.stacked.along (which "
+        "reaches a tree through DenseTree.restack), never with jax.tree_util.tree_map over every leaf, "
+        "which maps the layout too (docs/new_structure.md)"
     )
 
 
 def _alike_rows(layout: Layout) -> Layout | None:
-    """The one layout of a concrete stack of layouts whose every row is the same (``_canonical``);
-    None for a single layout, a traced one, or rows that differ."""
-    arrays = [layout.depth, layout.hi, layout.lo]
-    if jnp.ndim(arrays[0]) < 2 or any(isinstance(a, jax.core.Tracer) for a in arrays):
+    """The one layout of a concrete stack of layouts whose every row is the same (canonical); None for a
+    single layout, a traced one, a tangent's, or rows that differ."""
+    if jnp.ndim(layout) < 2 or isinstance(layout, jax.core.Tracer) or not dyadic.is_layout(layout):
         return None
-    rows = [np.asarray(a).reshape(-1, np.shape(a)[-1]) for a in arrays]
-    if not all((r == r[:1]).all() for r in rows):
+    words = np.asarray(jax.random.key_data(layout))
+    rows = words.reshape(-1, *words.shape[-2:])
+    if not (rows == rows[:1]).all():
         return None
-    return _canonical(Layout(*(r[0] for r in rows)))
-
-
-def _canonical(layout: Layout) -> Layout:
-    """One layout object for every concrete layout of these values (a traced one is itself): the origin
-    of stacks of trees of one shape, so that two such stacks built apart (two functions whose values
-    are trees of that shape) are one pytree structure, stack together and meet in the dense formulas."""
-    if any(isinstance(a, jax.core.Tracer) for a in (layout.depth, layout.hi, layout.lo)):
-        return layout
-    return _interned(*(np.asarray(a, np.int32).tobytes() for a in (layout.depth, layout.hi, layout.lo)))
-
-
-@functools.lru_cache(maxsize=4096)
-def _interned(depth: bytes, hi: bytes, lo: bytes) -> Layout:
-    with jax.ensure_compile_time_eval():  # concrete arrays, even when first asked for inside a trace
-        return Layout(*(jnp.asarray(np.frombuffer(words, np.int32)) for words in (depth, hi, lo)))
-
-
-# Provenance: which trees provably share one layout (see the module docstring).
-
-
-def _same(a: Layout, b: Layout) -> bool:
-    """The same layout arrays (objects, not values: decidable at trace time)."""
-    return a.depth is b.depth and a.hi is b.hi and a.lo is b.lo
+    return dyadic.canonical(layout[(0,) * (jnp.ndim(layout) - 1)])
 
 
 def _equal(a: Layout, b: Layout) -> bool:
     """Equal concrete layouts (values, read on the host); False where either is traced."""
-    pairs = ((a.depth, b.depth), (a.hi, b.hi), (a.lo, b.lo))
-    if any(isinstance(x, jax.core.Tracer) for pair in pairs for x in pair):
+    if isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer) or jnp.shape(a) != jnp.shape(b):
         return False
-    return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in pairs)
+    return bool(np.array_equal(np.asarray(jax.random.key_data(a)), np.asarray(jax.random.key_data(b))))
 
 
 class _Shared:
-    """A layout as static pytree metadata, equal only to itself (the same arrays)."""
+    """A layout as an ``Axis.shape``: equal only to itself (the same array, decidable at trace time)."""
 
     __slots__ = ("layout",)
 
@@ -556,61 +579,144 @@ class _Shared:
         self.layout = layout
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Shared) and _same(self.layout, other.layout)
+        return isinstance(other, _Shared) and self.layout is other.layout
 
     def __hash__(self) -> int:
-        return id(self.layout.depth)
+        return id(self.layout)
+
+
+# Provenance: which trees provably share one layout, as static pytree metadata (see the module docstring).
+
+
+class _Meta:
+    """A DenseTree's static pytree metadata. JAX compares it (a jit's cache, the cotangents of a vjp, a
+    scan's carry) by the capacity and, for a stack, ``one``: whether every tree of the stack is one shape.
+    Carried, never compared (so never different inside and outside a trace): ``one`` of a single tree,
+    whether every tree of a stack JAX builds from its leaves (a vmap's or scan's output) has its shape,
+    and ``shape``, the layout that shape is where known (a single tree's own), from which a tangent or a
+    row of the stack rebuilt from these leaves knows it."""
+
+    __slots__ = ("capacity", "one", "shape", "stacked")
+
+    def __init__(self, capacity: int, stacked: bool, one: bool, shape: Layout | None) -> None:
+        self.capacity, self.stacked, self.one, self.shape = capacity, stacked, one, shape
+
+    def _key(self) -> tuple[int, bool]:
+        return self.capacity, self.stacked and self.one
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Meta) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        return "shared"  # equal functions compare equal as pytrees whatever their provenance
+        return f"({self.capacity}{', one shape' if self.stacked and self.one else ''})"
+
+
+def _claimed(t: DenseTree[Any]) -> bool:
+    """Whether ``t`` is a stack known to be one shape, whose shape is read off its first row."""
+    return getattr(t, "_one", False)
+
+
+def _first_row(t: DenseTree[Any]) -> Layout:
+    """The first row of a stack's layout (canonical where concrete), read once per trace that asks: a row
+    read inside a trace that has since finished (a vmap's, an inner jit's) is read again."""
+    if (row := _read_row(t)) is None:
+        row = dyadic.canonical(t.layout[(0,) * (jnp.ndim(t.layout) - 1)])
+        object.__setattr__(t, "_row", row)
+    return row
+
+
+def _host_row(t: DenseTree[Any]) -> Layout | None:
+    """A concrete stack's first row, read where JAX flattens it; None where no computation may run there
+    (JAX 0.12 flattens a transformation's outputs outside any trace). A traced stack's is never read there:
+    its trace may not be the one running."""
+    try:
+        return _first_row(t)
+    except AttributeError:  # (no trace to run the read in: "'NoneType' object has no attribute ...")
+        return None
+
+
+def _read_row(t: DenseTree[Any]) -> Layout | None:
+    """The first row ``_first_row`` read, if it still can be used (its trace has not finished)."""
+    row: Any = getattr(t, "_row", None)
+    trace: Any = getattr(row, "_trace", None)  # (a traced row's)
+    return None if trace is not None and not trace.is_valid() else row
+
+
+def _flatten(t: DenseTree[Any]) -> tuple[tuple[tuple[Any, Any], ...], _Meta]:
+    children = ((jax.tree_util.GetAttrKey("data"), t.data), (jax.tree_util.GetAttrKey("layout"), t.layout))
+    if (meta := getattr(t, "_meta", None)) is not None:  # (a placeholder tree: its metadata as JAX gave it)
+        return children, meta
+    if t._stacked():
+        shape = t.origin if t.origin is not None else _read_row(t)
+        if shape is None and _claimed(t) and dyadic.is_layout(t.layout) and not isinstance(t.layout, jax.core.Tracer):
+            shape = _host_row(t)
+        return children, _Meta(t.capacity, True, shape is not None or _claimed(t), shape)
+    # One tree: a stack JAX builds of its values (a vmap's output) is one shape if it has an origin (a row
+    # of a stack of one shape) or its values were traced apart from its layout (JAX broadcasts the layout).
+    one = t.origin is not None or _apart(t.data, t.layout)
+    return children, _Meta(t.capacity, False, one, t._shape(None))
+
+
+def _unflatten(meta: _Meta, children: Any) -> DenseTree[Any]:
+    data, layout = children
+    _check_layout(layout, meta.capacity, "DenseTree (rebuilt from its pytree leaves)")
+    tree = object.__new__(DenseTree)
+    for name, value in (("data", data), ("layout", layout), ("capacity", meta.capacity)):
+        object.__setattr__(tree, name, value)
+    origin: Layout | None = None
+    if not isinstance(layout, jax.Array | np.ndarray):
+        object.__setattr__(tree, "_meta", meta)  # JAX's placeholders (axis specs): flattened back as they were
+    else:
+        stacked, tangent = jnp.ndim(layout) > 1, not dyadic.is_layout(layout)
+        if meta.shape is not None and (tangent or meta.one) and _visible(meta.shape, (data, layout)):
+            # A concrete stack reads its shape off its own first row (canonical: the recorded object where that
+            # was canonical), as its structure may have been flattened from another value (JAX keeps a jit's
+            # output structure from its first call's value).
+            origin = None if stacked and not tangent and not isinstance(layout, jax.core.Tracer) else meta.shape
+        if meta.one and origin is None and stacked:
+            object.__setattr__(tree, "_one", True)  # (its one shape read off its first row when asked)
+        elif meta.one and origin is None and not tangent:
+            origin = cast(Layout, layout)  # a row of a stack of one shape: stacks of its values are one too
+    object.__setattr__(tree, "origin", origin)
+    return tree
 
 
 def _apart(data: object, layout: Layout) -> bool:
     """Whether some value is traced by a transformation that the layout is not traced by (a ``vmap``
     or ``grad`` of the values alone, the layout closed over): whatever rebuilds the tree from that
     transformation's outputs (a stack of the vmapped trees) holds this one layout. Values and layout
-    traced together (a ``jit``'s arguments, a ``scan``'s carry) record nothing, so a tree keeps one
-    pytree structure through ``scan``, ``cond`` and ``fori_loop``."""
-    own = layout.depth._trace if isinstance(layout.depth, jax.core.Tracer) else None
+    traced together (a ``jit``'s arguments, a ``scan``'s carry) record nothing."""
+    own = layout._trace if isinstance(layout, jax.core.Tracer) else None
     return any(isinstance(leaf, jax.core.Tracer) and leaf._trace is not own for leaf in jax.tree_util.tree_leaves(data))
 
 
-def _visible(origin: Layout, own: Layout) -> bool:
-    """Whether an origin can be vouched for where a tree with the ``own`` layout lives: concrete, or
-    traced by the trace of ``own`` or one it runs inside (a vmap within a jit sees the jit's values).
-    An origin from a finished trace (a jit's output, the body of an inner jit or scan) is not."""
-    o, x = origin.depth, own.depth
-    if not isinstance(o, jax.core.Tracer):
-        return True
-    if not isinstance(x, jax.core.Tracer):
-        return not isinstance(x, jax.Array | np.ndarray)  # placeholders (vmap's axis specs) keep it
-    target: Any = o._trace
-    trace: Any = x._trace
-    while trace is not None:  # (JAX's traces: a vmap's or a grad's parent is the trace it runs in)
-        if trace is target:
-            return True
+def _visible(shape: Layout, leaves: object) -> bool:
+    """Whether a recorded shape can be vouched for where a tree of these leaves is rebuilt: concrete where
+    no leaf is staged (a jit, a scan's body: a computation that will serve other values, for which the
+    shape of the value it was traced with would be wrong; an eager vmap, jvp or grad computes now), or
+    traced by the trace of one of the traced leaves or one that trace runs inside (a vmap within a jit
+    sees the jit's values). A shape from a finished trace (a jit's output, an inner jit's body) is not."""
+    traced = [leaf for leaf in jax.tree_util.tree_leaves(leaves) if isinstance(leaf, jax.core.Tracer)]
+    if not isinstance(shape, jax.core.Tracer):
+        return not any(_staged(leaf) for leaf in traced)
+    return any(trace is shape._trace for leaf in traced for trace in _traces(leaf))
+
+
+def _staged(leaf: Any) -> bool:
+    """Whether a tracer's computation is staged out to run again on other values (a jit, the body of a scan,
+    cond or while, a checkpoint: a jaxpr's trace, which JAX does not export), not computed now."""
+    return any(isinstance(trace, (partial_eval.DynamicJaxprTrace, partial_eval.JaxprTrace)) for trace in _traces(leaf))
+
+
+def _traces(leaf: Any) -> Iterator[Any]:
+    """The traces of a tracer: its own and those it runs inside (a vmap's or a grad's parent)."""
+    trace: Any = leaf._trace
+    while trace is not None:
+        yield trace
         trace = getattr(trace, "parent_trace", None)
-    return False
-
-
-def _flatten(t: DenseTree[Any]) -> tuple[tuple[tuple[Any, Any], ...], tuple[int, _Shared | None]]:
-    origin = t.origin
-    if origin is None and jnp.ndim(t.layout.depth) == 1 and _apart(t.data, t.layout):
-        origin = t.layout
-    children = ((jax.tree_util.GetAttrKey("data"), t.data), (jax.tree_util.GetAttrKey("layout"), t.layout))
-    return children, (t.capacity, None if origin is None else _Shared(origin))
-
-
-def _unflatten(aux: tuple[int, _Shared | None], children: Any) -> DenseTree[Any]:
-    capacity, shared = aux
-    data, layout = children
-    _check_layout(layout, capacity, "DenseTree (rebuilt from its pytree leaves)")
-    origin = None if shared is None or not _visible(shared.layout, layout) else shared.layout
-    tree = object.__new__(DenseTree)
-    for name, value in (("data", data), ("layout", layout), ("capacity", capacity)):
-        object.__setattr__(tree, name, value)
-    object.__setattr__(tree, "origin", None if origin is None or _same(origin, layout) else origin)
-    return tree
 
 
 jax.tree_util.register_pytree_with_keys(DenseTree, _flatten, _unflatten)

@@ -104,7 +104,7 @@ __all__ = [
     "Weights",
     "mixture",
 ]
-from applicative.stacked import ProductPairing, element, largest, numeric, stacked_size, weighted_sum
+from applicative.stacked import ProductPairing, element, largest, numeric, stacked_size, to_host, weighted_sum
 
 TOLERANCE = 1e-6
 """How far the total probability (or squared norm) may be from one at construction."""
@@ -172,7 +172,7 @@ def _check_precision(name: str, given: object, stacked: object, n: int) -> None:
 
 def _row_values(leaf: object, n: int) -> list[list[Any]]:
     """Each outcome's numbers in one leaf, as Python scalars (complex as real, imag; -0.0 as 0.0)."""
-    rows = np.asarray(leaf).reshape(n, -1)
+    rows = to_host(leaf).reshape(n, -1)
     if np.iscomplexobj(rows):
         rows = np.stack([rows.real, rows.imag], axis=-1).reshape(n, -1)
     if np.issubdtype(rows.dtype, np.inexact):

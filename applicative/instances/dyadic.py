@@ -1,50 +1,83 @@
-"""Dyadic layouts: the shape of a binary tree as arrays, and the common refinement of two shapes.
+"""Dyadic layouts: the shape of a binary tree as an array of intervals, and the common refinement of two shapes.
 
 The functional core of ``DenseTree`` (``applicative.instances.dense_tree``), as
 ``chebyshev`` is ``Cheb``'s. A binary tree whose nodes halve their interval is
 a partition of [0, 1) into dyadic intervals [s, s + 2^-d), one per leaf, left
 to right. A ``Layout`` stores that partition at a static capacity, one slot per
-leaf and the rest padding:
+leaf and the rest padding (measure zero). Every array may carry leading axes (a
+stack of layouts).
 
-    depth    int32   each leaf's depth d (its interval has length 2^-d); -1 in a padding slot
-    hi, lo   int32   each leaf's start s = (hi 2^30 + lo) 2^-60, two 30-bit words: exact to depth 60;
-                     a padding slot starts at 1 (hi = 2^30, lo = 0), after every leaf
+A layout's element type is ``LAYOUT``, a JAX extended dtype (as PRNG keys are:
+``jax.extend.random.define_prng_impl``, whose keys are the one extended dtype
+JAX lets a library define): each element is one slot's interval, three 32-bit
+words. No arithmetic, comparison, reduction or cast accepts it and numpy
+cannot convert it, so a function mapped over every leaf of a structure holding
+trees (``jax.tree_util.tree_map(lambda x: 2 * x, ...)``) is refused by JAX, at
+trace time, with the dtype's name, which states the rule: a tree's shape is
+never an element (docs/design.md, "A shape is never an element"). What JAX
+does allow on it moves or copies whole slots (indexing, reshapes, ``where``,
+``zeros_like``).
 
-Leaves come first, left to right, then padding. The words are integers because
-a breakpoint of depth 60 needs 60 exact bits, which neither float32 nor JAX's
-default 32-bit integers hold; two words are compared in order (``jax.lax.sort``
-with two keys). Every array may carry leading axes (a stack of layouts).
-
+    intervals(layout)  the slots' depth d (-1 on padding) and start s = (hi 2^30 + lo) 2^-60 (two
+                       30-bit words: exact to depth 60; a padding slot starts at 1, after every leaf)
     weights(layout)    the dyadic measure of each slot: 2^-depth, 0 on padding (its bits: exact everywhere)
     refine(a, b)       the common refinement: the sorted union of the two trees' breakpoints, at
                        capacity n + m - 1 (enough for any two trees), with the slot of each refined
                        leaf in a and in b (a gather then moves values onto it); no recursion, one sort
-    layout(depths, c)  the layout of a tree given its leaves' depths (numpy, on the host), checked
+    layout(depths, c)  the layout of a tree given its leaves' depths (on the host), checked; one
+                       object per value (``canonical``), so trees built apart share it
+    depths(layout), slots(layout)   the leaves' depths and slots, left to right (on the host)
     depths_of(shape), shape_of(depths)   between nested shapes ((None, (None, None))) and depths
 
-A tree deeper than ``MAX_DEPTH`` cannot be laid out (its breakpoints would need
-more bits): ``layout`` refuses it, naming the depth, rather than merging leaves.
+Nothing depends on the order of the slots: a leaf is found by its start, not its
+slot (``refine`` sorts, ``depths`` and ``slots`` read in order of starts), so a
+map that moves every leaf's slots alike moves each interval with its value.
+The words of a slot are stored as differences (``_encode``), so that the only
+array JAX builds without reading a layout, a constant fill (``zeros_like``,
+``ones_like``, ``full_like``), holds no leaf; a layout with no leaf reads as
+the one-leaf tree, [0, 1) in its first slot: the constant function, which is
+what such a map means. A tree deeper than ``MAX_DEPTH`` cannot be laid out
+(its breakpoints would need more bits): ``layout`` refuses it, naming the
+depth, rather than merging leaves.
 
 >>> lay = layout([1, 2, 2], 4)                    # the tree (., (., .)) in 4 slots
->>> lay.depth.tolist(), weights(lay).tolist()
+>>> intervals(lay).depth.tolist(), weights(lay).tolist()
 ([1, 2, 2, -1], [0.5, 0.25, 0.25, 0.0])
 >>> fine, in_a, in_b = refine(lay, layout([2, 2, 1], 3))
->>> shape_of(np.asarray(fine.depth)), np.asarray(in_a).tolist(), np.asarray(in_b).tolist()
+>>> shape_of(depths(fine)), np.asarray(in_a).tolist(), np.asarray(in_b).tolist()
 (((None, None), (None, None)), [0, 0, 1, 2, 0, 0], [0, 1, 2, 2, 0, 0])
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from typing import Any, NamedTuple, TypeAlias, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend import random as jax_random
 
 from applicative.instances.tree import Shape
-from applicative.records import record
 
-__all__ = ["MAX_DEPTH", "Layout", "depths_of", "layout", "refine", "shape_of", "weights"]
+__all__ = [
+    "LAYOUT",
+    "MAX_DEPTH",
+    "Intervals",
+    "Layout",
+    "canonical",
+    "depths",
+    "depths_of",
+    "encode",
+    "intervals",
+    "is_layout",
+    "layout",
+    "refine",
+    "shape_of",
+    "slots",
+    "weights",
+]
 
 MAX_DEPTH = 60
 """The deepest leaf a layout holds: its start needs ``MAX_DEPTH`` exact bits (two 30-bit words)."""
@@ -52,19 +85,100 @@ MAX_DEPTH = 60
 _WORD = 30
 _END = 1 << _WORD  # hi of the breakpoint 1, where padding starts
 
+Layout: TypeAlias = jax.Array
+"""An array of ``LAYOUT`` elements, one a slot: shape (..., capacity)."""
 
-@record
-class Layout:
-    """A tree's partition of [0, 1) at a static capacity: ``depth``, ``hi``, ``lo`` (int32, one slot
-    per leaf, then padding; see the module docstring). Leading axes, if any, stack layouts."""
 
-    depth: jax.Array | np.ndarray
-    hi: jax.Array | np.ndarray
-    lo: jax.Array | np.ndarray
+def _not_a_key(*_: object) -> jax.Array:
+    raise TypeError("a tree's layout is not a PRNG key: it cannot seed, split or draw random numbers")
+
+
+_IMPL = jax_random.define_prng_impl(
+    key_shape=(3,),
+    seed=_not_a_key,
+    split=_not_a_key,
+    random_bits=_not_a_key,
+    fold_in=_not_a_key,
+    name="applicative.dyadic.layout",
+    # The dtype's name is what JAX's refusals print ("multiply does not accept dtypes int32, key<...>"):
+    tag="DenseTree layout: a tree's shape is never an element; map its values with fmap or "
+    "applicative.stacked.along",
+)
+LAYOUT = jax.eval_shape(lambda: jax.random.wrap_key_data(jnp.zeros(3, jnp.uint32), impl=_IMPL)).dtype
+"""The element type of a layout: one slot's dyadic interval (an extended dtype; see the module docstring)."""
+
+
+class Intervals(NamedTuple):
+    """A layout's slots read as integers (int32 arrays of its shape): each leaf's depth (-1 on padding)
+    and start, (hi 2^30 + lo) 2^-60 (padding starts at 1: hi = 2^30, lo = 0)."""
+
+    depth: jax.Array
+    hi: jax.Array
+    lo: jax.Array
+
+
+def is_layout(x: object) -> bool:
+    """Whether ``x`` is an array (or tracer) of ``LAYOUT`` elements."""
+    return isinstance(x, jax.Array) and x.dtype == LAYOUT
+
+
+def encode(depth: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> Layout:
+    """The layout of slots of these depths (-1: padding) and start words, as they are (unchecked: a layout
+    that is no tree is the caller's; ``layout`` builds a checked one)."""
+    return _wrap(_encode(np, np.asarray(depth), np.asarray(hi), np.asarray(lo)))
+
+
+def _encode(xp: Any, depth: Any, hi: Any, lo: Any) -> Any:
+    """The depth code (depth + 1; 0 on padding) and the two start words, each stored as its difference with
+    the next word (``xp``: numpy or jax.numpy), so that three equal words (a constant fill) are a slot of
+    code 0: padding."""
+    code = xp.where(depth >= 0, depth + 1, 0).astype(xp.uint32)
+    w2 = xp.asarray(lo).astype(xp.uint32)
+    w1 = xp.asarray(hi).astype(xp.uint32) ^ w2
+    return xp.stack([code ^ w1, w1, w2], axis=-1)
+
+
+def intervals(lay: Layout) -> Intervals:
+    """The depth and start of every slot (the inverse of ``encode``). A layout with no leaf (a constant
+    fill of one: every word equal) is the one-leaf tree, [0, 1) in its first slot."""
+    return cast(Intervals, _intervals(lay))
+
+
+@jax.jit  # one computation eagerly (its small ops would each dispatch); fused under jit
+def _intervals(lay: Layout) -> Intervals:
+    words = jax.random.key_data(lay)
+    code = (words[..., 0] ^ words[..., 1]).astype(jnp.int32)
+    root = jnp.all(code == 0, axis=-1, keepdims=True) & (jnp.arange(code.shape[-1]) == 0)
+    padding = (code == 0) & ~root
+    hi = jnp.where(root, 0, jnp.where(padding, _END, (words[..., 1] ^ words[..., 2]).astype(jnp.int32)))
+    lo = jnp.where(root | padding, 0, words[..., 2].astype(jnp.int32))
+    return Intervals(jnp.where(root, 0, code - 1), hi, lo)
+
+
+def _wrap(words: np.ndarray) -> Layout:
+    with jax.ensure_compile_time_eval():  # a concrete array, even when first asked for inside a trace
+        keys: Layout = jax.random.wrap_key_data(jnp.asarray(words, jnp.uint32), impl=_IMPL)
+    return keys
+
+
+@functools.lru_cache(maxsize=4096)
+def _interned(words: bytes, shape: tuple[int, ...]) -> Layout:
+    return _wrap(np.frombuffer(words, np.uint32).reshape(shape))
+
+
+def canonical(lay: Layout) -> Layout:
+    """One layout object for every concrete layout of these words (a traced one is itself): layouts built
+    apart (two trees of one shape, two stacks of them) are then the same object, which the dense formulas
+    and ``pair`` recognise at trace time."""
+    if isinstance(lay, jax.core.Tracer):
+        return lay
+    words = np.asarray(jax.random.key_data(lay), np.uint32)
+    return _interned(words.tobytes(), words.shape)
 
 
 def layout(depths: Sequence[int] | np.ndarray, capacity: int, what: str = "layout") -> Layout:
-    """The layout of the tree whose leaves, left to right, have these depths, in ``capacity`` slots.
+    """The layout of the tree whose leaves, left to right, have these depths, in ``capacity`` slots (or, for
+    a list of such lists, the stack of their layouts); the canonical object of its value.
 
     Raises a TypeError naming ``what`` if ``capacity`` is not an int (a bool is not one), and a
     ValueError if a depth exceeds ``MAX_DEPTH``, the tree has more leaves than ``capacity``, or the
@@ -74,9 +188,16 @@ def layout(depths: Sequence[int] | np.ndarray, capacity: int, what: str = "layou
             f"{what}: the capacity must be a positive int (not a bool), got {capacity!r} of type "
             f"{type(capacity).__name__}"
         )
-    d = np.asarray(depths)
+    if len(depths) and not np.isscalar(depths[0]):
+        rows = np.stack([_words(np.asarray(d), capacity, what) for d in depths])
+        return _interned(rows.tobytes(), rows.shape)
+    words = _words(np.asarray(depths), capacity, what)
+    return _interned(words.tobytes(), words.shape)
+
+
+def _words(d: np.ndarray, capacity: int, what: str) -> np.ndarray:
     if d.ndim != 1 or d.size == 0 or not np.issubdtype(d.dtype, np.integer):
-        raise ValueError(f"{what}: leaf depths must be a non-empty list of integers, got {depths!r}")
+        raise ValueError(f"{what}: leaf depths must be a non-empty list of integers, got {d.tolist()!r}")
     if (deepest := int(d.max())) > MAX_DEPTH:
         raise ValueError(
             f"{what}: a leaf at depth {deepest}, deeper than the {MAX_DEPTH} a layout holds (its breakpoints "
@@ -93,11 +214,13 @@ def layout(depths: Sequence[int] | np.ndarray, capacity: int, what: str = "layou
             f"{what}: leaf depths {d.tolist()} are not those of a binary tree (dyadic intervals tiling [0, 1))"
         )
     pad = capacity - d.size
-    return Layout(
-        np.concatenate([d, np.full(pad, -1)]).astype(np.int32),
-        np.concatenate([starts >> _WORD, np.full(pad, _END)]).astype(np.int32),
-        np.concatenate([starts & (_END - 1), np.zeros(pad, np.int64)]).astype(np.int32),
+    words: np.ndarray = _encode(
+        np,
+        np.concatenate([d, np.full(pad, -1)]),
+        np.concatenate([starts >> _WORD, np.full(pad, _END)]),
+        np.concatenate([starts & (_END - 1), np.zeros(pad, np.int64)]),
     )
+    return words
 
 
 def weights(lay: Layout, dtype: jnp.dtype | None = None) -> jax.Array:
@@ -105,7 +228,7 @@ def weights(lay: Layout, dtype: jnp.dtype | None = None) -> jax.Array:
     float whose exponent field is bias - depth and whose mantissa is zero, so exact on every backend by
     construction (a GPU's float64 ``exp2``, through which ``jnp.ldexp`` goes there, gives
     0.031249999999999997 for 2^-5), and elementwise (no gather: the gradient of a tree model stays dense)."""
-    depth = jnp.asarray(lay.depth)
+    depth = intervals(lay).depth
     kind = jnp.dtype(jnp.result_type(float) if dtype is None else dtype)
     info = np.finfo(kind)
     integer = jnp.dtype(f"int{kind.itemsize * 8}")
@@ -118,24 +241,27 @@ def weights(lay: Layout, dtype: jnp.dtype | None = None) -> jax.Array:
 def refine(a: Layout, b: Layout) -> tuple[Layout, jax.Array, jax.Array]:
     """The common refinement of two 1-D layouts of capacities n and m, at capacity n + m - 1, and for
     each of its slots the slot of ``a`` and of ``b`` whose leaf contains it (0 for padding, so that a
-    gather fills padding with the first leaf's value).
+    gather fills padding with the first slot's value). The result's leaves come first, left to right.
 
     Every breakpoint of either tree starts a refined leaf; the refined leaf is the smaller of the two
     leaves that contain it (dyadic intervals are nested or disjoint), so its depth is the larger."""
-    n, m = jnp.shape(a.depth)[0], jnp.shape(b.depth)[0]
+    ia, ib = intervals(a), intervals(b)
+    n, m = ia.depth.shape[0], ib.depth.shape[0]
     capacity = n + m - 1
     hi, lo, source, index = jax.lax.sort(
         (
-            jnp.concatenate([jnp.asarray(a.hi), jnp.asarray(b.hi)]),
-            jnp.concatenate([jnp.asarray(a.lo), jnp.asarray(b.lo)]),
+            jnp.concatenate([ia.hi, ib.hi]),
+            jnp.concatenate([ia.lo, ib.lo]),
             jnp.concatenate([jnp.zeros(n, jnp.int32), jnp.ones(m, jnp.int32)]),
             jnp.concatenate([jnp.arange(n, dtype=jnp.int32), jnp.arange(m, dtype=jnp.int32)]),
         ),
         num_keys=2,
     )
-    # Each tree's leaf at a breakpoint: the last of its starts at or before it (starts are sorted).
-    in_a = jax.lax.cummax(jnp.where(source == 0, index, -1))
-    in_b = jax.lax.cummax(jnp.where(source == 1, index, -1))
+    # Each tree's leaf at a breakpoint: the last of its starts at or before it, in the sorted order (its
+    # slots may be in any order).
+    position = jnp.arange(n + m)
+    in_a = index[jax.lax.cummax(jnp.where(source == 0, position, 0))]  # (both trees start at 0: every kept
+    in_b = index[jax.lax.cummax(jnp.where(source == 1, position, 0))]  # breakpoint has seen a start of each)
     # One refined leaf per distinct breakpoint below 1, read at the last copy of it (where both
     # trees' starts at that breakpoint have been seen).
     last = jnp.append((hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1]), True)
@@ -147,8 +273,22 @@ def refine(a: Layout, b: Layout) -> tuple[Layout, jax.Array, jax.Array]:
 
     slot_a, slot_b = place(in_a, 0), place(in_b, 0)
     filled = jnp.arange(capacity) < jnp.sum(keep)
-    depth = jnp.where(filled, jnp.maximum(jnp.asarray(a.depth)[slot_a], jnp.asarray(b.depth)[slot_b]), -1)
-    return Layout(depth.astype(jnp.int32), place(hi, _END), place(lo, 0)), slot_a, slot_b
+    depth = jnp.where(filled, jnp.maximum(ia.depth[slot_a], ib.depth[slot_b]), -1)
+    fine = jax.random.wrap_key_data(_encode(jnp, depth, place(hi, _END), place(lo, 0)), impl=_IMPL)
+    return fine, slot_a, slot_b
+
+
+def slots(lay: Layout) -> np.ndarray:
+    """The slots of a concrete 1-D layout's leaves, left to right (by their starts: a map that moved
+    every leaf's slots alike does not change the tree), on the host."""
+    depth, hi, lo = (np.asarray(a) for a in intervals(lay))
+    leaves = np.flatnonzero(depth >= 0)
+    return leaves[np.lexsort((lo[leaves], hi[leaves]))]
+
+
+def depths(lay: Layout) -> list[int]:
+    """The depths of a concrete 1-D layout's leaves, left to right (on the host)."""
+    return [int(d) for d in np.asarray(intervals(lay).depth)[slots(lay)]]
 
 
 def depths_of(shape: Shape, what: str = "depths_of") -> list[int]:

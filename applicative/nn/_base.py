@@ -83,9 +83,14 @@ def measure(x: Applicative[Summed, Any]) -> jax.Array:
 
     In the float type of ``x``'s leaves, so that float32 models stay float32 under x64.
     """
-    dtype = jnp.result_type(*jax.tree_util.tree_leaves(x))
+    dtype = jnp.result_type(*(v for v in jax.tree_util.tree_leaves(x) if not _shape_leaf(v)))
     one = jnp.ones((), dtype if jnp.issubdtype(dtype, jnp.floating) else jnp.result_type(float))
     return jnp.asarray(counit(x.fmap(lambda _: one)))
+
+
+def _shape_leaf(leaf: object) -> bool:
+    """A leaf of an extended dtype: a structure's shape (a tree's layout), not a value."""
+    return isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jax.dtypes.extended)
 
 
 def normal_like(key: jax.Array, template: T, std: float | jax.Array = 1.0) -> T:

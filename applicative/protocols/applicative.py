@@ -23,6 +23,8 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import jax
+
 from applicative.protocols.functor import Functor
 from applicative.protocols.kinds import A_co, B, C, F
 
@@ -77,6 +79,12 @@ class Shaped:
             f"{what}: the elements are {type(self).__name__}s, whose leaves are not coordinates; a linear map "
             "along the structure (a Chebyshev transform, a sum of leaves) cannot combine them"
         )
+
+    def element(self, i: int) -> Any:
+        """The i-th structure of this stack of structures (``applicative.stacked.element``: a Vec's i-th
+        tree), keeping what the stack knows of its structures (trees of one shape: that shape). The
+        default takes every leaf's i-th row."""
+        return jax.tree_util.tree_map(lambda leaf: leaf[i], self)
 
     def stacked_from(self, elements: Sequence[Any]) -> Any:
         """This stack of structures, just built by ``applicative.stacked.stack`` from ``elements`` (the

@@ -192,5 +192,13 @@ def to_array(x: Applicative[Any, Any]) -> jax.Array:
     leaves = jax.tree_util.tree_leaves(inner)
     if len(leaves) != 1:
         what = " x ".join(map(str, axes)) if axes else type(x).__name__
+        shapes = sum(jnp.issubdtype(leaf.dtype, jax.dtypes.extended) for leaf in leaves)
+        if shapes:  # a structure whose shape is data below the levels read: trees of several shapes
+            raise ValueError(
+                f"to_array: this {what} holds {len(leaves) - shapes} arrays of values and {shapes} of structures' "
+                "shapes (a tree's layout), not one array: its elements are structures of several shapes (trees "
+                "of several shapes: each has its own coordinates), whose values are read one by one (or refine "
+                "them to one shape first)"
+            )
         raise ValueError(f"to_array: this {what} holds {len(leaves)} arrays, not one")
     return jnp.asarray(leaves[0])

@@ -23,6 +23,7 @@ from applicative import (
     Dim,
     Vec,
     generic_only,
+    laws,
     nn,
     record_fast_paths,
     strategies,
@@ -69,14 +70,13 @@ def attend(x: Any, source: Any = None, mask: Any = None, normalise: nn.Normalisa
     return nn.attention(q, k, v, mask=mask, normalise=normalise)
 
 
-def leaves(x: Any) -> list[np.ndarray]:
-    return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(x)]
+def values(x: Any) -> list[Any]:
+    """The leaves of ``x`` that are values (floats), not shapes (a tree's layout)."""
+    return [leaf for leaf in jax.tree_util.tree_leaves(x) if jnp.issubdtype(leaf.dtype, jnp.inexact)]
 
 
 def same(x: Any, y: Any) -> None:
-    assert len(leaves(x)) == len(leaves(y))
-    for a, b in zip(leaves(x), leaves(y), strict=True):
-        np.testing.assert_allclose(a, b, **TOL)
+    laws.assert_close(x, y, **TOL)
 
 
 def check(run: Callable[..., Any], *inputs: Any) -> None:
@@ -90,12 +90,11 @@ def check(run: Callable[..., Any], *inputs: Any) -> None:
         spec = run(*inputs)
     same(fast, spec)
     same(jax.jit(run)(*inputs), spec)
-    weights = [rng.normal(size=np.shape(leaf)) for leaf in leaves(spec)]
+    weights = [rng.normal(size=np.shape(leaf)) for leaf in values(spec)]
 
     def loss(*elements: Any) -> jax.Array:
         out = run(*(x.with_elements(e) for x, e in zip(inputs, elements, strict=True)))
-        return sum((jnp.sum(leaf * w) for leaf, w in zip(jax.tree_util.tree_leaves(out), weights, strict=True)),
-                   jnp.zeros(()))  # fmt: skip
+        return sum((jnp.sum(leaf * w) for leaf, w in zip(values(out), weights, strict=True)), jnp.zeros(()))
 
     elements = [x.elements() for x in inputs]
     grad = jax.grad(loss, argnums=tuple(range(len(inputs))))

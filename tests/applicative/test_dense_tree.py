@@ -142,7 +142,7 @@ def test_conversions_round_trip_and_keep_the_shape(shape: Shape) -> None:
 
 def test_the_layout_is_the_dyadic_partition_exact_to_depth_60() -> None:
     depths = [1, *range(2, 61), 60]  # a comb down to depth 60: breakpoints 1/2, 3/4, ..., 1 - 2^-60
-    lay = dyadic.layout(depths, 64)
+    lay = dyadic.intervals(dyadic.layout(depths, 64))
     starts = [(int(h) << 30) + int(lo) for h, lo in zip(lay.hi, lay.lo, strict=True)]
     assert starts[:61] == [sum(1 << (60 - d) for d in depths[:i]) for i in range(61)]
     assert starts[61:] == [1 << 60] * 3  # padding starts at 1
@@ -526,12 +526,17 @@ def test_a_tree_whose_rows_are_trees_of_one_shape_contracts_them_by_the_dense_fo
     assert taken == ["mul_mmt"]
     agree(product, mul_mmt(spec, spec))
     # Built with one tree at every leaf (its layout broadcast, not stacked from a list), it knows it too:
-    # under jit, where the rows' layouts are traced, the formula still runs.
+    # under jit, where the rows' layouts are traced, the formula still runs. (Two arguments of a jit are
+    # two values, one shape each, which the compiled function cannot assume to be the same.)
     row = DenseTree.from_nested(random_tree(SHAPES[1]), 16)
     constant = DenseTree.from_shape(SHAPES[3], row, 4)
     with record_fast_paths() as taken:
-        product = jax.jit(mul_mmt)(constant, constant)
+        product = jax.jit(lambda c: mul_mmt(c, c))(constant)
     assert taken == ["mul_mmt"]
+    with record_fast_paths() as taken:
+        again = jax.jit(mul_mmt)(constant, constant)
+    assert taken == []
+    laws.assert_close(again, product, **TOL)
     agree(product, mul_mmt(constant.to_tree().fmap(DenseTree.to_tree), constant.to_tree().fmap(DenseTree.to_tree)))
 
 
@@ -539,6 +544,14 @@ def test_with_elements_refuses_a_stack_of_trees_of_different_shapes() -> None:
     stack = Vec.of([DenseTree.from_nested((1.0, (2.0, 3.0)), 4), DenseTree.from_nested(((1.0, 2.0), 3.0), 4)], Seq)
     with pytest.raises(ValueError, match=r"DenseTree.with_elements: a stack of trees of different shapes"):
         stack.data.with_elements(jnp.zeros((2, 4)))
+
+
+def test_to_array_of_trees_of_several_shapes_names_their_values_and_layouts() -> None:
+    stack = Vec.of([DenseTree.from_nested((1.0, (2.0, 3.0)), 4), DenseTree.from_nested(((1.0, 2.0), 3.0), 4)], Seq)
+    with pytest.raises(ValueError, match=r"to_array: this Vec\[Seq\] of size 2 holds 1 arrays of values and 1 of "
+                                         r"structures' shapes \(a tree's layout\), not one array"):  # fmt: skip
+        to_array(stack)
+    np.testing.assert_array_equal(to_array(stack[1]), [1.0, 2.0, 3.0, 1.0])  # one tree: its values
 
 
 def test_add_takes_trees_of_different_capacities_as_one_kind_of_element_and_names_others() -> None:
@@ -578,6 +591,26 @@ def test_a_shape_recorded_inside_a_trace_is_kept_there_and_dropped_outside_it() 
     agree(second(compiled(a)).pair(second(compiled(b))), a_spec.fmap(double).pair(b_spec.fmap(double)))
     inside = jax.jit(lambda x, y: dot(second(compiled(x)), second(compiled(y))))
     np.testing.assert_allclose(inside(a, b), dot(a_spec.fmap(double), b_spec.fmap(double)), **TOL)
+
+
+def test_a_jit_serves_stacks_of_every_shape_with_their_own() -> None:
+    """One compiled function serves stacks of trees whatever their shapes: a stack known to be one shape reads it
+    off its own rows in every call, never the shape of the value the function was first traced with (nor of its
+    first output), and a stack of several shapes is never taken for one."""
+    shapes = (SHAPES[3], SHAPES[4], SHAPES[2])
+    functions = [Cheb.of([pair_of(shape, capacity=40)[0] for _ in range(3)], X) for shape in shapes]
+    mapped = jax.jit(lambda f: f.fmap(lambda t: t.fmap(jnp.sin)))  # a map along the stack: its one shape
+    for f in functions:
+        got, expected = mapped(f).data, f.fmap(lambda t: t.fmap(jnp.sin)).data
+        assert [t.shape for t in (got.element(i) for i in range(3))] == [expected.element(i).shape for i in range(3)]
+        laws.assert_close(got, expected, **TOL)
+    probe = pair_of(SHAPES[5], capacity=40)[0]
+    products = jax.jit(lambda v: mul_mv(v, probe))
+    one_shape = Vec.of([pair_of(SHAPES[3], capacity=40)[0] for _ in range(2)], Seq)
+    several = Vec.of([pair_of(shape, capacity=40)[0] for shape in (SHAPES[3], SHAPES[4])], Seq)
+    for v in (one_shape, several):
+        np.testing.assert_allclose(to_array(products(v)), [float(dot(v[i], probe)) for i in range(2)], **TOL)
+    assert products._cache_size() == 2  # type: ignore[attr-defined]  # (one shape, several: two kinds)
 
 
 def test_a_shape_recorded_inside_a_trace_is_known_in_a_vmap_inside_it() -> None:

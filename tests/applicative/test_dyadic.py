@@ -34,7 +34,8 @@ def starts(depths: list[int]) -> list[int]:
 
 def words(lay: dyadic.Layout) -> list[int]:
     """The starts a layout's words hold, hi 2^30 + lo, with each word checked to be a 30-bit one."""
-    hi, lo = np.asarray(lay.hi).tolist(), np.asarray(lay.lo).tolist()
+    slots = dyadic.intervals(lay)
+    hi, lo = np.asarray(slots.hi).tolist(), np.asarray(slots.lo).tolist()
     assert all(0 <= w < 1 << 30 for w in lo)
     assert all(0 <= w <= 1 << 30 for w in hi)
     return [(h << 30) + w for h, w in zip(hi, lo, strict=True)]
@@ -81,7 +82,7 @@ def test_refine_is_the_sorted_union_of_the_breakpoints_computed_exactly(
     depths, slots_a, slots_b = reference_refinement(a, b)
     pad = n + m - 1 - len(depths)  # the documented capacity n + m - 1: enough for any two trees
     assert pad >= 0
-    assert np.asarray(fine.depth).tolist() == depths + [-1] * pad
+    assert np.asarray(dyadic.intervals(fine).depth).tolist() == depths + [-1] * pad
     assert words(fine) == starts(depths) + [ONE] * pad  # padding starts at 1, after every leaf
     # each refined leaf's slot in a and in b; 0 on padding, so that a gather fills it with the first leaf
     assert np.asarray(in_a).tolist() == slots_a + [0] * pad
@@ -96,10 +97,11 @@ def test_the_layouts_words_hold_each_start_exactly_down_to_depth_60() -> None:
     depths = comb(60)  # 61 leaves: breakpoints 1 - 2^-k, whose low words are not zero past depth 30
     lay = dyadic.layout(depths, len(depths) + 2)
     assert words(lay) == starts(depths) + [ONE] * 2
+    slots = dyadic.intervals(lay)
     np.testing.assert_array_equal(
-        [divmod(s, 1 << 30) for s in starts(depths)], np.stack([lay.hi, lay.lo], axis=1)[: len(depths)]
+        [divmod(s, 1 << 30) for s in starts(depths)], np.stack([slots.hi, slots.lo], axis=1)[: len(depths)]
     )
-    assert np.asarray(lay.depth).tolist() == [*depths, -1, -1]
+    assert np.asarray(slots.depth).tolist() == [*depths, -1, -1]
     assert np.asarray(dyadic.weights(lay, np.dtype(np.float64))).tolist() == [2.0**-d for d in depths] + [0.0, 0.0]
     with pytest.raises(ValueError, match="a leaf at depth 61, deeper than the 60"):
         dyadic.layout(comb(61), 70)
@@ -108,7 +110,7 @@ def test_the_layouts_words_hold_each_start_exactly_down_to_depth_60() -> None:
 def test_a_tree_that_fills_its_capacity_exactly_is_laid_out() -> None:
     for depths in ([0], [1, 1], [1, 2, 2], comb(60)):
         lay = dyadic.layout(depths, len(depths))  # no padding slot
-        assert np.asarray(lay.depth).tolist() == depths
+        assert np.asarray(dyadic.intervals(lay).depth).tolist() == depths
         assert words(lay) == starts(depths)
         with pytest.raises(ValueError, match="does not fit"):
             dyadic.layout(depths, len(depths) - 1) if len(depths) > 1 else dyadic.layout([1, 1], 1)
@@ -132,8 +134,8 @@ def test_weights_are_exact_powers_of_two_at_every_depth(dtype: Any) -> None:
     """2^-d bit for bit (Python's ``math.ldexp``) at every admitted depth, eagerly and under jit, 0 on padding:
     a measure of dyadic intervals is exact on every backend (a GPU's float64 exp2 is not)."""
     depths = np.arange(-1, dyadic.MAX_DEPTH + 1)
-    zeros = jnp.zeros(len(depths), jnp.int32)
-    lay = dyadic.Layout(jnp.asarray(depths, jnp.int32), zeros, zeros)
+    zeros = np.zeros(len(depths), np.int32)  # (not a tree: every depth a layout holds, one a slot)
+    lay = dyadic.encode(depths, zeros, zeros)
     expected = np.array([0.0] + [math.ldexp(1.0, -int(d)) for d in depths[1:]], dtype)
     for weights in (dyadic.weights(lay, dtype), jax.jit(dyadic.weights, static_argnums=1)(lay, dtype)):
         assert np.asarray(weights).dtype == np.dtype(dtype)

@@ -255,8 +255,8 @@ def _formula(monkeypatch: pytest.MonkeyPatch, op: str, change: Callable[[Any], A
     """The linear algebra's dense formula for ``op`` replaced by ``change`` of its result (coordinates, shells)."""
     original = fast_paths.dense_formula
 
-    def patched(name: str, spec: str, ring: Any, *operands: object) -> Any:
-        out = original(name, spec, ring, *operands)
+    def patched(name: str, spec: str, ring: Any, *operands: object, **options: Any) -> Any:
+        out = original(name, spec, ring, *operands, **options)
         return change(out) if out is not None and name == op else out
 
     monkeypatch.setattr(linalg, "dense_formula", patched)

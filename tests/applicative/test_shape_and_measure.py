@@ -31,6 +31,7 @@ from applicative import (
     as_dense_tree,
     dot,
     generic_only,
+    laws,
     mul_mmt,
     nn,
     record_fast_paths,
@@ -107,10 +108,10 @@ def test_a_function_whose_values_are_trees_maps_their_values_and_keeps_their_sha
     for g in (f.fmap(lambda t: t), f.pure(trees[0])):
         inner = g.data
         assert isinstance(inner, DenseTree)
-        assert inner.layout.depth.dtype == jnp.int32
-        # Every coefficient keeps the layout, exactly (integers, not a transform's 2.9999...).
-        for row in np.asarray(inner.layout.depth):
-            np.testing.assert_array_equal(row, np.asarray(trees[0].layout.depth))
+        assert inner.layout.dtype == dyadic.LAYOUT
+        # Every coefficient keeps the layout, exactly (its words, not a transform's 2.9999...).
+        for row in np.asarray(jax.random.key_data(inner.layout)):
+            np.testing.assert_array_equal(row, np.asarray(jax.random.key_data(trees[0].layout)))
     np.testing.assert_allclose(f.fmap(lambda t: t).data.data, f.data.data, rtol=0, atol=1e-14)
     # pure is the constant function: the tree in the first coefficient, zero trees after.
     constant = f.pure(trees[1]).data.data
@@ -217,7 +218,9 @@ def test_functions_whose_values_are_trees_of_one_shape_built_apart_are_one_struc
     # Two series over trees of one shape built apart (their trees too), and a constant one, pure of a
     # third tree of that shape computed on the device (a refinement: its layout another array): one pytree
     # structure (they stack together), and they meet in the dense formulas and in pair, which zips their
-    # trees: a sum keeps the trees' capacity, eagerly and under jit.
+    # trees: a sum keeps the trees' capacity. Under jit, f and g are two arguments, two values that the one
+    # compiled function serves whatever their shapes: their trees pair on their common refinement there,
+    # the same function.
     f, g = Cheb.of(_trees([UNBALANCED] * 4, 11), X), Cheb.of(_trees([UNBALANCED] * 4, 11), X)
     refined = _trees([UNBALANCED], 11)[0].refine(DenseTree.from_nested(0.0))  # capacity 11 + 1 - 1
     constant = f.pure(refined)
@@ -229,10 +232,17 @@ def test_functions_whose_values_are_trees_of_one_shape_built_apart_are_one_struc
         total = add(f, constant)
     assert taken == ["add"]
     np.testing.assert_allclose(to_array(total), cf + cc, rtol=1e-14)
-    for run in (lambda h: h, jax.jit):
-        summed = run(lambda f, g: f.pair(g).fmap(lambda p: p[0] + p[1]))(f, g)
-        assert as_dense_tree(summed.data).capacity == 11
-        np.testing.assert_allclose(to_array(summed), cf + cg, rtol=1e-12, atol=1e-12)
+    def sum_(f: Cheb[X, DenseTree[jax.Array]], g: Cheb[X, DenseTree[jax.Array]]) -> Any:
+        return f.pair(g).fmap(lambda p: p[0] + p[1])
+
+    summed = sum_(f, g)
+    assert as_dense_tree(summed.data).capacity == 11
+    np.testing.assert_allclose(to_array(summed), cf + cg, rtol=1e-12, atol=1e-12)
+    compiled = jax.jit(sum_)
+    laws.assert_close(compiled(f, g), summed, rtol=1e-12, atol=1e-12)
+    other = Cheb.of(_trees([BALANCED] * 4, 11), X)
+    laws.assert_close(compiled(f, other), sum_(f, other), rtol=1e-12, atol=1e-12)
+    assert compiled._cache_size() == 1  # type: ignore[attr-defined]  # (one compile for two shapes)
 
 
 def test_a_function_whose_values_are_trees_of_vectors_is_evaluated_leaf_by_leaf() -> None:
@@ -287,6 +297,12 @@ def test_the_softmax_shift_reads_values_never_a_shape() -> None:
     leaves = np.stack([np.asarray(to_array(t))[:9] for t in (element(series.data, n) for n in range(4))])
     np.testing.assert_allclose(stacked.largest(series), np.max(C.chebval(at, leaves)), rtol=1e-14)
     assert float(stacked.largest(Distribution([-3.0, -2.0], [0.25, 0.75]))) == -2.0  # an outcome, not a weight
+    # A structure with no largest of its own (a Vec, a tuple) answers by its parts': its trees by their leaves,
+    # all negative here, never a word of their layouts.
+    negative = [t.fmap(lambda v: -jnp.abs(v) - 1.0) for t in inner]
+    below = max(float(v) for t in negative for v in t.leaves())
+    assert float(stacked.largest(Vec.of(negative, Seq))) == below
+    assert float(stacked.largest((negative[0], jnp.full(2, -50.0)))) == max(float(v) for v in negative[0].leaves())
 
     class Opaque(Shaped):
         """A user's structure whose leaves are not values, with no largest of its own."""
