@@ -29,7 +29,13 @@ list of equal-shaped elements (structures, arrays, numbers) into the stacked
 pytree, so ``Vec.of([f, g], Seq)`` is a Vec of two functions and a user's
 structure is built as ``Periodic(stack(elements), X, len(elements))``; a
 structure of Vecs comes from a constructor that samples a function returning
-Vecs (``fmap`` and ``from_function`` vmap it).
+Vecs (``fmap`` and ``from_function`` vmap it). ``element(data, i)`` is the
+inverse, a ``Shaped`` structure among the elements answering by its own
+``element`` (the trees of a stack of one shape keep it).
+
+A leaf that is a structure's shape, not a value (a tree's layout, an extended
+dtype) is read on the host by ``to_host`` (its stored words), and ``tangent(x)``
+makes ``x`` a tangent for ``jax.jvp``: such leaves float0, as JAX wants them.
 
 Validation, shared by the structures. A constructor passes its data through
 ``numeric`` (numbers only: an object or string array, a ragged list is a clear

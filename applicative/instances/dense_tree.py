@@ -525,7 +525,10 @@ def _shared(data: T) -> T:
 
 
 def _each_tree(f: Callable[..., DenseTree[Any]], *stacks: DenseTree[Any]) -> DenseTree[Any]:
-    """``f`` on every tree of stacks of as many trees (one ``vmap`` per stack axis), the results stacked."""
+    """``f`` on every tree of stacks of as many trees (one ``vmap`` per stack axis), the results stacked. A
+    stack's one shape is read first, so that its trees know it (and two trees of one stack pair as a zip)."""
+    for s in stacks:
+        s._shape(None)
     for _ in range(jnp.ndim(stacks[0].layout) - 1):
         f = jax.vmap(f)
     return f(*stacks)
@@ -678,7 +681,7 @@ def _unflatten(meta: _Meta, children: Any) -> DenseTree[Any]:
             origin = None if stacked and not tangent and not isinstance(layout, jax.core.Tracer) else meta.shape
         if meta.one and origin is None and stacked:
             object.__setattr__(tree, "_one", True)  # (its one shape read off its first row when asked)
-        elif meta.one and origin is None and not tangent:
+        elif meta.one and meta.stacked and origin is None and not tangent:
             origin = cast(Layout, layout)  # a row of a stack of one shape: stacks of its values are one too
     object.__setattr__(tree, "origin", origin)
     return tree

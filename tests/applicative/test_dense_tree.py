@@ -345,6 +345,34 @@ def test_trees_are_carried_through_scan_cond_and_loops(mode: str) -> None:
         agree((jax.jit(layers) if mode == "jit" else layers)(x), expected)
 
 
+def test_a_stack_made_in_a_trace_is_one_shape_only_where_its_rows_are() -> None:
+    """A scan's outputs stacked from trees of the shapes its body computes (here two shapes, alternating) are
+    trees of several shapes, each contracted on its own; those of a body that maps one tree's values, closed
+    over, are one shape, contracted as one."""
+    (a, a_spec), (b, b_spec) = pair_of(SHAPES[3]), pair_of(SHAPES[5])
+    probe, probe_spec = pair_of(SHAPES[4])
+    values = jnp.asarray(rng.normal(size=64))
+
+    def alternating(_: Any, i: jax.Array) -> tuple[None, DenseTree[Any]]:
+        return None, jax.lax.cond(i % 2 == 0, lambda: a.fmap(jnp.sin), lambda: b.fmap(jnp.cos))
+
+    # (the tree an argument: a concrete tree closed over is a value the compiled function does not vouch for)
+    def products(a: DenseTree[Any], values: jax.Array) -> Any:
+        _, ys = jax.lax.scan(lambda _, s: (None, a.fmap(lambda x: s * x)), None, jnp.array([1.0, -2.0]))
+        return mul_mv(Vec(ys, Seq, 2), a.with_elements(values))
+
+    for run in (lambda f: f, jax.jit):
+        _, ys = run(lambda: jax.lax.scan(alternating, None, jnp.arange(3)))()
+        sine, cosine = a_spec.fmap(jnp.sin), b_spec.fmap(jnp.cos)
+        expected = [dot(spec, probe_spec) for spec in (sine, cosine, sine)]
+        np.testing.assert_allclose(to_array(run(mul_mv)(Vec(ys, Seq, 3), probe)), expected, **TOL)
+        with record_fast_paths() as taken:
+            by_formula = run(products)(a, values)
+        assert taken == ["mul_mv"]
+        on_a = a.with_elements(values)
+        np.testing.assert_allclose(to_array(by_formula), [s * float(dot(a, on_a)) for s in (1.0, -2.0)], **TOL)
+
+
 def test_shapes_known_inside_one_trace_are_never_trusted_outside_it() -> None:
     # The outputs of one compiled function for two shapes share a trace-time provenance; pairing
     # them must still refine (a zip would be silently wrong), and pass through jit without retracing.

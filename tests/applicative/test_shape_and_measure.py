@@ -243,6 +243,12 @@ def test_functions_whose_values_are_trees_of_one_shape_built_apart_are_one_struc
     other = Cheb.of(_trees([BALANCED] * 4, 11), X)
     laws.assert_close(compiled(f, other), sum_(f, other), rtol=1e-12, atol=1e-12)
     assert compiled._cache_size() == 1  # type: ignore[attr-defined]  # (one compile for two shapes)
+    # One argument paired with itself zips its trees under jit as eagerly, and the sum is still one shape
+    # (a map along it, the Chebyshev transform of fmap, needs that).
+    doubled = jax.jit(lambda f: sum_(f, f).fmap(lambda t: t.fmap(jnp.sin)))(f)
+    assert as_dense_tree(doubled.data).capacity == 11
+    np.testing.assert_allclose(to_array(doubled), to_array(sum_(f, f).fmap(lambda t: t.fmap(jnp.sin))),
+                               rtol=1e-12, atol=1e-12)  # fmt: skip
 
 
 def test_a_function_whose_values_are_trees_of_vectors_is_evaluated_leaf_by_leaf() -> None:

@@ -176,6 +176,16 @@ def test_a_stack_of_trees_of_one_shape_is_one_shape_under_jit() -> None:
         np.testing.assert_allclose(leaf_values(mapped), project @ np.sin(at_points @ c), rtol=1e-12, atol=1e-13)
         one_shape = np.asarray(jax.random.key_data(dyadic.layout(dyadic.depths_of(SHAPE), CAPACITY)))
         np.testing.assert_array_equal(np.asarray(jax.random.key_data(mapped.layout)), np.tile(one_shape, (4, 1, 1)))
+    # A sequence of them, an argument of a jit, mapped by its own fmap (a vmap: its trees rebuilt one by one),
+    # is still one shape: its products with one of its trees run the dense formula.
+    def products(s: Vec[X, DenseTree[jax.Array]]) -> Any:
+        mapped = s.fmap(lambda t: t.fmap(jnp.sin))
+        return mul_mv(mapped, mapped[0])
+
+    with record_fast_paths() as taken:
+        by_formula = jax.jit(products)(Vec.of(values, X))
+    assert taken == ["mul_mv"]
+    np.testing.assert_allclose(to_array(by_formula), np.sin(c) @ (MEASURE * np.sin(c[0])), rtol=1e-13)
     laws.check_law("functor identity", st.just((g, g, g)), max_examples=1)
     laws.check_law("functor identity", st.just((Mesh.of(values, X, (0.0, 0.3, 0.5, 1.0)),) * 3), max_examples=1)
     # Trees of different shapes stack as a batch (one compiled function maps them), but no map along a
