@@ -18,8 +18,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from funcformer.learning import Problem, RunConfig, TrainingDiverged, default_cache, load, read_run, train
-from funcformer.learning._files import METRICS
+from applicative.training import TrainingDiverged
+from applicative.training.files import METRICS
+from funcformer.learning import Problem, RunConfig, default_cache, load, read_run, train
 from funcformer.learning.metric import relative_l2, summary
 from funcformer.learning.solver import as_solver
 from funcformer.model import ModelConfig, parameter_count

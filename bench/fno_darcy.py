@@ -246,7 +246,7 @@ def report(
     def error(predicted: np.ndarray) -> float:
         return mean_values_relative_l2(predicted, test_u)
 
-    # every model trains through funcformer.learning.fit: a line an epoch, the test error every curve_every
+    # every model trains through applicative.training.fit: a line an epoch, the test error every curve_every
     # epochs (its learning curve), a checkpoint an epoch in runs/NAME (a rerun resumes, a finished run is read)
     models = {}
     for run, recipe in ours.items():

@@ -43,19 +43,11 @@ import numpy as np
 import optax
 from _report import SMOKE_RUN, smoke_model  # bench/, the script's directory
 
+from applicative.training.steps import data_parallel, epoch_order, make_step, place
 from funcformer import darcy, poisson
 from funcformer.learning import Problem, RunConfig, train
 from funcformer.learning.data import output_scale, training_arrays
-from funcformer.learning.steps import (
-    batch_indices,
-    data_parallel,
-    epoch_order,
-    funcformer_learner,
-    loss,
-    make_step,
-    optimiser,
-    place,
-)
+from funcformer.learning.steps import batch_indices, funcformer_learner, loss, optimiser
 from funcformer.model import init
 
 

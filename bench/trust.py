@@ -55,9 +55,9 @@ import numpy as np
 from _report import SMOKE_RUN, SMOKE_TEST_SIZE, duration, header, seconds_of, smoke_model  # bench/
 from scipy.stats import spearmanr
 
+from applicative.training.files import CHECKPOINT, METRICS
 from funcformer import darcy, poisson
 from funcformer.learning import Problem, RunConfig, default_cache, evaluate, read_run, train
-from funcformer.learning._files import CHECKPOINT, METRICS
 from funcformer.learning.metric import grid_values, relative_l2, truncate
 from funcformer.learning.solver import load_solver
 from funcformer.learning.trust import QUANTILE, UntrustedPrediction, read_calibration

@@ -4,7 +4,9 @@ in a circle.
 applicative knows nothing of funcformer; within it the structures (``instances``) know nothing of the
 linear algebra (``linalg``, its dense formulas ``fast_paths`` and its operand checks ``operands``) nor
 of ``nn``, and the linear algebra knows no structure (docs/design.md); the numpy collocation kit
-(``instances/collocation.py``) imports no JAX. funcformer's shared operator-learning layer
+(``instances/collocation.py``) imports no JAX. The learning layer (``applicative.training``: the loop, the
+checkpoints, the store, several processes) knows no model, no example and no task, and nothing below it
+(the structures, the linear algebra, ``nn``) knows it. funcformer's operator learning
 (``funcformer.learning``) knows no task, and is handed each one as a value; the tasks
 (``funcformer.poisson``, ``funcformer.darcy``) never import each other. The tests mirror the packages,
 and ``tests/applicative`` likewise knows nothing of funcformer. Read from the source with
@@ -45,15 +47,19 @@ def offending(package: str, forbidden: tuple[str, ...]) -> list[str]:
 
 
 LINEAR_ALGEBRA = ("applicative.linalg", "applicative.fast_paths", "applicative.operands")
+TRAINING = "applicative.training"
+ABOVE_STRUCTURES = ("applicative.nn", "applicative.laws", "applicative.strategies", TRAINING)
 
 
 @pytest.mark.parametrize(
     ("package", "forbidden"),
     [
         ("applicative", ("funcformer",)),
-        ("applicative/protocols", ("applicative.instances", *LINEAR_ALGEBRA, "applicative.nn")),
-        ("applicative/instances", (*LINEAR_ALGEBRA, "applicative.nn", "applicative.laws", "applicative.strategies")),
-        ("applicative/linalg.py", ("applicative.instances", "applicative.nn")),
+        ("applicative/protocols", ("applicative.instances", *LINEAR_ALGEBRA, "applicative.nn", TRAINING)),
+        ("applicative/instances", (*LINEAR_ALGEBRA, *ABOVE_STRUCTURES)),
+        ("applicative/linalg.py", ("applicative.instances", "applicative.nn", TRAINING)),
+        ("applicative/nn", (TRAINING, "applicative.examples")),
+        ("applicative/training", ("applicative.examples", "applicative.laws", "applicative.strategies")),
         ("applicative/fast_paths.py", ("applicative.instances", "applicative.nn", "applicative.linalg")),
         ("applicative/operands.py", ("applicative.instances", "applicative.nn", "applicative.linalg")),
         ("applicative/instances/collocation.py", ("jax",)),
@@ -81,6 +87,7 @@ def test_the_check_sees_imports() -> None:
     assert offending("funcformer/poisson", ("funcformer.learning",))
     assert offending("funcformer/darcy", ("funcformer.learning",))
     assert offending("funcformer/fno_darcy", ("funcformer.learning",))
+    assert offending("funcformer/learning", ("applicative.training",))
 
 
 def test_no_imports_run_in_a_circle() -> None:

@@ -1,6 +1,6 @@
 """The guides as users' programs: docs/new_structure.md (a sampled structure, Periodic),
 docs/legendre.md (a coefficient structure, Legendre), docs/typing.md (mypy's messages and the
-mistakes behind them) and docs/learning.md (a user's model trained by ``funcformer.learning.fit``).
+mistakes behind them) and docs/learning.md (a user's model trained by ``applicative.training.fit``).
 Each guide's Python blocks, in order, run (the program checks its own results) and pass mypy --strict, and its
 blocks of mistakes are rejected by mypy with exactly the errors they mark (``# error: <message>``).
 

@@ -32,7 +32,8 @@ import optax
 from jax import Array
 
 from applicative import Dim, Vec, VecOf, one_hot, sinusoidal_positions, to_array
-from applicative.nn import AttentionOptions, Encoder, init_encoder, warmup_cosine
+from applicative.nn import AttentionOptions, Encoder, init_encoder
+from applicative.training import warmup_cosine
 
 __all__ = ["Config", "DigitModel", "Result", "accuracy", "init_model", "main", "train"]
 

@@ -69,8 +69,8 @@ from applicative.nn import (
     init_each,
     init_encoder,
     padding_mask,
-    warmup_cosine,
 )
+from applicative.training import warmup_cosine
 
 __all__ = [
     "STEPS",

@@ -57,8 +57,8 @@ from applicative.nn import (
     one_hot,
     padding_mask,
     sinusoidal_positions,
-    warmup_cosine,
 )
+from applicative.training import warmup_cosine
 
 __all__ = [
     "CLOSE",

@@ -53,7 +53,8 @@ from jax import Array
 from applicative import DenseTree, DenseTreeOf, Dim, Vec, VecOf, stacked, to_array
 from applicative.instances import dyadic
 from applicative.instances.tree import Shape
-from applicative.nn import AttentionOptions, Encoder, Softmax, init_encoder, warmup_cosine
+from applicative.nn import AttentionOptions, Encoder, Softmax, init_encoder
+from applicative.training import warmup_cosine
 
 __all__ = [
     "HELD_OUT_EVERY",

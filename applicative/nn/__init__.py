@@ -9,8 +9,8 @@ normalisation, variance rule and gain as one ``AttentionOptions``. Attention's s
 coordinates where keys and queries are values at positions, in chunks of queries for long ones
 (memory linear in the keys; ``Softmax``). Transformer layers are made of
 blocks that are built alone as well: ``SelfAttentionBlock``, ``CrossAttentionBlock``, ``FeedForward``.
-The ``Vec`` sequence helpers (masks, positions, one-hot tokens) are here too, and the optimisers every
-model trains with (``warmup_cosine``, ``step_decay``: one factory).
+The ``Vec`` sequence helpers (masks, positions, one-hot tokens) are here too; the optimisers and the loop
+are the learning layer's (``applicative.training``).
 """
 
 from applicative.nn._attention import CHUNK as CHUNK
@@ -49,8 +49,6 @@ from applicative.nn._linear import Linear as Linear
 from applicative.nn._linear import each_of as each_of
 from applicative.nn._mlp import MLP as MLP
 from applicative.nn._mlp import LayerNorm as LayerNorm
-from applicative.nn._optimisers import step_decay as step_decay
-from applicative.nn._optimisers import warmup_cosine as warmup_cosine
 from applicative.nn._sequence import causal_mask as causal_mask
 from applicative.nn._sequence import one_hot as one_hot
 from applicative.nn._sequence import padding_mask as padding_mask
@@ -117,6 +115,4 @@ __all__ = [
     "one_hot",
     "padding_mask",
     "sinusoidal_positions",
-    "step_decay",
-    "warmup_cosine",
 ]

@@ -19,7 +19,7 @@ and the models trained on them (bench/fno_darcy.py prints the table):
                 and its answers at any of the benchmark's grids, alone or correcting the recipe's solver run
                 on the model's input (``data.coarse_solution``, the baseline a numerical analyst tries first)
     fno         the FNO paper's model and training protocol, ported to JAX: the sanity check on the data
-both trained by ``funcformer.learning.fit`` (the loop, the checkpoints and the run directories of every
+both trained by ``applicative.training.fit`` (the loop, the checkpoints and the run directories of every
 model; ``python -m funcformer.fno_darcy train --model image|fno``), measured by
 ``funcformer.learning.metric.values_relative_l2`` (the benchmark's metric).
 
@@ -27,7 +27,7 @@ The directory holds ``dataset.json`` (what was asked for) and the shards ``train
 ``test-00000.npz``, ...: shard k of a split holds its samples k * shard_size, ... (fewer in the last), the
 coefficients ``a`` and the solutions ``u`` (``data.solution``), both on the cell-centred grid, (count, s, s)
 float64, with the shard's description and a SHA-256 of it and of the arrays, checked whenever the shard is read
-(``funcformer.learning.store``, the one format of every dataset on disk). A shard appears only once fully
+(``applicative.training.store``, the one format of every dataset on disk). A shard appears only once fully
 written, so a killed generator resumes where it stopped: ``generate`` again makes only the missing shards; a
 shard that fails its check is refused by name, never overwritten. One generator at a time writes a directory
 (an OS file lock).
@@ -43,6 +43,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from applicative.training import store
 from funcformer.fno_darcy.data import (
     ALPHA,
     HIGH,
@@ -57,7 +58,6 @@ from funcformer.fno_darcy.data import (
 )
 from funcformer.fno_darcy.model import ImageConfig, ImageToFunction
 from funcformer.fno_darcy.recipes import Recipe, predict_image, solve_image, solver_part, train_image
-from funcformer.learning import store
 
 __all__ = [
     "SHARD_SIZE",
@@ -162,7 +162,7 @@ def generate(
     this process) make the shards, a ``tqdm`` bar counting samples. Returns the number of samples made now.
 
     ValueError: a count or s out of range, ``out`` holding a dataset of other settings, or a shard that fails
-    its check (named); ``RunInUse`` (``funcformer.learning._files``) if another generator holds ``out``."""
+    its check (named); ``RunInUse`` (``applicative.training.files``) if another generator holds ``out``."""
     for name, value, least in (("train", train, 1), ("test", test, 1), ("s", s, 4), ("shard_size", shard_size, 1)):
         if not isinstance(value, int) or value < least:
             raise ValueError(f"generate: {name} must be an integer >= {least}, got {value!r}")

@@ -2,7 +2,7 @@
 
     generate --out DATA                        the data, made once into DATA (run again: finishes a killed run)
     train --model image|fno --data DATA --out DIR [--epochs E] [--seconds S] [--resume]
-                                               a model trained at s = 85 (``funcformer.learning.fit``: a line an
+                                               a model trained at s = 85 (``applicative.training.fit``: a line an
                                                epoch, the error on a held-out slice of the test set every
                                                --validate-every epochs, a checkpoint an epoch), then evaluated
     evaluate DIR --data DATA                   the test error of DIR's model, written to DIR/metrics.json
@@ -28,17 +28,18 @@ from typing import Any, TypeVar
 import numpy as np
 import optax
 
+from applicative.training import Learner, Preempted, State, TrainingDiverged
+from applicative.training.checkpoints import read, stored, template
+from applicative.training.files import CONFIG, METRICS, RunInUse, holding_run, write_atomically
+from applicative.training.plots import plot_loss
 from funcformer import parameter_count
 from funcformer.fno_darcy import SHARD_SIZE, export, fno, generate, load
 from funcformer.fno_darcy.data import LOW, NODES
 from funcformer.fno_darcy.model import ImageConfig
 from funcformer.fno_darcy.recipes import Recipe, image_learner, predict_image, train_image
 from funcformer.fno_darcy.vit import ViTConfig
-from funcformer.learning import Learner, Preempted, State, TrainingDiverged
-from funcformer.learning._files import CONFIG, METRICS, RunInUse, holding_run, write_atomically
-from funcformer.learning.checkpoints import read, stored, template
 from funcformer.learning.metric import mean_values_relative_l2
-from funcformer.learning.plots import plot_loss, plot_values
+from funcformer.learning.plots import plot_values
 
 MODELS = ("image", "vit", "fno")
 P = TypeVar("P")

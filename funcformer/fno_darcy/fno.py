@@ -41,7 +41,7 @@ Training (``train``; ``TrainConfig``)
                   ``adam``, each real component its own moments, as torch.optim.Adam keeps them (the authors'
                   ``Adam.py`` keeps one second moment per complex weight, |g|^2 shared by its two parts: not ported)
     schedule      StepLR stepped once an epoch: epoch e's rate is 1e-3 * 0.5^(e // 100) (``TrainConfig.optimiser``,
-                  ``applicative.nn.step_decay``)
+                  ``applicative.training.step_decay``)
     epochs        500, each of ntrain / 20 minibatches in the order ``numpy.random.default_rng((seed, e))
                   .permutation(ntrain)``; ntrain = 1000 at s = 85 in the paper
     metric        the mean over the test set (100 in the paper) of each sample's relative L2 error of the decoded
@@ -68,10 +68,8 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike, DTypeLike
 
-from applicative.nn import step_decay
-from funcformer.learning import Learner, State, fit
+from applicative.training import Arrays, Learner, State, fit, step_decay, values_relative_l2
 from funcformer.learning.metric import mean_values_relative_l2
-from funcformer.learning.steps import values_relative_l2
 
 __all__ = [
     "EPS",
@@ -155,7 +153,7 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.gamma must be a finite positive number, got {self.gamma!r}")
 
     def optimiser(self, steps_per_epoch: int) -> optax.GradientTransformation:
-        """torch's Adam with ``weight_decay`` on StepLR: ``applicative.nn.step_decay``, epoch e's rate
+        """torch's Adam with ``weight_decay`` on StepLR: ``applicative.training.step_decay``, epoch e's rate
         ``learning_rate * gamma ** (e // step_size)``."""
         return step_decay(
             steps_per_epoch, self.learning_rate, every=self.step_size, gamma=self.gamma, weight_decay=self.weight_decay
@@ -381,7 +379,7 @@ def train(
     seconds: float | None = None,
 ) -> tuple[State[Params], Normalisers]:
     """Train the model of ``config`` on coefficients ``train_a`` and solutions ``train_u`` (N, s1, s2) by ``run``'s
-    protocol (the module's docstring), in float32, into the run directory ``directory`` (``funcformer.learning.fit``:
+    protocol (the module's docstring), in float32, into the run directory ``directory`` (``applicative.training.fit``:
     a checkpoint every epoch; ``resume`` continues it; ``progress``: a bar; ``log``: a line an epoch, with
     ``validate(params, normalisers)`` every ``validate_every`` epochs). Returns the state, whose ``losses[k]`` is
     step k's minibatch loss (a SUM over the minibatch, as the authors' script; taken before its update), and the
@@ -401,9 +399,10 @@ def train(
     normalisers = Normalisers(Normaliser.fit(a), Normaliser.fit(u))
     per_epoch = n // run.batch
     state = fit(
-        learner(config, normalisers), run.optimiser(per_epoch), normalisers.a.encode(a).astype(np.float32),
-        u.astype(np.float32), directory, description=description(config, run, n, a.shape[-1]),
-        steps=run.epochs * per_epoch, batch=run.batch, seed=run.seed, resume=resume, progress=progress, log=log,
+        learner(config, normalisers), run.optimiser(per_epoch),
+        Arrays(normalisers.a.encode(a).astype(np.float32), u.astype(np.float32), run.batch), directory,
+        description=description(config, run, n, a.shape[-1]), steps=run.epochs * per_epoch, seed=run.seed,
+        resume=resume, progress=progress, log=log,
         validate=None if validate is None else (lambda params: validate(params, normalisers)),
         validate_every=validate_every, seconds=seconds, block=per_epoch,
     )  # fmt: skip

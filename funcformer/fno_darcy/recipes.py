@@ -2,8 +2,8 @@
 
     Recipe             the model's architecture and its training budget (hashable, one value a run)
     train_image        a Recipe's model trained on (a, u) at one resolution into a run directory
-                       (``funcformer.learning.fit``, resumable)
-    image_learner      the model as the loop trains it (``funcformer.learning.Learner``); image_loss, its loss
+                       (``applicative.training.fit``, resumable)
+    image_learner      the model as the loop trains it (``applicative.training.Learner``); image_loss, its loss
     solve_image        its series for coefficients at any of the benchmark's grids
     solver_part        the part of its prediction the recipe's solver gives (``ImageConfig.solver_nodes``; or 0)
     predict_image      its solutions at any of the benchmark's grids, from coefficients at any of them
@@ -30,16 +30,13 @@ import numpy as np
 import optax
 
 from applicative.instances.collocation import evaluate_grid
-from applicative.nn import warmup_cosine
+from applicative.training import Arrays, Learner, State, dihedral, fit, symmetrised, values_relative_l2, warmup_cosine
 from funcformer._fields import check_fields
 from funcformer.fno_darcy import model as attending
 from funcformer.fno_darcy import vit
 from funcformer.fno_darcy.data import coarse_solution, grid_points
 from funcformer.fno_darcy.model import ImageConfig, ImageToFunction, sampler, values
 from funcformer.fno_darcy.vit import ViTConfig, ViTToFunction
-from funcformer.learning import Learner, State, fit
-from funcformer.learning.steps import values_relative_l2
-from funcformer.learning.symmetry import dihedral, symmetrised
 
 __all__ = ["Recipe", "image_learner", "image_loss", "predict_image", "solve_image", "solver_part", "train_image"]
 
@@ -58,7 +55,7 @@ class Recipe:
     clip: float = 1.0
     seed: int = 0
     augment: bool = False
-    """Each minibatch moved by the square's symmetries (``funcformer.learning.symmetry.dihedral``): exact ones of
+    """Each minibatch moved by the square's symmetries (``applicative.training.symmetry.dihedral``): exact ones of
     the data, under which the solution map commutes (docs/fno_darcy.md)."""
 
     def __post_init__(self) -> None:
@@ -71,7 +68,7 @@ class Recipe:
 
     def optimiser(self, count: int) -> optax.GradientTransformation:
         """AdamW on the warm-up and cosine schedule of ``epochs`` epochs of ``count`` samples
-        (``applicative.nn.warmup_cosine``)."""
+        (``applicative.training.warmup_cosine``)."""
         steps = self.epochs * (count // self.batch)
         mask = vit.trained if isinstance(self.model, ViTConfig) else None  # the data's moments are not decayed
         return warmup_cosine(
@@ -100,7 +97,7 @@ def train_image(
 ) -> State[ImageModel]:
     """The recipe's model trained on coefficients ``a`` and solutions ``u``, (count, s, s) at one of the
     benchmark's grids (the loss is taken there), into the run directory ``directory``
-    (``funcformer.learning.fit``: an epoch a jitted call, a checkpoint every epoch; ``resume`` continues it;
+    (``applicative.training.fit``: an epoch a jitted call, a checkpoint every epoch; ``resume`` continues it;
     ``log``: a line an epoch,
     with ``validate(model)`` every ``validate_every`` epochs). ValueError: a and u of other shapes, a grid the
     benchmark has not, coefficients outside the model's [low, high]."""
@@ -126,9 +123,10 @@ def train_image(
     moments = (mean, std + 1e-5)
     dtype = np.float32
     state: State[ImageModel] = fit(
-        image_learner(config, s, scale, moments, augment=recipe.augment), recipe.optimiser(len(a)), a.astype(dtype),
-        np.stack([u, part], axis=1).astype(dtype), directory, description=recipe.describe(len(a), s, scale),
-        steps=recipe.epochs * (len(a) // recipe.batch), batch=recipe.batch, seed=recipe.seed, scale=scale,
+        image_learner(config, s, scale, moments, augment=recipe.augment), recipe.optimiser(len(a)),
+        Arrays(a.astype(dtype), np.stack([u, part], axis=1).astype(dtype), recipe.batch), directory,
+        description=recipe.describe(len(a), s, scale), steps=recipe.epochs * (len(a) // recipe.batch),
+        seed=recipe.seed, scale=scale,
         resume=resume, progress=progress, log=log, validate=validate, validate_every=validate_every, seconds=seconds,
         block=len(a) // recipe.batch,
     )  # fmt: skip

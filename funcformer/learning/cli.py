@@ -27,12 +27,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from funcformer.learning._files import METRICS, RunInUse, default_cache, holding_run
+from applicative.training.files import METRICS, RunInUse, holding_run
+from applicative.training.loop import Preempted, TrainingDiverged
+from applicative.training.processes import ENVIRONMENT, STARTUP_TIMEOUT, from_owner, initialize, is_owner, owning
+from applicative.training.rendezvous import StartupError
+from funcformer.learning.cache import default_cache
 from funcformer.learning.checkpoints import load
-from funcformer.learning.loop import Preempted, TrainingDiverged, train
+from funcformer.learning.loop import train
 from funcformer.learning.problem import Problem
-from funcformer.learning.processes import ENVIRONMENT, STARTUP_TIMEOUT, from_owner, initialize, is_owner, owning
-from funcformer.learning.rendezvous import StartupError
 from funcformer.learning.settings import RunConfig, read_run
 
 __all__ = ["main"]
@@ -210,7 +212,8 @@ def _evaluate(problem: Problem[Any], args: argparse.Namespace) -> None:
 
 
 def _plot(problem: Problem[Any], args: argparse.Namespace) -> None:
-    from funcformer.learning.plots import plot_loss, plot_prediction
+    from applicative.training.plots import plot_loss
+    from funcformer.learning.plots import plot_prediction
     from funcformer.learning.solver import as_solver
 
     if not 0 <= args.sample < args.test_size:

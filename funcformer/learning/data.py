@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from funcformer.learning._files import default_cache
+from funcformer.learning.cache import default_cache
 from funcformer.learning.metric import series_norm
 from funcformer.learning.problem import Problem
 from funcformer.learning.settings import RunConfig

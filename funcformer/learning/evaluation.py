@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from funcformer.learning._files import METRICS, default_cache, holding_run, write_atomically
+from applicative.training.files import METRICS, holding_run, write_atomically
+from funcformer.learning.cache import default_cache
 from funcformer.learning.checkpoints import load
 from funcformer.learning.metric import apply_linear, fit_least_squares, relative_l2, summary, truncation_floor
 from funcformer.learning.problem import Problem, check_problem

@@ -42,9 +42,9 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from applicative.training.store import cached_arrays
 from funcformer.learning import metric
 from funcformer.learning.metric import truncate
-from funcformer.learning.store import cached_arrays
 from funcformer.model import ModelConfig
 
 __all__ = ["DataConfigLike", "Dataset", "Problem", "check_problem", "code_digest", "make_dataset"]

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from applicative.training.files import CONFIG
 from funcformer._fields import check_fields
-from funcformer.learning._files import CONFIG
 from funcformer.learning.problem import Problem, check_problem
 from funcformer.model import ModelConfig
 

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from funcformer.learning._files import METRICS
+from applicative.training.files import METRICS
 from funcformer.learning.checkpoints import load
 from funcformer.learning.metric import real_array, resized
 from funcformer.learning.problem import Problem, check_problem

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
+from applicative.training.files import CHECKPOINT
 from funcformer.learning import (
     RunConfig,
     evaluate,
@@ -27,7 +28,6 @@ from funcformer.learning import (
     read_run,
     train,
 )
-from funcformer.learning._files import CHECKPOINT
 from funcformer.learning.arrays import ArraysDataConfig, unnormalised
 from funcformer.learning.cli import _print_metrics
 from funcformer.learning.data import output_scale, training_arrays

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
+from applicative.training.loop import _killed_after
 from funcformer.darcy import PROBLEM, DataConfig, mean_value, normalise, permeabilities, solve
 from funcformer.learning import RunConfig, load, load_solver, read_run, train
 from funcformer.learning.cli import main
@@ -88,7 +89,8 @@ def test_a_tiny_run_trains_evaluates_plots_and_serves_through_the_cli(
 
 def test_a_run_resumes_bitwise(tmp_path: Path) -> None:
     whole = train(RUN, tmp_path / "whole", progress=False)
-    train(RUN, tmp_path / "cut", progress=False, interrupt_after=3)
+    with _killed_after(3):
+        train(RUN, tmp_path / "cut", progress=False)
     resumed = train(RUN, tmp_path / "cut", resume=True, progress=False)
     assert resumed.losses == whole.losses
     for a, b in zip(jax.tree_util.tree_leaves(resumed.model), jax.tree_util.tree_leaves(whole.model), strict=True):

@@ -17,6 +17,9 @@ from filelock import FileLock
 from scipy.fft import idctn
 from scipy.interpolate import RectBivariateSpline
 
+from applicative import training
+from applicative.training.files import RunInUse
+from applicative.training.symmetry import moved
 from funcformer.fno_darcy import TEST_SEED, TRAIN_SEED, export, generate, load
 from funcformer.fno_darcy.__main__ import main
 from funcformer.fno_darcy.data import (
@@ -35,10 +38,7 @@ from funcformer.fno_darcy.data import (
     to_cells,
     to_nodes,
 )
-from funcformer.learning import steps
-from funcformer.learning._files import RunInUse
 from funcformer.learning.metric import mean_values_relative_l2, values_relative_l2
-from funcformer.learning.symmetry import moved
 
 # The random field
 
@@ -289,7 +289,7 @@ def test_relative_l2() -> None:
     expected = [np.sqrt(np.sum((p - e) ** 2) / np.sum(e**2)) for p, e in zip(predicted, exact, strict=True)]
     np.testing.assert_allclose(values_relative_l2(predicted, exact), expected, rtol=1e-14)
     np.testing.assert_allclose(
-        steps.values_relative_l2(jnp.asarray(predicted), jnp.asarray(exact)), expected, rtol=1e-6
+        training.values_relative_l2(jnp.asarray(predicted), jnp.asarray(exact)), expected, rtol=1e-6
     )
     assert mean_values_relative_l2(predicted, exact) == pytest.approx(np.mean(expected), rel=1e-14)
     assert values_relative_l2(2.0 * exact, exact).tolist() == pytest.approx([1.0] * 4, rel=1e-15)
@@ -410,7 +410,7 @@ def test_an_export_is_the_dataset_at_one_grid(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_the_data_are_symmetric_under_the_squares_eight_symmetries() -> None:
-    """What ``Recipe.augment`` assumes (funcformer.learning.symmetry): every benchmark grid is symmetric about
+    """What ``Recipe.augment`` assumes (applicative.training.symmetry): every benchmark grid is symmetric about
     1/2; the field's law is invariant (a reflection of the cell-centred grid is the field of xi with its
     odd-k1 rows negated, xi's law unchanged; a transpose, of xi transposed); and the solution map commutes with
     each of the eight symmetries S, u(S a) = S u(a), through the spline, the five-point solve and back."""

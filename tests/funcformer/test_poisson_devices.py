@@ -101,7 +101,7 @@ def test_training_on_two_devices_matches_one_device(tmp_path: Path) -> None:
     np.testing.assert_allclose(b, a, rtol=0, atol=1e-5 * np.abs(a - initial).max())
     assert one["refused"] == ""  # any batch splits over one device
     assert two["refused"] == (
-        "RunConfig.batch = 3 does not split over the 2 cpu devices: use a multiple of 2, "
+        "batch = 3 does not split over the 2 cpu devices: use a multiple of 2, "
         "or fewer devices (e.g. CUDA_VISIBLE_DEVICES)"
     )
     assert not (tmp_path / "two" / "odd").exists()  # refused before anything is written

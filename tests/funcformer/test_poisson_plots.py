@@ -11,6 +11,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 
+from applicative.training import plots as training_plots
 from funcformer import poisson as task
 from funcformer.learning import plots
 
@@ -99,17 +100,17 @@ def test_plot_prediction_writes_a_png(tmp_path: Path, sample: tuple[np.ndarray, 
 def test_plot_loss_writes_a_png(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     losses = np.exp(-np.linspace(0.0, 5.0, 500)) * (1.0 + rng.random(500))
-    path = plots.plot_loss(losses.tolist(), tmp_path / "a" / "loss.png", test_error=0.02)
+    path = training_plots.plot_loss(losses.tolist(), tmp_path / "a" / "loss.png", test_error=0.02)
     assert path == tmp_path / "a" / "loss.png"
     image = _read_png(path)
     assert image.shape == (500, 800, 4)
     assert image[..., :3].std() > 0.05
-    figure = plots.loss_figure(list(losses), test_error=0.02)
+    figure = training_plots.loss_figure(list(losses), test_error=0.02)
     (axes,) = figure.axes
     assert axes.get_yscale() == "log"
     raw, smooth, test_line = axes.get_lines()
     np.testing.assert_array_equal(raw.get_ydata(), losses)
-    window = plots.smoothing_window(500)
+    window = training_plots.smoothing_window(500)
     assert window == 10
     np.testing.assert_allclose(
         np.asarray(smooth.get_ydata()), [np.exp(np.log(losses[i : i + window]).mean()) for i in range(500 - window + 1)]
@@ -117,14 +118,14 @@ def test_plot_loss_writes_a_png(tmp_path: Path) -> None:
     np.testing.assert_array_equal(smooth.get_xdata(), np.arange(window - 1, 500))
     assert np.asarray(test_line.get_ydata()).tolist() == [0.02, 0.02]
     # One step, no test error.
-    assert len(plots.loss_figure([0.5]).axes[0].get_lines()) == 2
+    assert len(training_plots.loss_figure([0.5]).axes[0].get_lines()) == 2
 
 
 def test_the_loss_figure_marks_the_held_out_errors_and_the_values_figure_shows_a_sample() -> None:
     """``held_out`` (step, error) pairs are drawn as given; ``values_figure`` shows a, u, the prediction and
     the error as images (axis 0 is x: transposed for imshow) and titles the error with the relative L2 error
     over the points, computed here in numpy."""
-    (axes,) = plots.loss_figure([1.0, 0.5, 0.25, 0.2], held_out=[(1, 0.6), (3, 0.3)]).axes
+    (axes,) = training_plots.loss_figure([1.0, 0.5, 0.25, 0.2], held_out=[(1, 0.6), (3, 0.3)]).axes
     marks = axes.get_lines()[-1]
     assert np.asarray(marks.get_xdata()).tolist() == [1, 3]
     assert np.asarray(marks.get_ydata()).tolist() == [0.6, 0.3]
@@ -141,11 +142,11 @@ def test_the_loss_figure_marks_the_held_out_errors_and_the_values_figure_shows_a
 
 
 def test_moving_average() -> None:
-    np.testing.assert_array_equal(plots.moving_average(np.array([1.0, 2.0, 3.0, 6.0]), 2), [1.5, 2.5, 4.5])
-    np.testing.assert_array_equal(plots.moving_average(np.array([4.0]), 1), [4.0])
+    np.testing.assert_array_equal(training_plots.moving_average(np.array([1.0, 2.0, 3.0, 6.0]), 2), [1.5, 2.5, 4.5])
+    np.testing.assert_array_equal(training_plots.moving_average(np.array([4.0]), 1), [4.0])
     with pytest.raises(ValueError, match="window"):
-        plots.moving_average(np.array([1.0, 2.0]), 3)
-    assert [plots.smoothing_window(n) for n in (1, 10, 100, 1000, 10**6)] == [1, 1, 2, 20, 200]
+        training_plots.moving_average(np.array([1.0, 2.0]), 3)
+    assert [training_plots.smoothing_window(n) for n in (1, 10, 100, 1000, 10**6)] == [1, 1, 2, 20, 200]
 
 
 @pytest.mark.parametrize(
@@ -195,7 +196,7 @@ def test_plot_loss_rejects_bad_inputs(
     tmp_path: Path, losses: list[float], test_error: float | None, message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        plots.plot_loss(losses, tmp_path / "loss.png", test_error=test_error)
+        training_plots.plot_loss(losses, tmp_path / "loss.png", test_error=test_error)
     assert not any(tmp_path.iterdir())
 
 
@@ -204,8 +205,9 @@ def test_no_global_matplotlib_state(tmp_path: Path) -> None:
     script = f"""
 import sys, matplotlib
 matplotlib.use("pdf")
+from applicative.training import plots as training_plots
 from funcformer.learning import plots
-plots.plot_loss([1.0, 0.5, 0.25], {str(tmp_path / "loss.png")!r})
+training_plots.plot_loss([1.0, 0.5, 0.25], {str(tmp_path / "loss.png")!r})
 assert matplotlib.get_backend() == "pdf", matplotlib.get_backend()
 assert "matplotlib.pyplot" not in sys.modules
 """

@@ -9,8 +9,9 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
+from applicative.training.files import CHECKPOINT
+from applicative.training.loop import _killed_after
 from funcformer.learning import RunConfig, load, load_solver, loop, train
-from funcformer.learning._files import CHECKPOINT
 from funcformer.learning.cli import main as cli_main
 from funcformer.learning.evaluation import evaluate
 from funcformer.learning.solver import as_solver
@@ -64,7 +65,8 @@ def unit_sources(count: int) -> np.ndarray:
 def test_the_output_scale_is_computed_when_a_run_starts_and_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cut = train(RUN, tmp_path, progress=False, interrupt_after=3)
+    with _killed_after(3):
+        cut = train(RUN, tmp_path, progress=False)
     # the mean ||u|| / ||f|| over the 1024 sources of seed 12345, by quadrature
     data = make_dataset(PROBLEM, DataConfig(), 12345, 1024, fine=False)
     expected = np.mean(quadrature_norms(data.u) / quadrature_norms(data.inputs))

@@ -11,8 +11,10 @@ import numpy as np
 import optax
 import pytest
 
-from funcformer.learning import RunConfig, checkpoints, data, default_cache, load, load_solver, steps, train
-from funcformer.learning._files import CHECKPOINT
+from applicative.training import State
+from applicative.training.files import CHECKPOINT
+from applicative.training.loop import _killed_after
+from funcformer.learning import RunConfig, data, default_cache, load, load_solver, steps, train
 from funcformer.learning.cli import main as cli_main
 from funcformer.learning.steps import optimiser
 from funcformer.model import Funcformer, ModelConfig, init
@@ -37,14 +39,15 @@ def cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPa
     return directory
 
 
-def _leaves(state: checkpoints.State[Funcformer]) -> list[np.ndarray]:
+def _leaves(state: State[Funcformer]) -> list[np.ndarray]:
     return [np.asarray(x) for x in jax.tree_util.tree_leaves((state.model, state.opt_state))]
 
 
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path) -> None:
     whole = train(RUN, tmp_path / "whole", progress=False)
     # A "kill" after 3 steps of the second run: its checkpoint holds step 2, step 3 is lost.
-    cut = train(RUN, tmp_path / "cut", progress=False, interrupt_after=3)
+    with _killed_after(3):
+        cut = train(RUN, tmp_path / "cut", progress=False)
     assert cut.step == 3
     assert load(tmp_path / "cut", RUN).step == 2
     resumed = train(RUN, tmp_path / "cut", resume=True, progress=False)
@@ -216,7 +219,8 @@ def test_the_cli_validates_its_arguments(tmp_path: Path, capsys: pytest.CaptureF
 def test_the_progress_bar_is_tqdms_and_counts_from_the_resumed_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    train(RUN, tmp_path, progress=False, interrupt_after=2)
+    with _killed_after(2):
+        train(RUN, tmp_path, progress=False)
     assert not capsys.readouterr().err
     train(RUN, tmp_path, resume=True, progress=True)
     bar = capsys.readouterr().err
@@ -241,7 +245,8 @@ def test_the_cli_changes_only_the_flags_given_from_the_default_run() -> None:
 
 
 def test_a_resumed_runs_seconds_add_to_those_saved_in_its_checkpoint(tmp_path: Path) -> None:
-    train(RUN, tmp_path, progress=False, interrupt_after=2)  # its checkpoint: step 2
+    with _killed_after(2):
+        train(RUN, tmp_path, progress=False)  # its checkpoint: step 2
     path = tmp_path / CHECKPOINT
     with np.load(path) as stored:
         arrays = {key: stored[key] for key in stored.files}

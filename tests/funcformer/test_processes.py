@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from funcformer.learning import RunConfig, processes
+from applicative.training import processes
+from funcformer.learning import RunConfig
 from funcformer.poisson import PROBLEM
 from tests.funcformer.test_rendezvous import free_port
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from funcformer.learning.rendezvous import StartupError, meet
+from applicative.training.rendezvous import StartupError, meet
 
 TIMEOUT = 1.5
 

@@ -19,10 +19,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from applicative.training import TrainingDiverged
+from applicative.training import loop as training_loop
+from applicative.training import steps as training_steps
+from applicative.training.checkpoints import State, save
+from applicative.training.files import CHECKPOINT, CONFIG, LOCK, RunInUse
+from applicative.training.loop import _killed_after
 from funcformer.darcy import PROBLEM as DARCY
-from funcformer.learning import RunConfig, TrainingDiverged, load, load_solver, loop, read_run, steps, train
-from funcformer.learning._files import CHECKPOINT, CONFIG, LOCK, RunInUse
-from funcformer.learning.checkpoints import State, save
+from funcformer.learning import RunConfig, load, load_solver, loop, read_run, steps, train
 from funcformer.learning.cli import main as cli_main
 from funcformer.model import ModelConfig, init
 from funcformer.poisson import PROBLEM
@@ -138,7 +142,8 @@ def test_two_training_processes_never_share_a_run(tmp_path: Path, capsys: pytest
     # A killed process holds nothing: its run resumes here, from its last checkpoint.
     run = read_run(out, PROBLEM)
     saved = load(out, run).step
-    resumed = train(run, out, resume=True, progress=False, interrupt_after=1)
+    with _killed_after(1):
+        resumed = train(run, out, resume=True, progress=False)
     assert resumed.step == saved + 1
 
 
@@ -184,7 +189,7 @@ def test_an_interrupted_first_step_leaves_nothing_but_a_later_one_keeps_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = 0
-    real = steps.make_block
+    real = training_steps.make_block
 
     def interrupted_at(step: int) -> object:
         def make(*parts: Any) -> object:
@@ -201,19 +206,20 @@ def test_an_interrupted_first_step_leaves_nothing_but_a_later_one_keeps_the_run(
 
         return make
 
-    monkeypatch.setattr(loop, "make_block", interrupted_at(0))
+    monkeypatch.setattr(training_loop, "make_block", interrupted_at(0))
     with pytest.raises(KeyboardInterrupt):
         train(RUN, tmp_path / "first", progress=False)
     assert not (tmp_path / "first" / CONFIG).exists()
     calls = 0
-    monkeypatch.setattr(loop, "make_block", interrupted_at(3))  # after the step-2 checkpoint
+    monkeypatch.setattr(training_loop, "make_block", interrupted_at(3))  # after the step-2 checkpoint
     with pytest.raises(KeyboardInterrupt):
         train(RUN, tmp_path / "later", progress=False)
     assert load(tmp_path / "later", RUN).step == 2
 
 
 def test_temporaries_of_killed_writers_are_removed_when_the_run_is_next_held(tmp_path: Path) -> None:
-    train(RUN, tmp_path, progress=False, interrupt_after=2)
+    with _killed_after(2):
+        train(RUN, tmp_path, progress=False)
     stale = [tmp_path / f"{CHECKPOINT}k1ll3d.tmp", tmp_path / f"{CONFIG}x7.tmp", tmp_path / "metrics.jsonq.tmp"]
     for path in stale:
         path.write_bytes(b"half a file")
@@ -357,8 +363,9 @@ def test_a_transposed_weight_is_refused_though_its_size_fits(tmp_path: Path) -> 
 
 
 def loss_nan_at(nan_step: int) -> Callable[..., object]:
-    """``steps.make_block`` whose step ``nan_step`` reports a NaN loss (its update is the real one)."""
-    real = steps.make_block
+    """``applicative.training.steps.make_block`` whose step ``nan_step`` reports a NaN loss (its update is the real
+    one)."""
+    real = training_steps.make_block
 
     def make(*parts: Any) -> object:
         inner = real(*parts)
@@ -377,7 +384,7 @@ def test_a_non_finite_loss_is_reported_at_its_own_step_after_the_last_checkpoint
 ) -> None:
     """The loss of step 3 (the fourth) is NaN: the losses kept are those of steps 0 and 1, with the checkpoint
     of the two steps done, and the message names step 3 and that checkpoint."""
-    monkeypatch.setattr(loop, "make_block", loss_nan_at(3))
+    monkeypatch.setattr(training_loop, "make_block", loss_nan_at(3))
     monkeypatch.setattr(loop, "output_scale", lambda problem, task: 1.0)  # no 1024 samples to generate
     message = "loss is nan at step 3; stopped. The last good checkpoint (step 2) is kept"
     with pytest.raises(TrainingDiverged, match=re.escape(message)):
@@ -395,12 +402,12 @@ def test_the_progress_bars_reads_change_no_loss_checkpoint_or_report(
     run = RunConfig.of(PROBLEM, model=TINY, steps=9, batch=4, train_size=16, checkpoint_every=5, warmup=0)
     monkeypatch.setattr(loop, "output_scale", lambda problem, task: 1.0)  # no 1024 samples to generate
     quiet = train(run, tmp_path / "quiet", progress=False)
-    monkeypatch.setattr(loop, "_SHOW_EVERY", -1.0)
+    monkeypatch.setattr(training_loop, "_SHOW_EVERY", -1.0)
     shown = train(run, tmp_path / "shown", progress=True)
     assert "loss=" in capsys.readouterr().err
     assert shown.losses == quiet.losses == load(tmp_path / "shown", run).losses
     assert len(shown.losses) == 9
-    monkeypatch.setattr(loop, "make_block", loss_nan_at(6))
+    monkeypatch.setattr(training_loop, "make_block", loss_nan_at(6))
     for progress in (False, True):
         out = tmp_path / f"nan, progress {progress}"
         with pytest.raises(TrainingDiverged, match=re.escape("loss is nan at step 6; stopped. The last good "

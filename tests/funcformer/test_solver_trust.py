@@ -16,11 +16,12 @@ import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
 
+from applicative.training import State
+from applicative.training.checkpoints import save
+from applicative.training.files import CONFIG, METRICS, write_atomically
 from funcformer import darcy, poisson
 from funcformer.darcy import PROBLEM as DARCY
-from funcformer.learning import RunConfig, Solver, State, load, load_solver
-from funcformer.learning._files import CONFIG, METRICS, write_atomically
-from funcformer.learning.checkpoints import save
+from funcformer.learning import RunConfig, Solver, load, load_solver
 from funcformer.learning.evaluation import evaluate
 from funcformer.learning.solver import as_checked_solver, as_solver
 from funcformer.learning.steps import optimiser

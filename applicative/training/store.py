@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from funcformer.learning._files import RunInUse, atomic_file, holding, write_atomically
+from applicative.training.files import RunInUse, atomic_file, holding, write_atomically
 
 __all__ = ["DATASET", "cached_arrays", "digest", "make", "read", "settings", "write"]
 

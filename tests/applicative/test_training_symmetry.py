@@ -1,4 +1,4 @@
-"""``funcformer.learning.symmetry``: the square's eight symmetries against numpy's flips and transpose, the
+"""``applicative.training.symmetry``: the square's eight symmetries against numpy's flips and transpose, the
 augmentation's draws, and a run that augments through ``fit`` against the same SGD written out in numpy."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import numpy as np
 import optax
 import pytest
 
-from funcformer.learning import Learner, State, fit
-from funcformer.learning.symmetry import dihedral, moved, symmetrised
+from applicative.training import Arrays, Learner, State, fit
+from applicative.training.loop import _killed_after
+from applicative.training.symmetry import dihedral, moved, symmetrised
 
 FIELD = np.random.default_rng(3).normal(size=(2, 5, 5))
 
@@ -81,7 +82,7 @@ def test_fit_augments_each_step_from_seed_and_step_also_after_a_resume(tmp_path:
     description = json.dumps({"model": "rows"})
 
     def run(directory: Path, **changes: Any) -> State[dict[str, jax.Array]]:
-        return fit(learner, optax.sgd(0.5), inputs, inputs, directory, description=description, steps=9, batch=3,
+        return fit(learner, optax.sgd(0.5), Arrays(inputs, inputs, 3), directory, description=description, steps=9,
                    seed=5, progress=False, log=False, **changes)  # fmt: skip
 
     expected = 0.0
@@ -93,7 +94,8 @@ def test_fit_augments_each_step_from_seed_and_step_also_after_a_resume(tmp_path:
         expected -= 0.5 * (expected - target)
     straight = run(tmp_path / "straight")
     np.testing.assert_allclose(float(straight.model["p"]), expected, rtol=1e-5)
-    run(tmp_path / "resumed", interrupt_after=4)
+    with _killed_after(4):
+        run(tmp_path / "resumed")
     resumed = run(tmp_path / "resumed", resume=True)
     assert resumed.losses == straight.losses
     assert float(resumed.model["p"]) == float(straight.model["p"])

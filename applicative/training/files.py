@@ -1,9 +1,8 @@
 """Files that appear only once fully written, so a crash or a kill never leaves half of one; a run
-directory's files and the lock that gives it to one process at a time; where datasets are cached (their
-files: ``store``).
+directory's files and the lock that gives it to one process at a time.
 
-A run directory holds ``config.json`` (the ``settings.RunConfig``), ``checkpoint.npz`` (``checkpoints``)
-and ``metrics.json`` (``solver.evaluate``)."""
+A run directory holds ``config.json`` (the run's description: its settings, a JSON object),
+``checkpoint.npz`` (``checkpoints``) and, where a task evaluates its runs, ``metrics.json``."""
 
 from __future__ import annotations
 
@@ -21,11 +20,6 @@ LOCK = ".lock"
 CONFIG = "config.json"
 CHECKPOINT = "checkpoint.npz"
 METRICS = "metrics.json"
-
-
-def default_cache() -> Path:
-    """Where datasets are cached: $FUNCFORMER_CACHE, else ~/.cache/funcformer."""
-    return Path(os.environ.get("FUNCFORMER_CACHE", Path.home() / ".cache" / "funcformer"))
 
 
 class RunInUse(RuntimeError):

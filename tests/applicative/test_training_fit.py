@@ -1,4 +1,4 @@
-"""``funcformer.learning.fit``, the loop every model trains through, on models small enough to check by hand:
+"""``applicative.training.fit``, the loop every model trains through, on models small enough to check by hand:
 SGD written out in numpy (the epoch order, the dropped partial batch), an uninterrupted run against a resumed
 one, the seconds of several sessions, the per-epoch line and the held-out errors, and the refusals."""
 
@@ -18,8 +18,8 @@ import numpy as np
 import optax
 import pytest
 
-from funcformer.learning import Learner, State, fit, loop
-from funcformer.learning.steps import values_relative_l2
+from applicative.training import Arrays, Learner, State, fit, loop, values_relative_l2
+from applicative.training.loop import _killed_after
 
 Params = dict[str, jax.Array]
 INPUTS = np.random.default_rng(9).normal(size=(10, 2, 2))
@@ -34,12 +34,11 @@ def tracking(seed: int = 7) -> Learner[Params]:
     return Learner(lambda seed: {"p": jnp.zeros(())}, loss, lambda params, a: jnp.full(len(a), params["p"]))
 
 
-def run(directory: Path, **changes: Any) -> State[Params]:
+def run(directory: Path, batch: int = 3, **changes: Any) -> State[Params]:
     settings: dict[str, Any] = {
-        "description": json.dumps({"model": "mean"}), "steps": 15, "batch": 3, "seed": 7, "progress": False,
-        "log": False,
+        "description": json.dumps({"model": "mean"}), "steps": 15, "seed": 7, "progress": False, "log": False,
     }  # fmt: skip
-    return fit(tracking(), optax.sgd(0.5), INPUTS, INPUTS, directory, **{**settings, **changes})
+    return fit(tracking(), optax.sgd(0.5), Arrays(INPUTS, INPUTS, batch), directory, **{**settings, **changes})
 
 
 def test_each_epoch_is_visited_in_its_own_order_also_after_a_resume(tmp_path: Path) -> None:
@@ -55,7 +54,8 @@ def test_each_epoch_is_visited_in_its_own_order_also_after_a_resume(tmp_path: Pa
             losses.append(0.5 * (expected - mean) ** 2)
             expected -= 0.5 * (expected - mean)
     straight = run(tmp_path / "straight")
-    run(tmp_path / "resumed", interrupt_after=7)
+    with _killed_after(7):
+        run(tmp_path / "resumed")
     resumed = run(tmp_path / "resumed", resume=True)
     for state in (straight, resumed):
         np.testing.assert_allclose(float(state.model["p"]), expected, rtol=1e-6)
@@ -69,7 +69,8 @@ def test_the_seconds_add_up_over_the_sessions(tmp_path: Path, monkeypatch: pytes
     resumed under a clock that stands still: the resumed run's seconds are the checkpoint's, not zero."""
     clock = iter(range(1000))
     monkeypatch.setattr(loop, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))))
-    run(tmp_path, interrupt_after=7)
+    with _killed_after(7):
+        run(tmp_path)
     with np.load(tmp_path / "checkpoint.npz") as stored:
         first = (int(stored["step"]), float(stored["seconds"]))
     assert first[0] == 6
@@ -152,7 +153,7 @@ def test_a_model_learns_through_the_loop(tmp_path: Path) -> None:
         return jnp.mean(values_relative_l2(p["w"] * a + p["b"], u))
 
     line = Learner(lambda seed: {"w": jnp.zeros(()), "b": jnp.ones(())}, loss, lambda p, a: p["w"] * a + p["b"])
-    state = fit(line, optax.adam(0.1), a, u, tmp_path, description="{}", steps=60, batch=8, progress=False, log=False)
+    state = fit(line, optax.adam(0.1), Arrays(a, u, 8), tmp_path, description="{}", steps=60, progress=False, log=False)
     assert np.mean(state.losses[-3:]) < 0.05 * np.mean(state.losses[:3])
     np.testing.assert_allclose([float(state.model["w"]), float(state.model["b"])], [2.0, 1.0], atol=0.05)
 
@@ -165,7 +166,8 @@ def test_blocks_of_steps_in_one_call_are_the_steps_one_by_one(tmp_path: Path) ->
     after the last checkpoint before it (the sample 4 is NaN: the first step whose minibatch holds it)."""
     single = run(tmp_path / "single", checkpoint_every=2)
     blocks = run(tmp_path / "blocks", checkpoint_every=2, block=2)
-    run(tmp_path / "resumed", checkpoint_every=2, block=2, interrupt_after=5)
+    with _killed_after(5):
+        run(tmp_path / "resumed", checkpoint_every=2, block=2)
     resumed = run(tmp_path / "resumed", checkpoint_every=2, block=2, resume=True)
     np.testing.assert_allclose(blocks.losses, single.losses, rtol=1e-12)
     np.testing.assert_allclose(float(blocks.model["p"]), float(single.model["p"]), rtol=1e-12)
@@ -177,15 +179,15 @@ def test_blocks_of_steps_in_one_call_are_the_steps_one_by_one(tmp_path: Path) ->
     message = f"loss is nan at step {first}; stopped. The last good checkpoint (step {first // 2 * 2})"
     for block in (1, 2):
         with pytest.raises(loop.TrainingDiverged, match=re.escape(message)):
-            fit(tracking(), optax.sgd(0.5), poisoned, poisoned, tmp_path / f"nan{block}", description="{}", steps=15,
-                batch=3, seed=7, checkpoint_every=2, block=block, progress=False, log=False)  # fmt: skip
+            fit(tracking(), optax.sgd(0.5), Arrays(poisoned, poisoned, 3), tmp_path / f"nan{block}", description="{}",
+                steps=15, seed=7, checkpoint_every=2, block=block, progress=False, log=False)  # fmt: skip
 
 
 def test_refusals_name_what_is_wrong(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"fit: batch = 11 must be between 1 and the 10 training samples"):
         run(tmp_path / "a", batch=11)
     with pytest.raises(ValueError, match=r"fit: 10 inputs but 9 targets"):
-        fit(tracking(), optax.sgd(0.5), INPUTS, INPUTS[:9], tmp_path / "b", description="{}", steps=1, batch=2)
+        Arrays(INPUTS, INPUTS[:9], 2)
     with pytest.raises(ValueError, match=r"block = 0 must be positive"):
         run(tmp_path / "a", block=0)
     run(tmp_path / "c", steps=3)

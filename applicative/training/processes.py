@@ -34,8 +34,8 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from funcformer.learning._files import RunInUse, holding_run
-from funcformer.learning.rendezvous import meet
+from applicative.training.files import RunInUse, holding_run
+from applicative.training.rendezvous import meet
 
 __all__ = ["agree", "from_owner", "initialize", "is_owner", "owning", "preemption"]
 

@@ -1,0 +1,48 @@
+"""The learning layer: one loop, one checkpoint format and one dataset store for every model on every structure,
+as ``flax.training`` is Flax's. It knows no model and no task: a model is a ``Learner`` value, its data a
+``Source``, and a run a directory.
+
+``learner``: ``Learner``, a model as the loop trains it (parameters from a seed, a loss on a minibatch, a
+prediction, optionally an augmentation); ``data``: where minibatches come from (``Arrays``, a training set
+held whole; ``Drawn``, minibatches made from (seed, step)); ``loop``: ``fit``; ``steps``: the jitted step and
+the minibatch order (pure functions); ``checkpoints``: ``State`` and the one checkpoint format, ``restore`` of
+a finished run; ``files``: atomic files and the run directory's lock; ``store``: datasets on disk, checked;
+``processes`` and ``rendezvous``: one run on several processes (``jax.distributed``), SIGTERM as preemption;
+``optimisers``: ``warmup_cosine`` and ``step_decay``; ``losses``: ``values_relative_l2``; ``symmetry``: the
+square's eight symmetries as an augmentation (``dihedral``); ``command``: the flags and exit statuses every
+training command line shares.
+"""
+
+from applicative.training import command as command
+from applicative.training.checkpoints import State as State
+from applicative.training.checkpoints import restore as restore
+from applicative.training.data import Arrays as Arrays
+from applicative.training.data import Drawn as Drawn
+from applicative.training.data import Source as Source
+from applicative.training.learner import Learner as Learner
+from applicative.training.loop import Preempted as Preempted
+from applicative.training.loop import TrainingDiverged as TrainingDiverged
+from applicative.training.loop import fit as fit
+from applicative.training.losses import values_relative_l2 as values_relative_l2
+from applicative.training.optimisers import step_decay as step_decay
+from applicative.training.optimisers import warmup_cosine as warmup_cosine
+from applicative.training.symmetry import dihedral as dihedral
+from applicative.training.symmetry import symmetrised as symmetrised
+
+__all__ = [
+    "Arrays",
+    "Drawn",
+    "Learner",
+    "Preempted",
+    "Source",
+    "State",
+    "TrainingDiverged",
+    "command",
+    "dihedral",
+    "fit",
+    "restore",
+    "step_decay",
+    "symmetrised",
+    "values_relative_l2",
+    "warmup_cosine",
+]

@@ -1,0 +1,178 @@
+"""Checkpoints: a run's state in its directory's checkpoint.npz, written atomically, read back checked.
+
+One format for every model (``learner.Learner``): the parameters' and the optimiser state's arrays
+(``leaf_0``, ``leaf_1``, ... in pytree order), the run's description (its config.json text), the step,
+the loss history, the held-out errors so far, the training time and the run's output scale. ``read``
+takes them against a template of the run's shapes from ``jax.eval_shape`` (no weight is drawn, nothing is
+compiled): every array's shape, kind and finiteness is checked, and the file's description must be the
+run's (a different one is refused naming the settings that differ).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from applicative.training.files import CHECKPOINT, CONFIG, atomic_file
+from applicative.training.learner import Learner
+
+__all__ = ["State", "history", "read", "restore", "save", "stored", "template"]
+
+P = TypeVar("P")
+
+
+@dataclass
+class State(Generic[P]):
+    """What a checkpoint holds."""
+
+    model: P
+    opt_state: optax.OptState
+    step: int
+    losses: list[float]
+    scale: float
+    """The run's output scale (a task's ``data.output_scale``; 1.0 for a model that keeps its own),
+    computed when it started."""
+    seconds: float = 0.0
+    """Training time so far (all sessions of a resumed run)."""
+    held_out: list[tuple[int, float]] = field(default_factory=list)
+    """(epoch, error on the held-out samples) every ``validate_every`` epochs (``loop.fit``)."""
+
+
+def template(learner: Learner[P], seed: int, opt: optax.GradientTransformation) -> tuple[P, optax.OptState]:
+    """The run's (parameters, optimiser state) as ``jax.ShapeDtypeStruct`` leaves: their pytree structure,
+    shapes and dtypes, from ``jax.eval_shape`` (nothing is drawn or allocated)."""
+
+    def fresh() -> tuple[P, optax.OptState]:
+        model = learner.init(seed)
+        return model, opt.init(model)
+
+    shapes: tuple[P, optax.OptState] = jax.eval_shape(fresh)
+    return shapes
+
+
+_FIELDS = {"run", "step", "seconds", "losses", "output_scale", "held_out"}
+
+
+def save(directory: Path, description: str, state: State[P]) -> None:
+    """Write the checkpoint of the run ``description`` (its config.json text) atomically: a temporary file
+    in ``directory``, then ``os.replace``."""
+    leaves = jax.tree_util.tree_leaves((state.model, state.opt_state))
+    arrays = {f"leaf_{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
+    arrays.update(run=np.asarray(description), step=np.asarray(state.step), seconds=np.asarray(state.seconds))
+    arrays.update(losses=np.asarray(state.losses), output_scale=np.asarray(state.scale, np.float64))
+    arrays.update(held_out=np.asarray(state.held_out, np.float64).reshape(-1, 2))
+    with atomic_file(directory / CHECKPOINT) as file:
+        np.savez(file, allow_pickle=False, **arrays)
+
+
+def stored(directory: Path) -> bytes:
+    """The bytes of ``directory``'s checkpoint; FileNotFoundError naming it if there is none."""
+    path = directory / CHECKPOINT
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    return path.read_bytes()
+
+
+def read(
+    data: bytes,
+    description: str,
+    shapes: tuple[P, optax.OptState],
+    directory: Path,
+    *,
+    again: str = "",
+    check: Callable[[str], object] | None = None,
+) -> State[P]:
+    """The checkpoint ``data`` (read from ``directory``, named in the errors) of the run ``description``,
+    its arrays checked against ``shapes`` (``template``). ``check``, a function of the stored description,
+    may refuse it first (a task's own messages); ``again`` says how to train the run again."""
+    path = directory / CHECKPOINT
+    leaves, treedef = jax.tree_util.tree_flatten(shapes)
+    try:
+        stored = np.load(io.BytesIO(data), allow_pickle=False)
+        if not isinstance(stored, np.lib.npyio.NpzFile):
+            raise ValueError("an .npy array, not an .npz archive")
+        with stored:
+            saved = str(stored["run"])
+            step, losses = int(stored["step"]), [float(x) for x in stored["losses"]]
+            seconds = float(stored["seconds"])
+            stored_scale = float(stored["output_scale"]) if "output_scale" in stored.files else None
+            held = stored["held_out"] if "held_out" in stored.files else np.zeros((0, 2))
+            held_out = [(int(e), float(v)) for e, v in np.asarray(held, np.float64).reshape(-1, 2)]
+            arrays = [stored[f"leaf_{i}"] for i in range(len(leaves))]
+            extra = sorted(set(stored.files) - {f"leaf_{i}" for i in range(len(leaves))} - _FIELDS)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{path} is corrupt or not a checkpoint ({type(error).__name__}: {error})") from error
+    if check is not None:
+        check(saved)
+    if stored_scale is None:
+        how = f" ({again}, with the settings in its config.json)" if again else ""
+        raise ValueError(
+            f"{path} is a checkpoint of an older format (saved before runs stored their output scale), which this "
+            f"version does not read: train the run again{how}"
+        )
+    if not (np.isfinite(stored_scale) and stored_scale > 0):
+        raise ValueError(f"{path}: the stored output scale is {stored_scale}, not a positive finite number")
+    if saved != description:
+        raise ValueError(f"{path} was written by a different run configuration ({_difference(saved, description)})")
+    if extra:
+        raise ValueError(f"{path} holds arrays the configuration has no place for: {', '.join(extra)}")
+    for i, (leaf, array) in enumerate(zip(leaves, arrays, strict=True)):
+        if leaf.shape != array.shape:
+            raise ValueError(f"{path}: array {i} has shape {array.shape}, the configuration needs {leaf.shape}")
+        if array.dtype.kind != leaf.dtype.kind:
+            raise ValueError(f"{path}: array {i} is {array.dtype}, the configuration needs {leaf.dtype}")
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+            raise ValueError(f"{path}: array {i} holds NaN or infinite values; a checkpoint's weights are finite")
+    restored = [jnp.asarray(a, leaf.dtype) for a, leaf in zip(arrays, leaves, strict=True)]
+    model, opt_state = jax.tree_util.tree_unflatten(treedef, restored)
+    return State(model, opt_state, step, losses, stored_scale, seconds, held_out)
+
+
+def _difference(saved: str, description: str) -> str:
+    """The top-level settings in which two run descriptions (JSON objects) differ, or why they cannot be compared."""
+    try:
+        old, new = json.loads(saved), json.loads(description)
+    except ValueError:
+        return "its description is not the run's"
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return "its description is not the run's"
+    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    return f"fields differ: {', '.join(changed)}"
+
+
+def restore(directory: str | Path, learner: Learner[P], opt: optax.GradientTransformation, seed: int = 0) -> State[P]:
+    """The checkpoint of a finished (or stopped) run of ``fit`` in ``directory``: its parameters, optimiser state,
+    losses and held-out curve, checked against ``learner``'s and ``opt``'s shapes (``template`` of ``seed``) and
+    against the run's own config.json (the description it was trained with). FileNotFoundError naming the file
+    when there is no run there; ValueError naming what is wrong when the checkpoint is not this run's."""
+    out = Path(directory)
+    if not (out / CONFIG).exists():
+        raise FileNotFoundError(f"no trained run at {out}: {CONFIG} is missing")
+    description = (out / CONFIG).read_text(encoding="utf-8", errors="replace")
+    return read(stored(out), description, template(learner, seed, opt), out)
+
+
+def history(directory: str | Path) -> tuple[list[float], list[tuple[int, float]]]:
+    """A run's (losses, held-out errors) from its checkpoint, without its model: what a plot reads.
+    FileNotFoundError naming the file if there is none; ValueError if it is not a checkpoint."""
+    path, data = Path(directory) / CHECKPOINT, stored(Path(directory))
+    try:
+        saved = np.load(io.BytesIO(data), allow_pickle=False)
+        if not isinstance(saved, np.lib.npyio.NpzFile):
+            raise ValueError("an .npy array, not an .npz archive")
+        with saved:
+            losses = [float(x) for x in saved["losses"]]
+            held = saved["held_out"] if "held_out" in saved.files else np.zeros((0, 2))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{path} is corrupt or not a checkpoint ({type(error).__name__}: {error})") from error
+    return losses, [(int(e), float(v)) for e, v in np.asarray(held, np.float64).reshape(-1, 2)]

@@ -1,0 +1,342 @@
+"""The training loop every model shares, thin around the jitted step (``steps``).
+
+    fit(learner, optimiser, data, DIR, description=..., steps=...)   any ``Learner``, any ``data.Source``
+
+A run lives in a directory (``files``): ``config.json`` (the run's description: any JSON object of its
+settings) and ``checkpoint.npz`` (``checkpoints``: written atomically every ``checkpoint_every`` steps and at
+the end).
+
+The loop stays on the device: a training set held whole (``data.Arrays``) is placed there once, the step
+draws its own minibatch, and the host only sends each epoch's order; a drawn minibatch (``data.Drawn``) is
+placed as it is made, the device meanwhile running the step before. The host reads the losses back for the
+progress bar (at most every half second, one call behind, so that the device never waits), at each
+checkpoint and, with ``log``, at the end of each epoch (a line: the epoch's mean loss, its seconds, and every
+``validate_every`` epochs the error on held-out samples). The minibatches of step s depend only on (seed, s),
+so a run resumed from its last checkpoint continues exactly as an uninterrupted one would. A non-finite loss
+stops the run at the next read; the last good checkpoint stays, as no checkpoint is written past a
+non-finite loss. SIGTERM (a cluster's preemption) stops the run at the end of the block in progress, on every
+process after the same step, checkpointed there, raising ``Preempted``. A run stopped before its first
+checkpoint after step 0 leaves nothing behind. One process at a time holds a run directory
+(``files.holding_run``); in a run on several processes, process 0 alone holds, reads and writes it
+(``processes``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import NamedSharding
+from tqdm.auto import tqdm
+
+from applicative.training.checkpoints import State, read, save, stored, template
+from applicative.training.data import Arrays, Drawn, Source, count
+from applicative.training.files import CHECKPOINT, CONFIG, write_atomically
+from applicative.training.learner import Learner
+from applicative.training.processes import from_owner, is_owner, owning, preemption
+from applicative.training.steps import data_parallel, epoch_order, make_block, make_update, place
+
+__all__ = ["Plan", "Preempted", "TrainingDiverged", "fit", "opened", "run_from"]
+
+P = TypeVar("P")
+
+_SHOW_EVERY = 0.5
+"""Seconds between the progress bar's reads of the losses."""
+
+_KILLED_AFTER: contextvars.ContextVar[int | None] = contextvars.ContextVar("killed_after", default=None)
+
+
+@contextlib.contextmanager
+def _killed_after(steps: int) -> Iterator[None]:
+    """For the tests: in this block, a call of the loop stops abruptly after ``steps`` steps of its own, writing
+    nothing more and returning the state it reached, as a kill would leave its directory."""
+    token = _KILLED_AFTER.set(steps)
+    try:
+        yield
+    finally:
+        _KILLED_AFTER.reset(token)
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite."""
+
+
+class Preempted(RuntimeError):
+    """SIGTERM reached a process of the run (``processes.preemption``): every process stopped after the same
+    step, ``step``, checkpointed there; ``--resume`` (``resume=True``) continues as if it had not stopped."""
+
+    exit_status = 75
+    """The status a command line exits with after it (sysexits' EX_TEMPFAIL: stopped, to be run again)."""
+
+    def __init__(self, step: int, directory: Path | None) -> None:
+        where = f"in {directory}" if directory is not None else "by process 0"
+        super().__init__(
+            f"stopped by SIGTERM after step {step}, checkpointed there {where}: continue the run with --resume"
+        )
+        self.step = step
+
+
+@dataclass(frozen=True)
+class Plan(Generic[P]):
+    """What the loop runs: the model, its optimiser, its data, its schedule and what it writes."""
+
+    learner: Learner[P]
+    opt: optax.GradientTransformation
+    data: Source
+    description: str
+    """config.json's text, stored in every checkpoint."""
+    steps: int
+    seed: int
+    checkpoint_every: int
+    log: bool = False
+    validate: Callable[[P], float] | None = None
+    validate_every: int = 1
+    seconds: float | None = None
+    """A budget: this session stops at the first epoch's end past it (checkpointed; ``resume`` goes on)."""
+    block: int = 1
+    """Steps a jitted call takes at most (``steps.make_block``; ``data.Arrays`` only); a block never crosses an
+    epoch's end, a checkpoint or the interrupt point."""
+
+    @property
+    def per_epoch(self) -> int:
+        return self.data.per_epoch
+
+
+def fit(
+    learner: Learner[P],
+    opt: optax.GradientTransformation,
+    data: Source,
+    directory: str | Path,
+    *,
+    description: str,
+    steps: int,
+    seed: int = 0,
+    checkpoint_every: int | None = None,
+    scale: float = 1.0,
+    resume: bool = False,
+    progress: bool = True,
+    log: bool = True,
+    validate: Callable[[P], float] | None = None,
+    validate_every: int = 1,
+    seconds: float | None = None,
+    block: int = 1,
+) -> State[P]:
+    """Train ``learner`` with ``opt`` on ``data`` (``data.Arrays``: a training set placed on the devices once,
+    epoch e visiting it in the order ``epoch_order(seed, e, count)``; ``data.Drawn``: minibatches made on the
+    host from (seed, step)) into ``directory``: ``steps`` updates, a checkpoint every ``checkpoint_every`` steps
+    (default: every epoch) and at the end; with ``resume``, continue from the directory's checkpoint.
+    ``description`` (a JSON object: the run's settings) is written as config.json and stored in every
+    checkpoint; a checkpoint of another description is refused, naming the settings that differ. ``scale`` is
+    stored with the run (``State.scale``). With ``log``, a line an epoch: its mean loss, its seconds, and every
+    ``validate_every`` epochs (and at the last) ``validate(parameters)``, the error on held-out samples, also
+    kept in the checkpoint (``State.held_out``). With ``seconds``, a budget: the call stops at the end of the
+    first epoch past it, with a checkpoint (the schedule stays that of ``steps``; ``resume`` goes on).
+    ``block``: steps in one jitted call at most (``steps.make_block``, ``data.Arrays`` only: the host dispatches
+    one call, not ``block``; the same updates, to rounding: XLA may order a sum otherwise inside its loop), a
+    block ending at every epoch's end and checkpoint. The blocks follow from the step, so a resumed run with the
+    same ``block`` repeats an uninterrupted one.
+
+    ValueError: a step count, an interval or a block below 1, a block above 1 for drawn minibatches (and
+    ``data``'s own: inputs and targets of different counts, a batch larger than the training set)."""
+    out = Path(directory)
+    every = data.per_epoch if checkpoint_every is None else checkpoint_every
+    if steps < 1 or every < 1 or validate_every < 1 or block < 1:
+        raise ValueError(
+            f"fit: steps = {steps}, checkpoint_every = {every}, validate_every = {validate_every} and block = {block} "
+            "must be positive"
+        )
+    if block > 1 and isinstance(data, Drawn):
+        raise ValueError(f"fit: block = {block} needs a training set held whole (Arrays); drawn minibatches take 1")
+    if isinstance(data, Arrays):
+        data_parallel(data.batch)  # refuses a batch the devices cannot split, before any write
+    plan = Plan(learner, opt, data, description, steps, seed, every, log, validate, validate_every, seconds, block)
+    with owning(out, resume=resume):
+        saved = from_owner(lambda: opened(description, out, resume))
+        if resume:
+            state = read(saved, description, template(learner, seed, opt), out)
+        else:
+            model = learner.init(seed)
+            state = State(model, opt.init(model), 0, [], scale)
+        return run_from(plan, out, state, resume=resume, progress=progress)
+
+
+def run_from(plan: Plan[P], out: Path, state: State[P], *, resume: bool, progress: bool) -> State[P]:
+    """The steps of ``plan`` from ``state``, in the run directory ``out`` already held (``processes.owning``):
+    ``fit`` after it opened its run, and a task with its own run format (``funcformer.learning.train``) after it
+    opened and checked its own. A new run writes its config and a step-0 checkpoint first, and removes both if
+    it stops before its next checkpoint."""
+    if not resume and is_owner():
+        write_atomically(out / CONFIG, plan.description)
+        save(out, plan.description, state)  # a run killed before its first interval resumes from here
+    try:
+        return _steps(plan, out, state, progress)
+    except BaseException:
+        if not resume and is_owner() and _checkpoint_step(out) == 0:
+            # Stopped before its first checkpoint (a diverging first step, an interrupt): nothing
+            # of it is worth resuming, and nothing of it may block a rerun.
+            (out / CHECKPOINT).unlink(missing_ok=True)
+            (out / CONFIG).unlink(missing_ok=True)
+        raise
+
+
+def opened(description: str, out: Path, resume: bool) -> bytes:
+    """On the owner: the checkpoint of the run to resume (its config.json must hold ``description``), or
+    nothing for a new run in a directory that holds none."""
+    if not resume:
+        if (out / CHECKPOINT).exists():
+            raise FileExistsError(f"{out} already holds a run: pass --resume, or another --out")
+        return b""
+    if not (out / CONFIG).exists():
+        raise FileNotFoundError(f"no trained run at {out}: {CONFIG} is missing")
+    if (out / CONFIG).read_text(encoding="utf-8", errors="replace") != description:
+        raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
+    return stored(out)
+
+
+def _checkpoint_step(directory: Path) -> int | None:
+    try:
+        with np.load(directory / CHECKPOINT, allow_pickle=False) as saved:
+            return int(saved["step"])
+    except Exception:  # missing or unreadable: not a step-0 checkpoint of ours
+        return None
+
+
+def _host(leaf: Any) -> Any:
+    """A leaf as the host holds it before placing: a numpy array, or a JAX array of an extended dtype (a
+    ``DenseTree``'s layout: no numpy array holds it)."""
+    if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jax.dtypes.extended):
+        return leaf
+    return np.asarray(leaf)
+
+
+class _Feed(Generic[P]):
+    """The steps' minibatches: ``advance(model, opt_state, step, end)`` runs steps [step, end) and returns the
+    new (model, opt_state) and their losses."""
+
+    def __init__(self, plan: Plan[P], replicated: NamedSharding) -> None:
+        self.plan = plan
+        self.data = plan.data
+        self.replicated = replicated
+        if isinstance(self.data, Arrays):
+            # placed leaf by leaf from the host: device_put would compare every array across the processes
+            self.inputs = place(jax.tree_util.tree_map(_host, self.data.inputs), replicated)
+            self.targets = place(jax.tree_util.tree_map(_host, self.data.targets), replicated)
+        self.order = jnp.zeros(0, jnp.int32)
+        self.epoch = -1  # the epoch of ``order``
+
+    def advance(self, model: P, opt_state: optax.OptState, step: int, end: int) -> tuple[P, optax.OptState, jax.Array]:
+        plan, data = self.plan, self.data
+        if isinstance(data, Drawn):
+            inputs, targets = data.draw(plan.seed, step)
+            split, _ = data_parallel(count(inputs, "the drawn inputs"))
+            inputs, targets = (place(jax.tree_util.tree_map(_host, tree), split) for tree in (inputs, targets))
+            update = make_update(plan.learner, plan.opt, plan.seed)
+            model, opt_state, value = update(model, opt_state, inputs, targets, np.int32(step))
+            return model, opt_state, value[None]
+        epoch = step // data.per_epoch
+        if epoch != self.epoch:
+            self.order = place(epoch_order(plan.seed, epoch, data.count).astype(np.int32), self.replicated)
+            self.epoch = epoch
+        block = make_block(plan.learner, plan.opt, data.batch, data.per_epoch, plan.seed, end - step)
+        return block(model, opt_state, self.inputs, self.targets, self.order, np.int32(step))
+
+
+def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P]:
+    """The training loop, from ``state`` to ``plan.steps``, checkpointing into ``out``."""
+    per_epoch = plan.per_epoch
+    _, replicated = data_parallel(plan.data.batch if isinstance(plan.data, Arrays) else 1)
+    model, opt_state = jax.tree_util.tree_map(
+        lambda a: place(np.asarray(a), replicated), (state.model, state.opt_state)
+    )
+    feed = _Feed(plan, replicated)
+    start, first = time.perf_counter() - state.seconds, state.step
+    losses, pending = list(state.losses), list[jax.Array]()  # read, and not yet read back from the device
+    held_out, epoch_start = list(state.held_out), time.perf_counter()
+    saved_step, shown, session = first, time.perf_counter(), time.perf_counter()
+    killed_after = _KILLED_AFTER.get()
+
+    def read(count: int) -> None:
+        """Move the first ``count`` pending blocks' losses to ``losses``; stop at a non-finite one."""
+        values = [float(v) for block in jax.device_get(pending[:count]) for v in np.ravel(block)]
+        del pending[:count]
+        for value in values:
+            if not np.isfinite(value):
+                raise TrainingDiverged(
+                    f"loss is {value} at step {len(losses)}; stopped. The last good checkpoint "
+                    f"(step {saved_step}) is kept in {out}: lower --learning-rate or --clip and retrain"
+                    if saved_step
+                    else f"loss is {value} at the first step; stopped, nothing kept: lower --learning-rate or --clip"
+                )
+            losses.append(value)
+
+    def log_epoch(step: int) -> None:
+        """After the last step of an epoch: its line, and its held-out error when one is due."""
+        nonlocal epoch_start, start
+        epoch, last = step // per_epoch, (plan.steps - 1) // per_epoch
+        read(len(pending))
+        line = (
+            f"epoch {epoch + 1}/{last + 1}: loss {np.mean(losses[-per_epoch:]):.4e}, "
+            f"{time.perf_counter() - epoch_start:.1f} s"
+        )
+        if plan.validate is not None and ((epoch + 1) % plan.validate_every == 0 or epoch == last):
+            validating = time.perf_counter()
+            held_out.append((epoch + 1, plan.validate(model)))
+            start += time.perf_counter() - validating  # the training time leaves the held-out error out
+            line += f", held-out error {held_out[-1][1]:.4e}"
+        bar.write(line)
+        epoch_start = time.perf_counter()
+
+    # tqdm.auto: a text bar in a terminal, a widget in a notebook; the owner's alone. On several processes
+    # the losses are read at the checkpoints only, where every process reads them: a non-finite one
+    # stops all of them at the same step, and none is left waiting in a collective.
+    shown_here = progress and is_owner()
+    bar = tqdm(total=plan.steps, initial=first, desc="train", unit="step", disable=not shown_here, mininterval=0.5)
+    read_between = progress and jax.process_count() == 1
+    with bar, preemption() as preempted:
+        step = first
+        while step < plan.steps:
+            if killed_after is not None and step - first == killed_after:
+                read(len(pending))
+                return State(model, opt_state, step, losses, state.scale, time.perf_counter() - start, held_out)
+            epoch = step // per_epoch
+            every = plan.checkpoint_every
+            ends = [step + plan.block, (epoch + 1) * per_epoch, (step // every + 1) * every]
+            if killed_after is not None:
+                ends.append(first + killed_after)
+            end = min(plan.steps, *ends)
+            model, opt_state, block_losses = feed.advance(model, opt_state, step, end)
+            pending.append(block_losses)
+            step, last = end, end - 1
+            epoch_done = end % per_epoch == 0
+            if plan.log and (epoch_done or end == plan.steps):
+                log_epoch(last)
+            spent = epoch_done and plan.seconds is not None and time.perf_counter() - session > plan.seconds
+            stopped = preempted(end)  # every process asks at every block's end
+            if end % every == 0 or end == plan.steps or spent or stopped:
+                read(len(pending))
+                seconds = time.perf_counter() - start
+                state = State(model, opt_state, end, losses, state.scale, seconds, held_out)
+                if is_owner():
+                    save(out, plan.description, state)
+                saved_step = state.step
+                if stopped:
+                    raise Preempted(end, out if is_owner() else None)
+                if spent:
+                    return dataclasses.replace(state, losses=losses, held_out=held_out)
+            elif read_between and time.perf_counter() - shown > _SHOW_EVERY:
+                read(len(pending) - 1)  # the newest block still runs meanwhile
+                shown = time.perf_counter()
+            if losses:
+                bar.set_postfix(loss=f"{losses[-1]:.3e}", refresh=False)
+            bar.update(len(block_losses))
+    return dataclasses.replace(state, losses=losses, held_out=held_out)

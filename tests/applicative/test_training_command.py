@@ -1,0 +1,82 @@
+"""``applicative.training.command``: the exit statuses and messages of a training command line, and the plot
+of a run's history read back from its checkpoint (the losses and held-out errors ``fit`` stored)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from applicative.training import Arrays, Learner, TrainingDiverged, command, fit, restore
+from applicative.training.checkpoints import history
+
+Params = dict[str, jax.Array]
+INPUTS = np.random.default_rng(1).normal(size=(8, 3))
+
+
+def learner() -> Learner[Params]:
+    def loss(params: Params, a: jax.Array, u: jax.Array) -> jax.Array:
+        return 0.5 * (params["p"] - jnp.mean(a)) ** 2 + 1e-3
+
+    return Learner(lambda seed: {"p": jnp.zeros(())}, loss, lambda params, a: jnp.full(len(a), params["p"]))
+
+
+def train(directory: Path, resume: bool = False, sigterm_in_epoch: int | None = None) -> None:
+    def validate(params: Params) -> float:
+        if sigterm_in_epoch is not None and len(history_seen) + 1 == sigterm_in_epoch:
+            os.kill(os.getpid(), signal.SIGTERM)
+        history_seen.append(1)
+        return float(params["p"]) ** 2 + 0.5
+
+    history_seen: list[int] = []
+    fit(learner(), optax.sgd(0.5), Arrays(INPUTS, INPUTS, 2), directory, description=json.dumps({"m": 1}),
+        steps=12, resume=resume, progress=False, validate=validate)  # fmt: skip
+
+
+def test_the_exit_statuses_and_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert command.run("prog", "train", lambda: train(tmp_path / "a")) == 0
+    assert command.run("prog", "train", lambda: train(tmp_path / "a")) == 1
+    assert "prog train: error: " in capsys.readouterr().err  # already holds a run: --resume, or another --out
+    assert command.run("prog", "train", lambda: train(tmp_path / "b", sigterm_in_epoch=2)) == 75
+    err = capsys.readouterr().err
+    assert err.startswith("prog train: stopped by SIGTERM after step 8, checkpointed there in ")
+    assert command.run("prog", "train", lambda: train(tmp_path / "b", resume=True)) == 0
+    straight, resumed = (restore(tmp_path / d, learner(), optax.sgd(0.5)) for d in ("a", "b"))
+    assert resumed.losses == straight.losses
+    assert float(resumed.model["p"]) == float(straight.model["p"])
+
+    def diverged() -> None:
+        raise TrainingDiverged("loss is nan at step 3")
+
+    assert command.run("prog", "train", diverged) == 1
+    assert capsys.readouterr().err == "prog train: error: loss is nan at step 3\n"
+
+
+def test_the_flags(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser(prog="prog")
+    command.add_flags(parser)
+    args = parser.parse_args(["--out", str(tmp_path), "--resume", "--seconds", "2.5", "--quiet"])
+    assert (args.out, args.resume, args.seconds, args.quiet) == (tmp_path, True, 2.5, True)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--out", str(tmp_path), "--seconds", "0"])
+
+
+def test_the_plot_reads_the_runs_history(tmp_path: Path) -> None:
+    train(tmp_path)
+    losses, held_out = history(tmp_path)
+    state = restore(tmp_path, learner(), optax.sgd(0.5))
+    assert (losses, held_out) == (state.losses, state.held_out)
+    assert [epoch for epoch, _ in held_out] == [1, 2, 3]
+    path = command.plot(tmp_path, per_epoch=4)
+    assert path == tmp_path / "loss.png"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        history(tmp_path / "nothing")
