@@ -53,7 +53,9 @@ along uncompared: a vmap of values traced apart from their layout builds a
 stack whose rows are that layout, and a tangent knows its tree's shape. Where
 it cannot be vouched for (a trace that has finished, or a concrete shape seen
 inside a jit, which will serve other values) a stack known to be one shape
-reads its shape off its first row.
+reads its shape off its first row. (This machinery, the provenance and the
+pytree metadata, is ``_tree_meta``'s; the leaves read off nested pairs and the
+gather of values at slots, ``_tree_slots``'s.)
 
 Gradients. A layout's element type is not a float, so JAX gives it a float0
 tangent: ``jax.jvp`` and ``jax.vjp`` of functions of trees run, their tangents
@@ -115,16 +117,26 @@ functor, applicative and counit law, exactly as for ``Tree``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src.interpreters import partial_eval
 
 from applicative.instances import dyadic
+from applicative.instances._tree_meta import (
+    _alike_rows,
+    _check_layout,
+    _equal,
+    _flatten,
+    _Provenance,
+    _Shared,
+    _unflatten,
+)
+from applicative.instances._tree_slots import _take, _walk
 from applicative.instances.dyadic import Layout
 from applicative.instances.tree import Leaf, Nested, Node, Shape, Tree
 from applicative.protocols.algebra import Module, arithmetic
@@ -145,7 +157,7 @@ class DenseTreeOf(Measured):
 
 
 @dataclass(frozen=True, eq=False)
-class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPairing, VectorSpace):
+class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPairing, VectorSpace, _Provenance):
     """A binary tree of at most ``capacity`` leaves with values of type ``A``, its shape as an array.
 
     ``DenseTree(data, layout, capacity)`` itself is unchecked but for its layout's type and size (JAX
@@ -364,70 +376,6 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
     def __repr__(self) -> str:
         return f"DenseTree(capacity={self.capacity}, data={self.data!r})"
 
-    # Checks
-
-    def _shape(self, op: str | None) -> Layout:
-        """The one layout of this tree (its own; the origin of a stack of trees that share one, read off
-        its first row if only that is known; the primal's of a tangent); None (``op`` None) or a
-        ValueError naming ``op`` for a stack of trees of different shapes or a tangent of no known shape."""
-        if self.origin is not None:
-            return self.origin
-        if jnp.ndim(self.layout) == 1 and dyadic.is_layout(self.layout):
-            return self.layout
-        if _claimed(self) and dyadic.is_layout(self.layout):
-            return _first_row(self)
-        if op is None:
-            return None  # type: ignore[return-value]
-        if not dyadic.is_layout(self.layout):
-            raise ValueError(
-                f"DenseTree.{op}: a tangent of a tree whose shape is not known here (a jit's output holds no shape "
-                "but its leaves, and a tangent's layout is float0); read it on its tree: "
-                "tree.with_elements(tangent.data)"
-            )
-        raise ValueError(
-            f"DenseTree.{op}: a stack of trees of different shapes (layout {jnp.shape(self.layout)}); map over "
-            "the stack"
-        )
-
-    def _slots(self) -> Layout:
-        """The layout of every slot: this tree's or stack's own, or that of the tree it is a tangent of."""
-        if dyadic.is_layout(self.layout):
-            return self.layout
-        return jnp.broadcast_to(self._shape("weights"), jnp.shape(self.layout))
-
-    def _one_shape(self, what: str) -> Layout:
-        """The one layout of this tree, or of every tree of this stack (its origin, or its rows when
-        concrete and all alike); a ValueError naming ``what`` otherwise."""
-        if (shape := self._shape(None)) is not None:
-            return shape
-        if (shape := _alike_rows(self.layout)) is not None:
-            return shape
-        raise ValueError(
-            f"{what}: a stack of trees of different shapes (or, inside jit, of shapes not known to be one); "
-            "a map along the stack combines their values, so they need one shape: build them on one tree "
-            "(tree.with_elements(values)) or refine them to one first"
-        )
-
-    def _stacked(self) -> bool:
-        """Whether this is a stack of trees (its layout has axes in front of the slots)."""
-        return jnp.ndim(self.layout) > 1
-
-    def _single(self, op: str) -> None:
-        """The tree is one tree, not a stack (its operations run under the stack's fmap)."""
-        if jnp.ndim(self.layout) != 1:
-            raise ValueError(
-                f"DenseTree.{op}: a stack of trees (layout of shape {jnp.shape(self.layout)}), not one tree; "
-                "map over the stack"
-            )
-        check_stacked(self.data, self.capacity, f"DenseTree.{op}")
-
-    def _concrete(self, op: str) -> Layout:
-        self._single(op)
-        shape = self._shape(op)
-        if isinstance(shape, jax.core.Tracer):
-            raise ValueError(f"DenseTree.{op}: needs a concrete tree (read it outside jit, vmap and grad)")
-        return shape
-
 
 def as_dense_tree(x: Applicative[DenseTreeOf, B]) -> DenseTree[B]:
     """The DenseTree behind a generic result whose brand says it is one (checked):
@@ -445,53 +393,7 @@ def _first(p: tuple[T, object]) -> T:
     return p[0]
 
 
-def _take(data: T, index: jax.Array | np.ndarray) -> T:
-    """The stacked values at these slots. Gathered on the host for numpy data, and for concrete device
-    data at a host index (``_build``'s: a device array is copied to the host): a device gather from n
-    slots would compile once per leaf count n. Traced data, or a device index (``pair``'s), gather on
-    the device."""
-
-    def one(leaf: Any) -> Any:
-        if isinstance(leaf, np.ndarray) or (isinstance(index, np.ndarray) and not _device_only(leaf)):
-            return jnp.asarray(np.take(np.asarray(leaf), index, 0))
-        return jnp.take(leaf, index, 0)
-
-    return cast(T, jax.tree_util.tree_map(one, data))
-
-
-def _device_only(leaf: Any) -> bool:
-    """A traced leaf, or one numpy cannot hold (a tree's layout, among the values of a tree of trees)."""
-    return isinstance(leaf, jax.core.Tracer) or jnp.issubdtype(leaf.dtype, jax.dtypes.extended)
-
-
 # Construction from nested pairs and depths (on the host)
-
-
-def _walk(obj: Nested[T], what: str) -> tuple[list[T], list[int]]:
-    """The leaf values and depths of nested pairs or a Tree, left to right, without recursion."""
-    values: list[T] = []
-    depths: list[int] = []
-    stack: list[tuple[Any, int, str]] = [(obj, 0, "")]
-    while stack:
-        x, depth, at = stack.pop()
-        if isinstance(x, Node):
-            stack += [(x.right, depth + 1, f"{at}[1]"), (x.left, depth + 1, f"{at}[0]")]
-        elif isinstance(x, Leaf):
-            values.append(x.value)
-            depths.append(depth)
-        elif isinstance(x, tuple | list):
-            if len(x) != 2:
-                raise ValueError(
-                    f"{what}: a {type(x).__name__} of length {len(x)} at {at or 'the root'}; a node is a pair "
-                    f"(left, right), and a leaf holding a {type(x).__name__} is written Leaf(value)"
-                )
-            stack += [(x[1], depth + 1, f"{at}[1]"), (x[0], depth + 1, f"{at}[0]")]
-        elif x is None:
-            raise ValueError(f"{what}: the leaf at {at or 'the root'} is None; every leaf needs a value")
-        else:
-            values.append(x)
-            depths.append(depth)
-    return values, depths
 
 
 def _build(what: str, values: Sequence[T] | T, depths: list[int], capacity: int | None) -> DenseTree[T]:
@@ -534,192 +436,4 @@ def _each_tree(f: Callable[..., DenseTree[Any]], *stacks: DenseTree[Any]) -> Den
     return f(*stacks)
 
 
-def _check_layout(layout: object, capacity: int, what: str) -> None:
-    """A ValueError naming ``what`` unless ``layout`` can be a layout of ``capacity`` slots: an array of
-    ``dyadic.LAYOUT`` (or float0: a tangent's) whose shape ends in the slots. Trace-time Python on the
-    dtype and shape; JAX's placeholders (axis specs, None) are not arrays and pass. What a map over every
-    leaf that JAX lets through leaves of a layout (a slice, a reduction over the slots: JAX refuses
-    every arithmetic on the dtype itself) is stopped here, before it is read as a shape."""
-    if not isinstance(layout, jax.Array | np.ndarray):
-        return
-    kind = layout.dtype == dyadic.LAYOUT or layout.dtype == jax.dtypes.float0
-    if kind and jnp.ndim(layout) >= 1 and jnp.shape(layout)[-1] == capacity:
-        return
-    raise ValueError(
-        f"{what}: a tree's layout is an array of dyadic.LAYOUT of its {capacity} slots, got "
-        f"{layout.dtype}{list(jnp.shape(layout))}. A tree's shape is never an element: a structure holding "
-        "trees must map their values only, along its own axis with applicative.stacked.along (which "
-        "reaches a tree through DenseTree.restack), never with jax.tree_util.tree_map over every leaf, "
-        "which maps the layout too (docs/new_structure.md)"
-    )
-
-
-def _alike_rows(layout: Layout) -> Layout | None:
-    """The one layout of a concrete stack of layouts whose every row is the same (canonical); None for a
-    single layout, a traced one, a tangent's, or rows that differ."""
-    if jnp.ndim(layout) < 2 or isinstance(layout, jax.core.Tracer) or not dyadic.is_layout(layout):
-        return None
-    words = np.asarray(jax.random.key_data(layout))
-    rows = words.reshape(-1, *words.shape[-2:])
-    if not (rows == rows[:1]).all():
-        return None
-    return dyadic.canonical(layout[(0,) * (jnp.ndim(layout) - 1)])
-
-
-def _equal(a: Layout, b: Layout) -> bool:
-    """Equal concrete layouts (values, read on the host); False where either is traced."""
-    if isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer) or jnp.shape(a) != jnp.shape(b):
-        return False
-    return bool(np.array_equal(np.asarray(jax.random.key_data(a)), np.asarray(jax.random.key_data(b))))
-
-
-class _Shared:
-    """A layout as an ``Axis.shape``: equal only to itself (the same array, decidable at trace time)."""
-
-    __slots__ = ("layout",)
-
-    def __init__(self, layout: Layout) -> None:
-        self.layout = layout
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Shared) and self.layout is other.layout
-
-    def __hash__(self) -> int:
-        return id(self.layout)
-
-
-# Provenance: which trees provably share one layout, as static pytree metadata (see the module docstring).
-
-
-class _Meta:
-    """A DenseTree's static pytree metadata. JAX compares it (a jit's cache, the cotangents of a vjp, a
-    scan's carry) by the capacity and, for a stack, ``one``: whether every tree of the stack is one shape.
-    Carried, never compared (so never different inside and outside a trace): ``one`` of a single tree,
-    whether every tree of a stack JAX builds from its leaves (a vmap's or scan's output) has its shape,
-    and ``shape``, the layout that shape is where known (a single tree's own), from which a tangent or a
-    row of the stack rebuilt from these leaves knows it."""
-
-    __slots__ = ("capacity", "one", "shape", "stacked")
-
-    def __init__(self, capacity: int, stacked: bool, one: bool, shape: Layout | None) -> None:
-        self.capacity, self.stacked, self.one, self.shape = capacity, stacked, one, shape
-
-    def _key(self) -> tuple[int, bool]:
-        return self.capacity, self.stacked and self.one
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Meta) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"({self.capacity}{', one shape' if self.stacked and self.one else ''})"
-
-
-def _claimed(t: DenseTree[Any]) -> bool:
-    """Whether ``t`` is a stack known to be one shape, whose shape is read off its first row."""
-    return getattr(t, "_one", False)
-
-
-def _first_row(t: DenseTree[Any]) -> Layout:
-    """The first row of a stack's layout (canonical where concrete), read once per trace that asks: a row
-    read inside a trace that has since finished (a vmap's, an inner jit's) is read again."""
-    if (row := _read_row(t)) is None:
-        row = dyadic.canonical(t.layout[(0,) * (jnp.ndim(t.layout) - 1)])
-        object.__setattr__(t, "_row", row)
-    return row
-
-
-def _host_row(t: DenseTree[Any]) -> Layout | None:
-    """A concrete stack's first row, read where JAX flattens it; None where no computation may run there
-    (JAX 0.12 flattens a transformation's outputs outside any trace). A traced stack's is never read there:
-    its trace may not be the one running."""
-    try:
-        return _first_row(t)
-    except AttributeError:  # (no trace to run the read in: "'NoneType' object has no attribute ...")
-        return None
-
-
-def _read_row(t: DenseTree[Any]) -> Layout | None:
-    """The first row ``_first_row`` read, if it still can be used (its trace has not finished)."""
-    row: Any = getattr(t, "_row", None)
-    trace: Any = getattr(row, "_trace", None)  # (a traced row's)
-    return None if trace is not None and not trace.is_valid() else row
-
-
-def _flatten(t: DenseTree[Any]) -> tuple[tuple[tuple[Any, Any], ...], _Meta]:
-    children = ((jax.tree_util.GetAttrKey("data"), t.data), (jax.tree_util.GetAttrKey("layout"), t.layout))
-    if (meta := getattr(t, "_meta", None)) is not None:  # (a placeholder tree: its metadata as JAX gave it)
-        return children, meta
-    if t._stacked():
-        shape = t.origin if t.origin is not None else _read_row(t)
-        if shape is None and _claimed(t) and dyadic.is_layout(t.layout) and not isinstance(t.layout, jax.core.Tracer):
-            shape = _host_row(t)
-        return children, _Meta(t.capacity, True, shape is not None or _claimed(t), shape)
-    # One tree: a stack JAX builds of its values (a vmap's output) is one shape if it has an origin (a row
-    # of a stack of one shape) or its values were traced apart from its layout (JAX broadcasts the layout).
-    one = t.origin is not None or _apart(t.data, t.layout)
-    return children, _Meta(t.capacity, False, one, t._shape(None))
-
-
-def _unflatten(meta: _Meta, children: Any) -> DenseTree[Any]:
-    data, layout = children
-    _check_layout(layout, meta.capacity, "DenseTree (rebuilt from its pytree leaves)")
-    tree = object.__new__(DenseTree)
-    for name, value in (("data", data), ("layout", layout), ("capacity", meta.capacity)):
-        object.__setattr__(tree, name, value)
-    origin: Layout | None = None
-    if not isinstance(layout, jax.Array | np.ndarray):
-        object.__setattr__(tree, "_meta", meta)  # JAX's placeholders (axis specs): flattened back as they were
-    else:
-        stacked, tangent = jnp.ndim(layout) > 1, not dyadic.is_layout(layout)
-        if meta.shape is not None and (tangent or meta.one) and _visible(meta.shape, (data, layout)):
-            # A concrete stack reads its shape off its own first row (canonical: the recorded object where that
-            # was canonical), as its structure may have been flattened from another value (JAX keeps a jit's
-            # output structure from its first call's value).
-            origin = None if stacked and not tangent and not isinstance(layout, jax.core.Tracer) else meta.shape
-        if meta.one and origin is None and stacked:
-            object.__setattr__(tree, "_one", True)  # (its one shape read off its first row when asked)
-        elif meta.one and meta.stacked and origin is None and not tangent:
-            origin = cast(Layout, layout)  # a row of a stack of one shape: stacks of its values are one too
-    object.__setattr__(tree, "origin", origin)
-    return tree
-
-
-def _apart(data: object, layout: Layout) -> bool:
-    """Whether some value is traced by a transformation that the layout is not traced by (a ``vmap``
-    or ``grad`` of the values alone, the layout closed over): whatever rebuilds the tree from that
-    transformation's outputs (a stack of the vmapped trees) holds this one layout. Values and layout
-    traced together (a ``jit``'s arguments, a ``scan``'s carry) record nothing."""
-    own = layout._trace if isinstance(layout, jax.core.Tracer) else None
-    return any(isinstance(leaf, jax.core.Tracer) and leaf._trace is not own for leaf in jax.tree_util.tree_leaves(data))
-
-
-def _visible(shape: Layout, leaves: object) -> bool:
-    """Whether a recorded shape can be vouched for where a tree of these leaves is rebuilt: concrete where
-    no leaf is staged (a jit, a scan's body: a computation that will serve other values, for which the
-    shape of the value it was traced with would be wrong; an eager vmap, jvp or grad computes now), or
-    traced by the trace of one of the traced leaves or one that trace runs inside (a vmap within a jit
-    sees the jit's values). A shape from a finished trace (a jit's output, an inner jit's body) is not."""
-    traced = [leaf for leaf in jax.tree_util.tree_leaves(leaves) if isinstance(leaf, jax.core.Tracer)]
-    if not isinstance(shape, jax.core.Tracer):
-        return not any(_staged(leaf) for leaf in traced)
-    return any(trace is shape._trace for leaf in traced for trace in _traces(leaf))
-
-
-def _staged(leaf: Any) -> bool:
-    """Whether a tracer's computation is staged out to run again on other values (a jit, the body of a scan,
-    cond or while, a checkpoint: a jaxpr's trace, which JAX does not export), not computed now."""
-    return any(isinstance(trace, (partial_eval.DynamicJaxprTrace, partial_eval.JaxprTrace)) for trace in _traces(leaf))
-
-
-def _traces(leaf: Any) -> Iterator[Any]:
-    """The traces of a tracer: its own and those it runs inside (a vmap's or a grad's parent)."""
-    trace: Any = leaf._trace
-    while trace is not None:
-        yield trace
-        trace = getattr(trace, "parent_trace", None)
-
-
-jax.tree_util.register_pytree_with_keys(DenseTree, _flatten, _unflatten)
+jax.tree_util.register_pytree_with_keys(DenseTree, _flatten, functools.partial(_unflatten, DenseTree))
