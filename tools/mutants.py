@@ -90,7 +90,7 @@ TEST_LOOP = (
     TF + "test_poisson_train.py::test_a_resumed_runs_seconds_add_to_those_saved_in_its_checkpoint",
     TF + "test_poisson_train.py::test_the_progress_bar_is_tqdms_and_counts_from_the_resumed_step",
 )
-DT, LW, PD = "applicative/instances/dense_tree.py", "applicative/laws.py", "applicative/protocols/dense.py"
+DT, LW, PD = "applicative/instances/dense_tree.py", "applicative/laws/_dense.py", "applicative/protocols/dense.py"
 TM, TS = "applicative/instances/_tree_meta.py", "applicative/instances/_tree_slots.py"  # dense_tree's
 ST, LA = "applicative/stacked.py", "applicative/linalg.py"
 FP, OP = "applicative/fast_paths.py", "applicative/operands.py"

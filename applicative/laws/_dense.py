@@ -1,38 +1,26 @@
-"""The law suite: every law of every abstraction, checked with hypothesis.
+"""The ``Dense`` hook's checks: the linear algebra's dense formulas against the generic definitions.
 
-A law is an equation; each abstraction's module states its laws as functions
-returning both sides (``functor.identity_law`` ...). Here they are gathered
-in ``LAWS`` and checked on random structures:
+An instance that implements ``Dense`` (``applicative.protocols.dense``) declares its axes (a size, a
+Gram matrix, ``Axis.exact``, ``nodal``), and the linear algebra then runs its dense formulas on the
+coordinates instead of the generic definitions through ``fmap``, ``pair`` and ``counit``.
+``check_dense`` checks, on random triples of structures of scalars (x, y, z) brought to one shape, that
+the two agree: the axes' declarations hold (Gram matrices symmetric and positive definite, or
+semidefinite where the measure is data; ``Axis.exact`` None or from 1 to the size; a nodal axis's
+Gram matrix None or a diagonal), the Gram matrices give the counit, dot(x, fmap (const 1) x) =
+counit x (once the counit keeps its own laws on x and y), and every formula the hook provides runs
+and equals its generic definition (``generic_only``) on vectors, two different asymmetric matrices
+and structures of matrices: ``DENSE_LAWS`` names each check, and ``check_dense``'s docstring states
+them.
 
-    check_laws(vec_triples())          # every law Vec claims, or
-    check_law("pair associativity", vec_triples())
-
-(strategies for the library's own instances are in ``applicative.strategies``).
-An instance claims every law of the abstractions it implements (Functor,
-Applicative, Counit) unless its class says otherwise in ``laws_claimed``
-(``Quantum``'s counit is a measurement, not linear); ``check_laws`` checks
-exactly the claimed ones and, for a ``Dense`` structure of scalars, its hook
-(``check_dense``: the fast paths against the generic definitions), and returns
-their names. A failure names the law, states it as an equation and shows the
-drawn inputs and both sides.
-
-A strategy yields triples ``(x, y, z)`` of structures that can be paired (same
-brand, same size for a Vec) holding elements of any type the maps accept (the
-default maps act leaf by leaf: scalars, Vecs, functions). Equality is structural
-(same pytree, same tags and sizes) with leaves close to ``rtol``/``atol``.
-
-Tolerances follow the dtype unless given: ``default_tolerance`` is 1e-10 for
-float64 and 1000 ulps for narrower floats (1.2e-4 for float32, JAX's default
-dtype, where a correct instance's sums differ from the exact ones by a few
-ulps; 1e-2 at most). Integers compare to 1e-10, i.e. exactly.
-An instance whose ``fmap`` is exact only for some maps (Chebyshev functions
-applying a nonlinearity on a grid) passes its own ``maps`` and tolerances.
+A failure is an AssertionError that names the check, shows the hook's value and the generic one and
+the drawn (x, y, z); a formula that did not run where it must (or ran where it must not) is one too,
+and a structure that is not a ``Dense`` structure of scalars a TypeError. Each result is judged at
+its own scale: max |dense - generic| <= atol + rtol max |generic| over each of its arrays.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import hypothesis
@@ -41,6 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from applicative.laws._compare import _report, _shown, assert_close, default_tolerance
+from applicative.laws._structure import _NO_SHRINK, Triple, X, claimed_laws
 from applicative.linalg import (
     add,
     dot,
@@ -56,224 +46,15 @@ from applicative.linalg import (
     sum_mul_mmt,
 )
 from applicative.nn import attention
-from applicative.protocols import algebra, applicative, functor
-from applicative.protocols.algebra import ARITHMETIC, Module
-from applicative.protocols.applicative import Applicative, Shaped
+from applicative.protocols.algebra import ARITHMETIC
+from applicative.protocols.applicative import Applicative
 from applicative.protocols.dense import Axis, Dense, to_array
-from applicative.protocols.integration import Counit, additivity_law, counit, homogeneity_law, pairing_law
+from applicative.protocols.integration import additivity_law, counit, homogeneity_law, pairing_law
 from applicative.stacked import to_host
 
-__all__ = [
-    "DENSE_LAWS",
-    "LAWS",
-    "MODULE_LAWS",
-    "RING_LAWS",
-    "Maps",
-    "Triple",
-    "assert_close",
-    "check_algebra_laws",
-    "check_dense",
-    "check_law",
-    "check_laws",
-    "claimed_laws",
-    "default_tolerance",
-    "leafwise",
-]
+__all__ = ["DENSE_LAWS", "check_dense"]
 
-# Law-test structures are existential in brand and element: Any is "some type".
-X = Applicative[Any, Any]
-Triple = tuple[X, X, X]
-Element = Callable[[Any], Any]
 T = TypeVar("T")
-
-
-def leafwise(f: Callable[[jax.Array], jax.Array]) -> Element:
-    """``f`` on every array leaf of an element: a map of scalars, or of elements that are pytrees
-    (a Vec of features, a function)."""
-    return lambda element: jax.tree_util.tree_map(f, element)
-
-
-_AFFINE, _TANH = leafwise(lambda a: 2.0 * a - 1.0), leafwise(jnp.tanh)
-
-
-@dataclass(frozen=True)
-class Maps:
-    """The element maps the laws are checked with, and the element Module. The default maps act leaf
-    by leaf, so elements may be scalars or any pytree of arrays (a Legendre of Vecs)."""
-
-    f: Element = _AFFINE
-    g: Element = _TANH
-    module: Module[Any] = ARITHMETIC
-
-
-Equation = Callable[[X, X, X], tuple[object, object]]
-
-
-def _laws(m: Maps) -> dict[str, tuple[Callable[..., object], Equation]]:
-    """Each law: the function that states it (its docstring is the equation) and both sides on (x, y, z)."""
-    return {
-        "functor identity": (functor.identity_law, lambda x, y, z: functor.identity_law(x)),
-        "functor composition": (functor.composition_law, lambda x, y, z: functor.composition_law(x, m.f, m.g)),
-        "pair naturality": (applicative.naturality_law, lambda x, y, z: applicative.naturality_law(x, y, m.f, m.g)),
-        "pair associativity": (applicative.associativity_law, lambda x, y, z: applicative.associativity_law(x, y, z)),
-        "pair left unit": (applicative.left_unit_law, lambda x, y, z: applicative.left_unit_law(y, 0.0)),
-        "pair right unit": (applicative.right_unit_law, lambda x, y, z: applicative.right_unit_law(y, 0.0)),
-        "pure naturality": (
-            applicative.pure_naturality_law,
-            lambda x, y, z: applicative.pure_naturality_law(y, counit(x, m.module), m.g),
-        ),
-        "counit additivity": (additivity_law, lambda x, y, z: additivity_law(m.module, x, y)),
-        "counit homogeneity": (homogeneity_law, lambda x, y, z: homogeneity_law(m.module, -1.5, x)),
-        "counit respects pairing": (pairing_law, lambda x, y, z: pairing_law(m.module, x, y)),
-    }
-
-
-_WHERE = {
-    "functor composition": "f, g the element maps (Maps.f, Maps.g)",
-    "pair naturality": "f, g the element maps (Maps.f, Maps.g)",
-    "pair left unit": "u = 0.0",
-    "pair right unit": "u = 0.0",
-    "pure naturality": "a = counit(x), f = Maps.g",
-    "counit homogeneity": "r = -1.5",
-}
-
-LAWS: tuple[str, ...] = tuple(_laws(Maps()))
-"""The names of all structure laws."""
-FUNCTOR_LAWS, APPLICATIVE_LAWS, COUNIT_LAWS = LAWS[:2], LAWS[2:7], LAWS[7:]
-
-
-def claimed_laws(structure: object) -> tuple[str, ...]:
-    """The laws a structure (or its class) claims, in ``LAWS`` order: its class's ``laws_claimed``,
-    or by default every law of the abstractions it implements."""
-    cls = structure if isinstance(structure, type) else type(structure)
-    declared: frozenset[str] | None = getattr(cls, "laws_claimed", None)
-    if declared is not None:
-        if unknown := declared - set(LAWS):
-            raise ValueError(f"{cls.__name__}.laws_claimed names unknown laws {sorted(unknown)}; the laws are {LAWS}")
-        return tuple(law for law in LAWS if law in declared)
-    claimed: tuple[str, ...] = ()
-    if issubclass(cls, functor.Functor):
-        claimed += FUNCTOR_LAWS
-    if issubclass(cls, Applicative):
-        claimed += APPLICATIVE_LAWS
-    if issubclass(cls, Counit):
-        claimed += COUNIT_LAWS
-    return claimed
-
-
-_NO_SHRINK = (hypothesis.Phase.explicit, hypothesis.Phase.reuse, hypothesis.Phase.generate)
-
-
-def default_tolerance(dtype: Any) -> float:
-    """The laws' default rtol and atol at ``dtype``: 1e-10, or 1000 ulps of a narrower float (at most 1e-2)."""
-    kind = np.dtype(dtype)
-    if not np.issubdtype(kind, np.inexact):
-        return 1e-10
-    return float(min(max(1e-10, 1000.0 * np.finfo(kind).eps), 1e-2))
-
-
-def assert_close(
-    lhs: object, rhs: object, *, rtol: float | None = None, atol: float | None = None, what: str = ""
-) -> None:
-    """Assert two pytrees have the same structure (tags and sizes included) and close leaves; a tolerance
-    not given is ``default_tolerance`` of the pair's dtype. Two structures whose shape is data (``Shaped``
-    and ``Dense``: trees) at the same place are compared as functions, on one shape (``pair``): a tree
-    and its refinement, or one at another capacity, are equal."""
-    lhs, rhs = _on_one_shape(lhs, rhs)
-    left, right = jax.tree_util.tree_structure(lhs), jax.tree_util.tree_structure(rhs)
-    if str(left) != str(right):
-        raise AssertionError(f"{what}: structures differ:\n  {left}\n  {right}")
-    for a, b in zip(jax.tree_util.tree_leaves(lhs), jax.tree_util.tree_leaves(rhs), strict=True):
-        x, y = to_host(a), to_host(b)
-        tolerance = default_tolerance(np.result_type(x, y))
-        np.testing.assert_allclose(
-            x, y, rtol=tolerance if rtol is None else rtol, atol=tolerance if atol is None else atol, err_msg=what
-        )
-
-
-def _on_one_shape(lhs: object, rhs: object) -> tuple[object, object]:
-    """``lhs`` and ``rhs`` with each two trees at one place brought to one shape (``fmap fst`` and
-    ``fmap snd`` of their ``pair``: their common refinement); unchanged where the places differ."""
-    left, structure = jax.tree_util.tree_flatten(lhs, is_leaf=_data_shaped)
-    right, other = jax.tree_util.tree_flatten(rhs, is_leaf=_data_shaped)
-    if str(structure) != str(other):
-        return lhs, rhs
-    for i, (u, w) in enumerate(zip(left, right, strict=True)):
-        if _data_shaped(u) and type(u) is type(w):
-            try:
-                both = u.pair(w)
-            except ValueError:  # a stack of trees (the elements of another structure): compared as they are
-                continue
-            left[i], right[i] = both.fmap(lambda q: q[0]), both.fmap(lambda q: q[1])
-    return jax.tree_util.tree_unflatten(structure, left), jax.tree_util.tree_unflatten(structure, right)
-
-
-def _data_shaped(x: object) -> bool:
-    return isinstance(x, Shaped) and isinstance(x, Dense)
-
-
-def check_law(
-    law: str,
-    structures: st.SearchStrategy[Triple],
-    *,
-    maps: Maps = Maps(),
-    rtol: float | None = None,
-    atol: float | None = None,
-    max_examples: int = 20,
-) -> None:
-    """Check one law on ``max_examples`` random triples. A failure raises an AssertionError that names
-    the law, states it as an equation, and shows the drawn (x, y, z) and both sides."""
-    statement, equation = _laws(maps)[law]
-    where = f" ({_WHERE[law]})" if law in _WHERE else ""
-
-    # No shrinking: each JAX example is slow to trace, and the failing one is reported as found.
-    @hypothesis.settings(max_examples=max_examples, deadline=None, database=None, phases=_NO_SHRINK)
-    @hypothesis.given(structures)
-    def run(xyz: Triple) -> None:
-        lhs, rhs = equation(*xyz)
-        try:
-            assert_close(lhs, rhs, rtol=rtol, atol=atol, what=law)
-        except AssertionError as error:
-            equation_text = (statement.__doc__ or "").strip().rstrip(".")
-            failure = f"law {law!r} fails: {equation_text}{where}"
-            raise AssertionError(_report(failure, error, x=xyz[0], y=xyz[1], z=xyz[2], left=lhs, right=rhs)) from None
-
-    run()
-
-
-def _report(failure: str, error: AssertionError, **values: object) -> str:
-    """A failure, the values it concerns (arrays abbreviated) and the comparison's own message."""
-    with np.printoptions(precision=6, threshold=24, edgeitems=3, linewidth=100):
-        shown = "\n".join(f"  {name} = {_shown(value)}" for name, value in values.items())
-    return f"{failure}\n{shown}\n{str(error).strip()}"
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 600 else text[:600] + " ..."
-
-
-def check_laws(
-    structures: st.SearchStrategy[Triple],
-    *,
-    maps: Maps = Maps(),
-    rtol: float | None = None,
-    atol: float | None = None,
-    max_examples: int = 20,
-    dense_examples: int = 5,
-) -> tuple[str, ...]:
-    """Check every law the structures claim (``claimed_laws`` of the first one drawn) on ``max_examples``
-    triples and, for a ``Dense`` structure of scalars, its hook (``check_dense``, on ``dense_examples``
-    triples: each runs eleven operations both ways); return the names of the laws checked."""
-    first = hypothesis.find(structures, lambda _: True, settings=hypothesis.settings(database=None, phases=_NO_SHRINK))
-    claimed = claimed_laws(first[0])
-    for law in claimed:
-        check_law(law, structures, maps=maps, rtol=rtol, atol=atol, max_examples=max_examples)
-    if _dense_scalars(first[0]) is None:
-        return claimed
-    check_dense(structures, rtol=rtol, atol=atol, max_examples=dense_examples)
-    return claimed + DENSE_LAWS
-
 
 # The Dense hook (applicative.protocols.dense): the linear algebra's dense formulas against the
 # generic definitions, as the instance declares them (Axis.exact).
@@ -540,45 +321,3 @@ def _shown_value(value: object) -> str:
         return f"{float(jnp.real(leaves[0])):.6g}"
     with np.printoptions(precision=6, threshold=12, edgeitems=2):
         return _shown(value)
-
-
-# Algebra laws, for a Module or Ring on values drawn from ``values``.
-
-MODULE_LAWS: tuple[str, ...] = (
-    "add associativity",
-    "add commutativity",
-    "zero unit",
-    "scale distributivity",
-    "scale compatibility",
-)
-RING_LAWS: tuple[str, ...] = (*MODULE_LAWS, "mul associativity", "mul distributivity")
-
-
-def check_algebra_laws(
-    m: Module[T],
-    values: st.SearchStrategy[T],
-    *,
-    rtol: float | None = None,
-    atol: float | None = None,
-    max_examples: int = 30,
-) -> None:
-    """Check the Module laws of ``m`` (and the Ring laws if it is a Ring)."""
-    r, s = 0.75, -2.0
-
-    @hypothesis.settings(max_examples=max_examples, deadline=None, database=None)
-    @hypothesis.given(values, values, values)
-    def run(a: T, b: T, c: T) -> None:
-        equations: dict[str, tuple[T, T]] = {
-            "add associativity": algebra.add_associativity_law(m, a, b, c),
-            "add commutativity": algebra.add_commutativity_law(m, a, b),
-            "zero unit": algebra.zero_unit_law(m, a),
-            "scale distributivity": algebra.scale_distributivity_law(m, r, a, b),
-            "scale compatibility": algebra.scale_compatibility_law(m, r, s, a),
-        }
-        if isinstance(m, algebra.Ring):
-            equations["mul associativity"] = algebra.mul_associativity_law(m, a, b, c)
-            equations["mul distributivity"] = algebra.mul_distributivity_law(m, a, b, c)
-        for law, (lhs, rhs) in equations.items():
-            assert_close(lhs, rhs, rtol=rtol, atol=atol, what=f"{m!r}: {law}")
-
-    run()
