@@ -13,22 +13,6 @@ The ``Vec`` sequence helpers (masks, positions, one-hot tokens) are here too; th
 are the learning layer's (``applicative.training``).
 """
 
-from applicative.nn._attention import CHUNK as CHUNK
-from applicative.nn._attention import CHUNK_ABOVE as CHUNK_ABOVE
-from applicative.nn._attention import Additive as Additive
-from applicative.nn._attention import AttentionHead as AttentionHead
-from applicative.nn._attention import AttentionOptions as AttentionOptions
-from applicative.nn._attention import CoefficientSoftmax as CoefficientSoftmax
-from applicative.nn._attention import DotProduct as DotProduct
-from applicative.nn._attention import MultiHeadAttention as MultiHeadAttention
-from applicative.nn._attention import Multiplicative as Multiplicative
-from applicative.nn._attention import Normalisation as Normalisation
-from applicative.nn._attention import ReferenceSoftmax as ReferenceSoftmax
-from applicative.nn._attention import ReluAttention as ReluAttention
-from applicative.nn._attention import Sampled as Sampled
-from applicative.nn._attention import Score as Score
-from applicative.nn._attention import ScoreInit as ScoreInit
-from applicative.nn._attention import Softmax as Softmax
 from applicative.nn._attention import attention as attention
 from applicative.nn._base import BLOCK as BLOCK
 from applicative.nn._base import Matrix as Matrix
@@ -45,24 +29,40 @@ from applicative.nn._blocks import FeedForward as FeedForward
 from applicative.nn._blocks import SelfAttentionBlock as SelfAttentionBlock
 from applicative.nn._kernel import KernelHead as KernelHead
 from applicative.nn._kernel import KernelIntegral as KernelIntegral
+from applicative.nn._layers import CrossLayer as CrossLayer
+from applicative.nn._layers import DecoderLayer as DecoderLayer
+from applicative.nn._layers import EncoderLayer as EncoderLayer
+from applicative.nn._layers import Layer as Layer
 from applicative.nn._linear import Linear as Linear
 from applicative.nn._linear import each_of as each_of
 from applicative.nn._mlp import MLP as MLP
 from applicative.nn._mlp import LayerNorm as LayerNorm
+from applicative.nn._multi_head import AttentionHead as AttentionHead
+from applicative.nn._multi_head import MultiHeadAttention as MultiHeadAttention
+from applicative.nn._normalisations import CHUNK as CHUNK
+from applicative.nn._normalisations import CHUNK_ABOVE as CHUNK_ABOVE
+from applicative.nn._normalisations import CoefficientSoftmax as CoefficientSoftmax
+from applicative.nn._normalisations import Normalisation as Normalisation
+from applicative.nn._normalisations import ReferenceSoftmax as ReferenceSoftmax
+from applicative.nn._normalisations import ReluAttention as ReluAttention
+from applicative.nn._normalisations import Sampled as Sampled
+from applicative.nn._normalisations import Softmax as Softmax
+from applicative.nn._options import AttentionOptions as AttentionOptions
+from applicative.nn._scores import Additive as Additive
+from applicative.nn._scores import DotProduct as DotProduct
+from applicative.nn._scores import Multiplicative as Multiplicative
+from applicative.nn._scores import Score as Score
+from applicative.nn._scores import ScoreInit as ScoreInit
 from applicative.nn._sequence import causal_mask as causal_mask
 from applicative.nn._sequence import one_hot as one_hot
 from applicative.nn._sequence import padding_mask as padding_mask
 from applicative.nn._sequence import sinusoidal_positions as sinusoidal_positions
-from applicative.nn._transformer import CrossLayer as CrossLayer
 from applicative.nn._transformer import Decoder as Decoder
-from applicative.nn._transformer import DecoderLayer as DecoderLayer
 from applicative.nn._transformer import Embedding as Embedding
 from applicative.nn._transformer import Encoder as Encoder
 from applicative.nn._transformer import EncoderDecoder as EncoderDecoder
-from applicative.nn._transformer import EncoderLayer as EncoderLayer
-from applicative.nn._transformer import Layer as Layer
-from applicative.nn._transformer import init_decoder as init_decoder
-from applicative.nn._transformer import init_encoder as init_encoder
+from applicative.nn._transformer_init import init_decoder as init_decoder
+from applicative.nn._transformer_init import init_encoder as init_encoder
 
 __all__ = [
     "BLOCK",

@@ -27,10 +27,11 @@ import jax
 from jax import Array
 
 from applicative.linalg import add
-from applicative.nn._attention import AttentionOptions, MultiHeadAttention, check_templates, features_of
 from applicative.nn._base import Matrix, Variance, by_measure
 from applicative.nn._linear import outputs_of
 from applicative.nn._mlp import MLP, LayerNorm
+from applicative.nn._multi_head import MultiHeadAttention, features_of
+from applicative.nn._options import AttentionOptions, check_templates
 from applicative.nn._parts import Level, agree, level, of_kind
 from applicative.operands import check_nesting
 from applicative.protocols.applicative import Applicative
