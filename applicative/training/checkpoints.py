@@ -16,7 +16,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -48,7 +48,9 @@ class State(Generic[P]):
     """(epoch, error on the held-out samples) every ``validate_every`` epochs (``loop.fit``)."""
 
 
-def template(learner: Learner[P], seed: int, opt: optax.GradientTransformation) -> tuple[P, optax.OptState]:
+def template(
+    learner: Learner[P, Any, Any, Any], seed: int, opt: optax.GradientTransformation
+) -> tuple[P, optax.OptState]:
     """The run's (parameters, optimiser state) as ``jax.ShapeDtypeStruct`` leaves: their pytree structure,
     shapes and dtypes, from ``jax.eval_shape`` (nothing is drawn or allocated)."""
 
@@ -150,7 +152,9 @@ def _difference(saved: str, description: str) -> str:
     return f"fields differ: {', '.join(changed)}"
 
 
-def restore(directory: str | Path, learner: Learner[P], opt: optax.GradientTransformation, seed: int = 0) -> State[P]:
+def restore(
+    directory: str | Path, learner: Learner[P, Any, Any, Any], opt: optax.GradientTransformation, seed: int = 0
+) -> State[P]:
     """The checkpoint of a finished (or stopped) run of ``fit`` in ``directory``: its parameters, optimiser state,
     losses and held-out curve, checked against ``learner``'s and ``opt``'s shapes (``template`` of ``seed``) and
     against the run's own config.json (the description it was trained with). FileNotFoundError naming the file

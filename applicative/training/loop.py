@@ -90,7 +90,7 @@ class Preempted(RuntimeError):
 class Plan(Generic[P]):
     """What the loop runs: the model, its optimiser, its data, its schedule and what it writes."""
 
-    learner: Learner[P]
+    learner: Learner[P, Any, Any, Any]
     opt: optax.GradientTransformation
     data: Source
     description: str
@@ -113,7 +113,7 @@ class Plan(Generic[P]):
 
 
 def fit(
-    learner: Learner[P],
+    learner: Learner[P, Any, Any, Any],
     opt: optax.GradientTransformation,
     data: Source,
     directory: str | Path,

@@ -74,7 +74,7 @@ def _shardings() -> tuple[NamedSharding, NamedSharding]:
     return NamedSharding(mesh, split), NamedSharding(mesh, replicated)
 
 
-def _update(learner: Learner[P], opt: optax.GradientTransformation, seed: int) -> Update[P]:
+def _update(learner: Learner[P, Any, Any, Any], opt: optax.GradientTransformation, seed: int) -> Update[P]:
     """One update of ``opt`` on ``learner.loss``'s gradient at a minibatch, after ``learner.augment`` (its key
     ``fold_in(key(seed), step)``) if the learner has one; not jitted. The one step of every model."""
 
@@ -91,7 +91,7 @@ def _update(learner: Learner[P], opt: optax.GradientTransformation, seed: int) -
 
 
 def _gathering(
-    learner: Learner[P], opt: optax.GradientTransformation, batch: int, per_epoch: int, seed: int
+    learner: Learner[P, Any, Any, Any], opt: optax.GradientTransformation, batch: int, per_epoch: int, seed: int
 ) -> Step[P]:
     """``_update`` on the minibatch it gathers from the placed training set: the i-th ``batch`` entries of the
     epoch's order, split over the devices (``data_parallel``)."""
@@ -113,7 +113,7 @@ def _gathering(
 
 @functools.lru_cache(maxsize=8)
 def make_step(
-    learner: Learner[P], opt: optax.GradientTransformation, batch: int, per_epoch: int, seed: int = 0
+    learner: Learner[P, Any, Any, Any], opt: optax.GradientTransformation, batch: int, per_epoch: int, seed: int = 0
 ) -> Step[P]:
     """The jitted update (``Step``): it takes the training set, the epoch's order (``epoch_order``) and the
     step number, all replicated on the devices, gathers the step's minibatch (the i-th ``batch`` entries
@@ -129,7 +129,12 @@ def make_step(
 
 @functools.lru_cache(maxsize=16)
 def make_block(
-    learner: Learner[P], opt: optax.GradientTransformation, batch: int, per_epoch: int, seed: int, length: int
+    learner: Learner[P, Any, Any, Any],
+    opt: optax.GradientTransformation,
+    batch: int,
+    per_epoch: int,
+    seed: int,
+    length: int,
 ) -> Step[P]:
     """``length`` consecutive updates of ``make_step`` in one jitted call (a ``jax.lax.scan``; ``length``
     1: the step itself), from the step number it is given, all in one epoch (one order): the same
@@ -158,7 +163,7 @@ def make_block(
 
 
 @functools.lru_cache(maxsize=8)
-def make_update(learner: Learner[P], opt: optax.GradientTransformation, seed: int = 0) -> Update[P]:
+def make_update(learner: Learner[P, Any, Any, Any], opt: optax.GradientTransformation, seed: int = 0) -> Update[P]:
     """The jitted update (``Update``) of a minibatch the host hands it (``data.Drawn``), split over the devices
     (``data_parallel``), the model and the optimiser state replicated. One compilation per learner, optimiser
     and shape of minibatch: a source that groups its minibatches by shape (a band of lengths, a bucket)

@@ -218,7 +218,7 @@ def _restored(directory: Path, data: Path) -> _Run:
 
 
 def _read(
-    directory: Path, description: str, learner: Learner[P], opt: optax.GradientTransformation, seed: int
+    directory: Path, description: str, learner: Learner[P, Any, Any, Any], opt: optax.GradientTransformation, seed: int
 ) -> State[P]:
     """The run's checkpoint, checked against its description and the learner's shapes."""
     return read(stored(directory), description, template(learner, seed, opt), directory)
