@@ -7,8 +7,9 @@
                                            answers respect (``symmetry.dihedral``); its key is drawn from
                                            (seed, step), so a resumed run still repeats an uninterrupted one
 
-The Funcformer (``steps.funcformer_learner``), ``funcformer.fno_darcy``'s image-to-function model and its
-FNO, and a user's own model (docs/learning.md) are all trained by ``loop.fit`` through this one value.
+The Funcformer (``funcformer.learning.steps.funcformer_learner``), ``funcformer.fno_darcy``'s
+image-to-function model and its FNO, the examples and a user's own model (the guide "Training your own
+model") are all trained by ``loop.fit`` through this one value.
 Whatever a model needs from its training data (a normaliser, an output unit) is computed before and
 closed over: ``Learner`` values are built by a task's function of its settings and data.
 """
