@@ -21,8 +21,12 @@ from applicative.training.checkpoints import history
 from applicative.training.files import RunInUse, holding_run
 from applicative.training.loop import Preempted, TrainingDiverged
 from applicative.training.plots import plot_loss
+from applicative.training.rendezvous import StartupError
 
 __all__ = ["add_flags", "plot", "run"]
+
+_REFUSED = (ValueError, TypeError, FileNotFoundError, FileExistsError, TrainingDiverged, RunInUse, StartupError)
+"""What a command line reports as an error, exit status 1."""
 
 
 def _positive(text: str) -> float:
@@ -45,13 +49,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 def run(prog: str, name: str, action: Callable[[], None]) -> int:
     """``action()``'s exit status: 0 when it returns; ``Preempted.exit_status`` (75) after SIGTERM, its message
     on stderr; 1 after bad input (ValueError, TypeError), a missing or occupied run (FileNotFoundError,
-    FileExistsError, ``RunInUse``) or a diverged one, with "PROG NAME: error: MESSAGE" on stderr."""
+    FileExistsError, ``RunInUse``), a diverged one or processes that could not meet (``StartupError``), with
+    "PROG NAME: error: MESSAGE" on stderr."""
     try:
         action()
     except Preempted as stopped:
         print(f"{prog} {name}: {stopped}", file=sys.stderr)
         return Preempted.exit_status
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, TrainingDiverged, RunInUse) as error:
+    except _REFUSED as error:
         print(f"{prog} {name}: error: {error}", file=sys.stderr)
         return 1
     return 0

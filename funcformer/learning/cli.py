@@ -22,15 +22,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from applicative.training.files import METRICS, RunInUse, holding_run
-from applicative.training.loop import Preempted, TrainingDiverged
+from applicative.training import command
+from applicative.training.files import METRICS, holding_run
 from applicative.training.processes import ENVIRONMENT, STARTUP_TIMEOUT, from_owner, initialize, is_owner, owning
-from applicative.training.rendezvous import StartupError
 from funcformer.learning.cache import default_cache
 from funcformer.learning.checkpoints import load
 from funcformer.learning.loop import train
@@ -86,8 +84,7 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     t = commands.add_parser("train", help="train a Funcformer, then evaluate it")
-    t.add_argument("--out", type=Path, required=True, help="run directory")
-    t.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    command.add_flags(t)  # --out, --resume, --seconds, --quiet: every training command line's
     run_defaults = RunConfig.of(problem)
     model_defaults = run_defaults.model
     for flag, name, kind, text in _RUN_FLAGS:
@@ -101,7 +98,6 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
         help=f"pre-norm layer normalisation (default {model_defaults.layer_norm})",
     )
     t.add_argument("--test-size", type=_positive(int), default=1024, help="test samples (default 1024)")
-    t.add_argument("--quiet", action="store_true", help="no progress bar")
     several = t.add_argument_group(
         "several processes",
         "one run on several processes (hosts), each with its devices, joined by jax.distributed: start the same "
@@ -175,7 +171,10 @@ def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
             run = RunConfig.from_json(
                 from_owner(lambda: read_run(args.out, problem).to_json().encode()).decode(), problem, str(args.out)
             )
-        train(run, args.out, resume=args.resume, progress=not args.quiet)
+        state = train(run, args.out, resume=args.resume, progress=not args.quiet, log=True, seconds=args.seconds)
+        if state.step < run.steps:  # stopped by the budget, checkpointed
+            print(f"stopped after step {state.step} of {run.steps} (--seconds): continue the run with --resume")
+            return
         if is_owner():
             _print_metrics(problem, evaluate(args.out, problem, args.test_size))
 
@@ -228,9 +227,15 @@ def _plot(problem: Problem[Any], args: argparse.Namespace) -> None:
         error = json.loads(metrics_path.read_text())["test"]["mean"] if metrics_path.exists() else None
         for path in (
             plot_prediction(x[0], test.exact()[args.sample], predicted, args.run / "prediction.png", problem=problem),
-            plot_loss(state.losses, args.run / "loss.png", error),
+            plot_loss(state.losses, args.run / "loss.png", error, _in_steps(state.held_out, run)),
         ):
             print(f"wrote {path}")
+
+
+def _in_steps(held_out: list[tuple[int, float]], run: RunConfig) -> list[tuple[int, float]]:
+    """The learning curve's (epoch, error) pairs at each epoch's last step."""
+    per_epoch = run.train_size // run.batch
+    return [(epoch * per_epoch - 1, error) for epoch, error in held_out]
 
 
 def _cache(problem: Problem[Any], args: argparse.Namespace) -> None:
@@ -250,21 +255,5 @@ def main(problem: Problem[Any], argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's) of ``problem``'s task; the exit status."""
     parser = _parser(problem)
     args = parser.parse_args(argv)
-    command = {"train": _train, "evaluate": _evaluate, "plot": _plot, "cache": _cache}[args.command]
-    try:
-        command(problem, args)
-    except Preempted as stopped:
-        print(f"{parser.prog} {args.command}: {stopped}", file=sys.stderr)
-        return Preempted.exit_status
-    except (
-        ValueError,
-        TypeError,
-        FileNotFoundError,
-        FileExistsError,
-        TrainingDiverged,
-        RunInUse,
-        StartupError,
-    ) as error:
-        print(f"{parser.prog} {args.command}: error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    action = {"train": _train, "evaluate": _evaluate, "plot": _plot, "cache": _cache}[args.command]
+    return command.run(parser.prog, args.command, lambda: action(problem, args))

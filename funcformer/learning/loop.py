@@ -8,9 +8,11 @@ train(run, DIR)   the run ``run`` (``RunConfig``) into DIR: its config.json is t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from applicative.training.checkpoints import State
@@ -20,16 +22,27 @@ from applicative.training.loop import Plan, opened, run_from
 from applicative.training.processes import agree, from_owner, owning
 from applicative.training.steps import data_parallel
 from funcformer.learning.checkpoints import from_bytes
-from funcformer.learning.data import output_scale, training_arrays
+from funcformer.learning.data import held_out_arrays, output_scale, training_arrays
 from funcformer.learning.settings import RunConfig, read_run
-from funcformer.learning.steps import funcformer_learner, optimiser
+from funcformer.learning.steps import funcformer_learner, loss, optimiser
 from funcformer.model import Funcformer
 
 __all__ = ["train"]
 
 
-def train(run: RunConfig, directory: str | Path, *, resume: bool = False, progress: bool = True) -> State[Funcformer]:
+def train(
+    run: RunConfig,
+    directory: str | Path,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    log: bool = False,
+    seconds: float | None = None,
+) -> State[Funcformer]:
     """Train the Funcformer run ``run`` into ``directory``; with ``resume``, continue from its checkpoint.
+    With ``log``, a line an epoch (``train_size // batch`` steps): its mean loss, its seconds and the loss on
+    the held-out samples (``data.held_out_arrays``), kept as the run's learning curve (``State.held_out``);
+    ``seconds``, a budget: the call stops, checkpointed, at the first epoch's end past it (``fit``'s).
 
     The directory is held for the whole call (another process's ``train`` or ``evaluate`` of it fails
     at once). Files are written once the data is ready; a run stopped before its first checkpoint
@@ -52,9 +65,17 @@ def train(run: RunConfig, directory: str | Path, *, resume: bool = False, progre
             state = State(model, optimiser(run).init(model), 0, [], output_scale(run.problem, run.data_config))
         x, t = training_arrays(run, state.scale)
         _agree(run, state, x, t)
+        validate = _held_out_loss(run, state.scale) if log else None
         plan = Plan(learner, optimiser(run), Arrays(x, t, run.batch), run.to_json(), run.steps, run.seed,
-                    run.checkpoint_every)  # fmt: skip
+                    run.checkpoint_every, log, validate, seconds=seconds)  # fmt: skip
         return run_from(plan, out, state, resume=resume, progress=progress)
+
+
+def _held_out_loss(run: RunConfig, scale: float) -> Callable[[Funcformer], float]:
+    """The training loss on the held-out samples, a function of the model (jitted once)."""
+    x, t = (jnp.asarray(a) for a in held_out_arrays(run, scale))
+    measured = jax.jit(loss)
+    return lambda model: float(measured(model, x, t))
 
 
 def _opened_run(run: RunConfig, out: Path, resume: bool) -> bytes:

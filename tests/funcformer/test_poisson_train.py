@@ -12,9 +12,10 @@ import optax
 import pytest
 
 from applicative.training import State
+from applicative.training.checkpoints import history
 from applicative.training.files import CHECKPOINT
 from applicative.training.loop import _killed_after
-from funcformer.learning import RunConfig, data, default_cache, load, load_solver, steps, train
+from funcformer.learning import RunConfig, data, default_cache, load, load_solver, read_run, steps, train
 from funcformer.learning.cli import main as cli_main
 from funcformer.learning.steps import optimiser
 from funcformer.model import Funcformer, ModelConfig, init
@@ -182,6 +183,9 @@ def test_the_cli_trains_evaluates_and_plots(tmp_path: Path, capsys: pytest.Captu
     assert main(["train", "--out", str(out), *flags, *TINY_FLAGS, "--quiet", "--test-size", "8"]) == 0
     printed = capsys.readouterr().out
     assert "test relative L2 error (8 held-out samples)" in printed
+    # a line an epoch of 4 steps, with the loss on the held-out samples: the learning curve the checkpoint keeps
+    assert re.search(r"^epoch 1/1: loss \d\.\d{4}e[-+]\d\d, .* s, held-out error \d\.\d{4}e[-+]\d\d$", printed, re.M)
+    assert [epoch for epoch, _ in history(out)[1]] == [1]
     for line in ("model", "truncation floor", "mean of the training set", "least squares"):
         assert re.search(rf"{line}.* mean \d\.\d{{3}}e[-+]\d\d  median .* p95 ", printed), line
     assert (out / "metrics.json").exists()
@@ -257,3 +261,21 @@ def test_a_resumed_runs_seconds_add_to_those_saved_in_its_checkpoint(tmp_path: P
     assert resumed.step == RUN.steps
     assert 1000.0 < resumed.seconds < 1000.0 + elapsed
     assert load(tmp_path, RUN).seconds == resumed.seconds
+
+
+def test_the_cli_stops_at_its_budget_and_resumes_to_the_uninterrupted_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--seconds: a budget of a microsecond stops after the first epoch (4 steps of 12), checkpointed; --resume
+    ends where an uninterrupted run ends, bit for bit."""
+    flags = ["--steps", "12", "--batch", "4", "--train-size", "16", "--checkpoint-every", "100", "--warmup", "0"]
+    common = [*flags, *TINY_FLAGS, "--quiet", "--test-size", "8"]
+    assert main(["train", "--out", str(tmp_path / "straight"), *common]) == 0
+    assert main(["train", "--out", str(tmp_path / "budget"), *common, "--seconds", "1e-6"]) == 0
+    assert "stopped after step 4 of 12 (--seconds): continue the run with --resume" in capsys.readouterr().out
+    assert main(["train", "--out", str(tmp_path / "budget"), "--resume", "--quiet", "--test-size", "8"]) == 0
+    run = read_run(tmp_path / "straight", PROBLEM)
+    straight, budget = load(tmp_path / "straight", run), load(tmp_path / "budget", run)
+    assert budget.losses == straight.losses
+    assert [epoch for epoch, _ in budget.held_out] == [1, 2, 3]
+    assert all(np.array_equal(a, b) for a, b in zip(_leaves(budget), _leaves(straight), strict=True))
