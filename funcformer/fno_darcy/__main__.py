@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 import numpy as np
 import optax
 
-from applicative.training import Learner, Preempted, State, TrainingDiverged
+from applicative.training import Learner, State, command
 from applicative.training.checkpoints import read, stored, template
-from applicative.training.files import CONFIG, METRICS, RunInUse, holding_run, write_atomically
+from applicative.training.files import CONFIG, METRICS, holding_run, write_atomically
 from applicative.training.plots import plot_loss
 from funcformer import parameter_count
 from funcformer.fno_darcy import SHARD_SIZE, export, fno, generate, load
@@ -69,12 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="image: Chebyshev queries attending to patches (model.py); vit: a token a cell (vit.py); fno: the FNO",
     )  # fmt: skip
     learn.add_argument("--data", type=Path, required=True, help="the dataset's directory (generate), or an export")
-    learn.add_argument("--out", type=Path, required=True, help="the run's directory")
+    command.add_flags(learn)  # --out, --resume, --seconds, --quiet: every training command line's
     learn.add_argument("--s", type=int, default=85, help="the training grid (default 85)")
     learn.add_argument("--train", type=int, default=1000, help="training samples, the first of the set")
     learn.add_argument("--epochs", type=int, default=None, help="default: the recipe's (image 40, FNO 500)")
     learn.add_argument("--batch", type=int, default=20)
-    learn.add_argument("--seconds", type=float, default=None, help="stop at the first epoch's end past this")
     learn.add_argument("--held-out", type=int, default=50, help="test samples of the per-epoch error (default 50)")
     learn.add_argument("--validate-every", type=int, default=1, help="epochs between held-out errors")
     learn.add_argument(
@@ -84,8 +83,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     learn.add_argument(
         "--augment", action="store_true", help="image and vit: minibatches moved by the square's symmetries"
     )
-    learn.add_argument("--resume", action="store_true", help="continue DIR's run from its last checkpoint")
-    learn.add_argument("--no-progress", action="store_true", help="no progress bar")
     draw = commands.add_parser("plot", help="figures of a trained run: DIR/loss.png and DIR/prediction.png")
     draw.add_argument("run", type=Path, help="the run's directory")
     draw.add_argument("--data", type=Path, required=True, help="the dataset's directory, or an export")
@@ -96,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--test", type=int, default=200, help="test samples (default 200)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    try:
+
+    def act() -> None:
         if args.command == "generate":
             made = generate(args.out, args.train, args.test, args.s, low=args.low, workers=args.workers,
                             shard_size=args.shard_size)  # fmt: skip
@@ -113,20 +111,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(evaluate(args.out, args.data), indent=2))
         else:
             print(json.dumps(evaluate(args.run, args.data, args.test), indent=2))
-    except Preempted as stopped:
-        print(f"{parser.prog} {args.command}: {stopped}", file=sys.stderr)
-        return Preempted.exit_status
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, RunInUse, TrainingDiverged) as error:
-        print(f"{parser.prog} {args.command}: error: {error}", file=sys.stderr)
-        return 1
-    return 0
+
+    return command.run(parser.prog, args.command, act)
 
 
 def train(args: argparse.Namespace) -> None:
     """The ``train`` command: the model of ``args.model`` on the first ``args.train`` samples at ``args.s``."""
     a, u = (x[: args.train] for x in load(args.data, "train", args.s))
     held_a, held_u = (x[: args.held_out] for x in load(args.data, "test", args.s))
-    progress, every = not args.no_progress, args.validate_every
+    progress, every = not args.quiet, args.validate_every
     if args.model in ("image", "vit"):
         values = {"low": float(a.min()), "high": float(a.max())}  # the data's two values
         kind = ImageConfig if args.model == "image" else ViTConfig

@@ -213,7 +213,7 @@ def test_the_task_trains_each_model_through_the_learning_layer(
     generate(data, 8, 4, 29, workers=1, progress=False, shard_size=4)
     command = ["train", "--model", model, "--data", str(data), "--out", str(out), "--s", "15", "--train", "8",
                "--epochs", "2", "--batch", "4", "--held-out", "4", "--architecture", architecture,
-               "--no-progress"]  # fmt: skip
+               "--quiet"]  # fmt: skip
     assert main(command) == 0
     printed = capsys.readouterr().out
     lines = [line for line in printed.splitlines() if line.startswith("epoch ")]
