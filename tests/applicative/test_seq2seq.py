@@ -1,14 +1,21 @@
 """The sequence-to-sequence baseline of the parsing example (``applicative.examples.seq2seq``): the
 linearised tree reads back to the tree Python's parser gave, malformed sequences are refused, and a
 short run of the ``Vec`` encoder-decoder learns and decodes greedily, batched through prefix buckets,
-as a plain one-fragment-at-a-time greedy decoder does, one compile per bucket.
+as a plain one-fragment-at-a-time greedy decoder does, one compile per bucket. Its training goes through
+the learning layer: each step draws the minibatch the hand-written loop before it drew (the same losses),
+a killed run resumes bit for bit, and the command line trains, evaluates, plots and stops on SIGTERM.
 
 Runs under the suite's jax_enable_x64 (see conftest.py): the model stays float32.
 """
 
 import ast
 import itertools
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -18,8 +25,15 @@ import pytest
 from applicative import to_array
 from applicative.examples import seq2seq, syntax
 from applicative.examples.seq2seq import CLOSE, END, START, TOKEN, Config, Seq2Seq, delinearise, linearise
+from applicative.examples.seq2seq.batches import Draws, buckets, vocabularies
+from applicative.examples.seq2seq.cli import main
+from applicative.examples.seq2seq.model import batch_logits
+from applicative.examples.seq2seq.training import HeldOut, learner, load, optimiser
 from applicative.examples.syntax import Fragment, Node
 from applicative.nn import causal_mask, one_hot, padding_mask
+from applicative.training.checkpoints import history
+from applicative.training.loop import _killed_after
+from applicative.training.steps import make_update
 
 # A small model: the run tests the machinery, in seconds; the example's sizes are Config()'s.
 SMALL = Config(width=32, hidden=64, heads=2, head_features=16, encoder_layers=1, decoder_layers=1, batch=16, warmup=10)
@@ -141,6 +155,12 @@ def test_training_learns(trained: Seq2Seq) -> None:
     first, last = trained.losses[0], float(np.mean(trained.losses[-5:]))
     assert first == pytest.approx(np.log(len(trained.symbols)), rel=0.25)  # about uniform over the symbols
     assert last < 0.4 * first
+    # the hand-written loop this run replaced (its own step, optimiser and generator) gave, on the same settings,
+    # bit for bit what ``fit`` gives on the CPU: the first steps here (the first two before any update: the
+    # warm-up starts at 0; their two minibatches differ), the last at a looser tolerance (60 steps of rounding)
+    assert trained.losses[:5] == pytest.approx([4.384814262390137, 4.379171371459961, 4.143958568572998,
+                                                3.7665202617645264, 3.2147510051727295], rel=1e-4)  # fmt: skip
+    assert trained.losses[-1] == pytest.approx(1.1499958038330078, rel=1e-2)
 
 
 @jax.jit
@@ -232,3 +252,153 @@ def test_parse_gives_one_tree_or_none_per_fragment(trained: Seq2Seq, held_out: l
 def test_train_refuses_no_data() -> None:
     with pytest.raises(ValueError, match="needs fragments"):
         seq2seq.train([], 10)
+
+
+def test_train_and_the_command_line_refuse_bad_settings(test_fragments: list[Fragment], tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="log_every = 0 must be positive"):
+        seq2seq.train(test_fragments, 10, log_every=0, log=lambda _: None)
+    with pytest.raises(ValueError, match="positive batch"):
+        seq2seq.train(test_fragments, 10, config=Config(batch=0), log=lambda _: None)
+    with pytest.raises(ValueError, match="min_tokens <= max_tokens"):
+        seq2seq.Data(min_tokens=9, max_tokens=8)
+    assert main(["train", "--out", str(tmp_path), "--train-fragments", "0"]) == 1
+    assert main(["plot", str(tmp_path)]) == 1  # no run there
+    assert list(tmp_path.iterdir()) == []
+
+
+# Through the learning layer
+
+TINY = Config(width=16, hidden=32, heads=2, head_features=8, encoder_layers=1, decoder_layers=1, batch=4, warmup=2,
+              first_bucket=16)  # fmt: skip
+
+
+def test_draws_are_the_sequential_generators_in_any_order(test_fragments: list[Fragment]) -> None:
+    kinds, symbols = vocabularies(test_fragments)
+    grouped = buckets(test_fragments, kinds, symbols, 32)
+    assert len(grouped) >= 3
+    # the hand-written loop's draws: one generator, a bucket by its share, then the batch's rows, step after step
+    shares = np.array([len(b.lengths) for b in grouped]) / len(test_fragments)
+    rng, expected = np.random.default_rng(3), []
+    for _ in range(30):
+        bucket = grouped[rng.choice(len(grouped), p=shares)]
+        chosen = rng.integers(0, len(bucket.lengths), 8)
+        expected.append(tuple(a[chosen] for a in bucket))
+    draws = Draws(grouped, 8)
+    for step in [*range(12), 29, 5, 6, 20, 0, 21]:  # in order (as a run asks), then back and on (a resumed run)
+        (sources, lengths, inputs), (outputs, target_lengths) = draws(3, step)
+        if step == 6:
+            draws(4, 2)  # another seed between
+        for got, want in zip((sources, lengths, inputs, outputs, target_lengths), expected[step], strict=True):
+            np.testing.assert_array_equal(got, want)
+    assert not all(np.array_equal(a, b) for a, b in zip(draws(4, 0)[0], expected[0][:3], strict=True))
+    with pytest.raises(ValueError, match="no minibatch for step -1"):
+        draws(3, -1)
+
+
+def test_the_held_out_loss_is_the_mean_over_every_real_target_symbol(test_fragments: list[Fragment]) -> None:
+    fragments = [f for f in test_fragments if len(f.tokens) <= 16][:10]
+    kinds, symbols = vocabularies(fragments)
+    model = seq2seq.init_model(jax.random.key(1), TINY, len(kinds), len(symbols))
+    held = HeldOut(fragments, kinds, symbols, batch=4)  # chunks of 4, 4 and 2 (padded)
+    assert held.count == 10
+    (whole,) = buckets(fragments, kinds, symbols, 0)
+    logits = np.asarray(jax.jit(batch_logits)(model, *(jnp.asarray(a) for a in whole[:3])), np.float64)
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    picked = np.take_along_axis(log_p, whole.outputs[..., None].astype(np.int64), -1)[..., 0]
+    real = np.arange(whole.inputs.shape[1]) < whole.target_lengths[:, None]
+    assert held(model) == pytest.approx(-picked[real].mean(), rel=1e-5)
+    with pytest.raises(ValueError, match="no held-out fragment"):
+        HeldOut(fragments, kinds, symbols[-3:], batch=4)  # no open symbol: no tree is known
+
+
+@pytest.fixture(scope="module")
+def small_fragments() -> list[Fragment]:
+    return list(itertools.islice(syntax.fragments(8, 24, side="train", seed=1), 48))
+
+
+@pytest.mark.slow  # about 30 s on a busy 2-core CPU (three compiled steps): CI runs it
+def test_a_killed_run_resumes_bit_for_bit(small_fragments: list[Fragment], tmp_path: Path) -> None:
+    fragments, held_out = small_fragments[:40], small_fragments[40:]
+    kinds, symbols = vocabularies(fragments)
+    grouped = buckets(fragments, kinds, symbols, TINY.first_bucket)
+
+    def run(out: str, steps: int = 8, resume: bool = False) -> Seq2Seq:
+        return seq2seq.train(fragments, steps, config=TINY, seed=0, log=lambda _: None, log_every=3, progress=False,
+                             held_out=held_out, out=tmp_path / out, resume=resume)  # fmt: skip
+
+    straight = run("a")
+    with _killed_after(4):  # after step 4 of 8, past the checkpoint of step 3
+        run("b")
+    resumed = run("b", resume=True)
+    assert len(straight.losses) == 8
+    assert resumed.losses == straight.losses
+    for a, b in zip(jax.tree_util.tree_leaves(straight.model), jax.tree_util.tree_leaves(resumed.model), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # one compilation a bucket the run drew (both runs share it), no more: here steps 3 and 4, the first two the
+    # resumed run took, drew the second bucket
+    drawn = [Draws(grouped, TINY.batch).picks(0, step)[0] for step in range(8)]
+    assert drawn == [0, 0, 0, 1, 1, 0, 0, 0]
+    update = make_update(learner(TINY, len(kinds), len(symbols)), optimiser(TINY, 8), 0)
+    assert update._cache_size() == 2  # type: ignore[attr-defined]
+    # the held-out loss at the end of each epoch (steps 3, 6 and 8), the same in both
+    curve = history(tmp_path / "b")[1]
+    assert [epoch for epoch, _ in curve] == [1, 2, 3]
+    assert curve == history(tmp_path / "a")[1]
+    # the run read back
+    loaded, described = load(tmp_path / "b")
+    assert described["steps"] == 8
+    assert loaded.losses == straight.losses
+    assert (loaded.kinds, loaded.symbols) == (straight.kinds, straight.symbols)
+    # another run's settings in the directory are refused, as is a second run without resume
+    with pytest.raises(ValueError, match="different run"):
+        run("b", steps=9, resume=True)
+    with pytest.raises(FileExistsError, match="already holds a run"):
+        run("b")
+
+
+TINY_FLAGS = ["--width", "16", "--hidden", "32", "--heads", "2", "--head-features", "8", "--encoder-layers", "1",
+              "--decoder-layers", "1", "--batch", "4", "--warmup", "2", "--first-bucket", "0", "--max-tokens", "12",
+              "--train-fragments", "40", "--held-out", "8", "--test-fragments", "5", "--quiet"]  # fmt: skip
+
+
+@pytest.mark.slow  # about 15 s (a step and the decoder to compile): CI runs it
+def test_the_command_line_trains_evaluates_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    assert main(["train", "--out", str(run), "--steps", "6", "--log-every", "3", *TINY_FLAGS]) == 0
+    out = capsys.readouterr().out
+    assert "epoch 2/2: loss" in out
+    assert "held-out error" in out
+    assert "trained 6 of 6 steps" in out
+    assert main(["evaluate", str(run)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{run}: step 6 of 6")
+    assert "held-out" in lines[0]
+    assert lines[1].startswith("test: 5 fragments of 8-12 tokens: exact ")
+    assert main(["plot", str(run)]) == 0
+    assert (run / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["train", "--out", str(run), "--steps", "6", "--log-every", "3", *TINY_FLAGS]) == 1
+    assert "already holds a run" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path / "none")]) == 1
+    assert "error: no trained run at" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # two processes that each import JAX and compile: CI runs it
+def test_sigterm_stops_a_run_that_resume_finishes(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "applicative.examples.seq2seq", "train", "--out", str(tmp_path), "--steps", "600",
+               "--log-every", "5", *TINY_FLAGS]  # fmt: skip
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("epoch 1/120"):
+                process.send_signal(signal.SIGTERM)
+                break
+        _, err = process.communicate(timeout=120)
+    assert process.returncode == 75, err
+    assert "stopped by SIGTERM after step" in err
+    stopped = int(err.split("after step ")[1].split(",")[0])
+    assert 5 <= stopped < 600
+    finished = subprocess.run([*command, "--resume"], capture_output=True, text=True, env=env, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    assert "trained 600 of 600 steps" in finished.stdout
