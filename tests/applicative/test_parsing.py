@@ -1,9 +1,15 @@
 """The parsing example: its data against Python's own tokenizer and parser, its decode against
-brute force and against Python's trees, and a short training run against the right-branching
-baseline on held-out files."""
+brute force and against Python's trees, its minibatches against the first training loop's draws, a
+short training run against the right-branching baseline on held-out files, and its run directory:
+a killed run resumed as an uninterrupted one, the command line, SIGTERM."""
 
 import ast
 import itertools
+import os
+import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -11,8 +17,12 @@ import numpy as np
 import pytest
 
 from applicative.examples import parsing, syntax, trees
+from applicative.examples.parsing import batches, decoding
 from applicative.examples.syntax import Node
 from applicative.instances.tree import Shape
+from applicative.training.checkpoints import history
+from applicative.training.files import CHECKPOINT, CONFIG
+from applicative.training.loop import _killed_after
 
 SOURCE = "x = f(a, b + 1)\n"
 # x = f ( a , b + 1 ) : tokens 0 to 8
@@ -146,7 +156,7 @@ def test_children_are_the_most_likely_valid_tagging() -> None:
                     spans.append((1 + i, 1 + i))
                 elif t == parsing.CONTINUE:
                     spans[-1] = (spans[-1][0], 1 + i)
-            assert parsing._children(scores, (1, length)) == spans
+            assert decoding.children(scores, (1, length)) == spans
 
 
 def test_the_decode_rebuilds_python_s_tree_from_its_own_targets() -> None:
@@ -158,40 +168,42 @@ def test_the_decode_rebuilds_python_s_tree_from_its_own_targets() -> None:
     for fragment in fragments:
         tree = Node("", fragment.tree.span)
         for round_ in range(syntax.depth(fragment.tree) + 1):
-            kept = [(n, d) for n, d in parsing._walk(fragment.tree) if d <= round_]
+            kept = [(n, d) for n, d in batches.walk(fragment.tree) if d <= round_]
             scores = np.zeros((3, band.nodes, band.high))
             for slot, (node, depth) in enumerate(kept):
                 if depth == round_:
                     row = np.full(band.high, -1, np.int8)
-                    parsing._tags(row, node)
+                    batches._tags(row, node)
                     for tag in range(3):
                         scores[tag, slot] = np.where(row == tag, 10.0, 0.0)
-            grown = parsing._grown(tree, scores, round_)
+            grown = decoding.grown(tree, scores, round_)
             if grown == tree:
                 break
             tree = grown
         logits = np.zeros((band.nodes, len(labels)))
         for slot, node in enumerate(syntax.nodes(fragment.tree)):
             logits[slot, labels.index(node.label)] = 1.0
-        assert parsing._labelled(tree, logits, labels) == fragment.tree
+        assert decoding.labelled(tree, logits, labels) == fragment.tree
+
+
+ShortRun = tuple[parsing.Parser, parsing.Config, parsing.Result, Path]
 
 
 @pytest.fixture(scope="module")
-def short_run() -> tuple[parsing.Parser, parsing.Config, parsing.Result]:
-    # 60 steps of a small parser on fragments of 8 to 32 tokens: about 17 s, most of it compiling.
+def short_run(tmp_path_factory: pytest.TempPathFactory) -> ShortRun:
+    # 60 steps of a small parser on fragments of 8 to 32 tokens: about 25 s, most of it compiling.
     band = parsing.Band(8, 32, 40)
     config = parsing.Config(
         width=32, hidden=64, heads=2, head_features=16, reader_layers=1, builder_layers=1, pointer=16,
         learning_rate=1e-2, warmup=10, bands=(band,), train_share=(1.0,), train_fragments=800, test_fragments=32,
     )  # fmt: skip
-    return parsing.train(60, config=config, seq2seq_steps=0, log=lambda _: None, progress=False)
+    out = tmp_path_factory.mktemp("parsing") / "run"
+    return *parsing.train(60, config=config, seq2seq_steps=0, log=lambda _: None, progress=False, out=out), out
 
 
 @pytest.mark.slow  # a short training run: CI runs it
-def test_a_short_run_beats_the_right_branching_tree_on_held_out_files(
-    short_run: tuple[parsing.Parser, parsing.Config, parsing.Result],
-) -> None:
-    _, _, result = short_run
+def test_a_short_run_beats_the_right_branching_tree_on_held_out_files(short_run: ShortRun) -> None:
+    _, _, result, out = short_run
     (band,) = result.bands
     assert band.parser.trees == band.right_branching.trees == 32
     assert result.final_loss < 0.5 * result.initial_loss
@@ -200,23 +212,28 @@ def test_a_short_run_beats_the_right_branching_tree_on_held_out_files(
     assert band.parser.precision > 3 * band.right_branching.precision
     assert band.parser.malformed < band.parser.trees
     assert result.compilations == 1  # one compiled step for every pair of shapes in the band
+    losses, held = history(out)  # the run's checkpoint: every step's loss, the held-out loss of its one epoch
+    assert (len(losses), losses[0], losses[-1]) == (60, result.initial_loss, result.final_loss)
+    assert [epoch for epoch, _ in held] == [1]
+    assert held[0][1] < 0.8 * result.initial_loss  # 0.65 measured: the held-out fragments learned too
 
 
 @pytest.mark.slow  # a short training run: CI runs it
-def test_a_saved_parser_loads_and_parses_alike(
-    short_run: tuple[parsing.Parser, parsing.Config, parsing.Result], tmp_path: Path
-) -> None:
-    parser, config, _ = short_run
-    path = tmp_path / "parser.npz"
-    parsing.save(path, parser, config)
-    loaded, same = parsing.load(path)
-    assert same == config
+def test_a_run_loads_back_and_parses_alike(short_run: ShortRun, tmp_path: Path) -> None:
+    parser, config, _, out = short_run
+    loaded, same = parsing.load(out)
+    assert same == config  # the vocabularies included: config.json holds them
     fragments = list(itertools.islice(syntax.fragments(8, 32, "test", seed=1), 8))
     band = config.bands[0]
     assert parsing.parse(loaded, same, fragments, band) == parsing.parse(parser, config, fragments, band)
-    path.write_bytes(b"not a parser")
-    with pytest.raises(ValueError, match=str(path)):
-        parsing.load(path)
+    broken = tmp_path / "run"
+    shutil.copytree(out, broken)
+    (broken / CHECKPOINT).write_bytes(b"not a parser")
+    with pytest.raises(ValueError, match=str(broken / CHECKPOINT)):
+        parsing.load(broken)
+    (broken / CONFIG).write_text('{"example": "trees"}')
+    with pytest.raises(ValueError, match="does not describe a run of the parser"):
+        parsing.load(broken)
 
 
 def test_fragments_come_from_their_side_of_the_split() -> None:
@@ -233,9 +250,9 @@ def test_a_node_over_its_parent_s_span_gets_no_child_over_it_too() -> None:
     whole[parsing.BEGIN, :, 0] = 10.0
     whole[parsing.CONTINUE, :, 1:4] = 10.0
     root = Node("", (0, 3))
-    once = parsing._grown(root, whole, 0)
+    once = decoding.grown(root, whole, 0)
     assert once == Node("", (0, 3), (Node("", (0, 3)),))
-    assert parsing._grown(once, whole, 1) == once
+    assert decoding.grown(once, whole, 1) == once
 
 
 def test_training_refuses_what_it_cannot_run() -> None:
@@ -243,3 +260,142 @@ def test_training_refuses_what_it_cannot_run() -> None:
         parsing.train(0, log=lambda _: None, progress=False)
     with pytest.raises(ValueError, match="2 training shares for 3 bands"):
         parsing.train(1, config=parsing.Config(train_share=(0.5, 0.5)), log=lambda _: None, progress=False)
+
+
+def _pools_of_two_bands() -> tuple[list[list[syntax.Fragment]], parsing.Config]:
+    config = parsing.Config(bands=(parsing.Band(8, 32, 40, 4), parsing.Band(33, 64, 80, 2)), train_share=(0.6, 0.4))
+    data = parsing.Data(tuple(itertools.islice(syntax.fragments(8, 64, "train"), 60)), ((), ()))
+    return batches.pools(data, config), batches.with_vocabularies(config, data.train)
+
+
+def test_step_s_draws_the_first_training_loop_s_minibatch_whatever_came_before() -> None:
+    # The first loop drew from one generator, step after step: a band by its share, its batch of fragments,
+    # a cut for each. Asked for any step, in any order, the minibatches draw the same.
+    pools, config = _pools_of_two_bands()
+    shares = np.array(config.train_share)
+    rng, expected = np.random.default_rng(3), []
+    for _ in range(8):
+        b = int(rng.choice(2, p=shares / shares.sum()))
+        chosen = rng.choice(len(pools[b]), config.bands[b].batch)
+        expected.append((b, [pools[b][i] for i in chosen], [int(rng.integers(syntax.depth(pools[b][i].tree)))
+                                                          for i in chosen]))  # fmt: skip
+    assert {b for b, _, _ in expected} == {0, 1}
+    draws = parsing.Minibatches(pools, shares, config)
+    assert [draws.choice(3, s) for s in range(8)] == expected
+    for s in (5, 2, 7, 0, 6):  # backwards (a resumed run), then forwards again
+        assert parsing.Minibatches(pools, shares, config).choice(3, s) == expected[s] == draws.choice(3, s)
+    assert draws.choice(4, 0) != expected[0]  # another seed, other draws
+    for s, (b, _, _) in enumerate(expected):  # one shape a band: one compilation a band
+        (inputs, lengths, nodes), (labels, tags) = draws(3, s)
+        band = config.bands[b]
+        assert inputs.shape == (band.batch, band.high, len(config.kinds) + 32)
+        assert (lengths.shape, nodes.layout.shape[0]) == ((band.batch,), band.batch)
+        assert (labels.shape, tags.shape) == ((band.batch, band.nodes), (band.batch, band.nodes, band.high))
+
+
+# Run directories: a tiny parser, the one the command line's TINY flags make (so that all share a compiled step)
+
+TINY = parsing.Config(
+    width=16, hidden=32, heads=2, head_features=8, reader_layers=1, builder_layers=1, pointer=8, warmup=2,
+    bands=(parsing.Band(8, 32, 40),), train_share=(0.5,), train_fragments=200, test_fragments=8,
+)  # fmt: skip
+TINY_FLAGS = [
+    "--steps", "6", "--per-epoch", "2", "--bands", "1", "--width", "16", "--hidden", "32", "--heads", "2",
+    "--head-features", "8", "--layers", "1", "--pointer", "8", "--warmup", "2", "--train-fragments", "200",
+    "--test-fragments", "8", "--seq2seq-steps", "0", "--quiet",
+]  # fmt: skip
+
+
+def _tiny(out: Path, resume: bool = False) -> tuple[parsing.Parser, parsing.Config, parsing.Result]:
+    return parsing.train(6, config=TINY, seq2seq_steps=0, log=lambda _: None, progress=False, out=out, per_epoch=2,
+                         resume=resume)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[parsing.Result, Path]:
+    out = tmp_path_factory.mktemp("parsing") / "tiny"
+    _, _, result = _tiny(out)
+    return result, out
+
+
+def _scores(result: parsing.Result) -> list[tuple[object, ...]]:
+    """Band by band, the scores of a run's test without the times they took."""
+    return [(b.band, b.tokens, b.parser, b.right_branching, b.seq2seq) for b in result.bands]
+
+
+def _row(table: str) -> list[str]:
+    """The table's row of the band of 8-32 tokens, without the parser's seconds."""
+    (row,) = [line for line in table.splitlines() if line.startswith("| 8-32 (")]
+    cells = row.split("|")
+    return cells[:6] + cells[7:]
+
+
+def _leaves(parser: parsing.Parser) -> list[np.ndarray]:
+    return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(parser)]
+
+
+@pytest.mark.slow  # a tiny training run, compiled: CI runs it
+def test_a_killed_run_resumes_to_the_uninterrupted_run_bit_for_bit(
+    tiny_run: tuple[parsing.Result, Path], tmp_path: Path
+) -> None:
+    result, whole = tiny_run
+    with _killed_after(3):  # the checkpoint of step 2 stays: the resumed run draws steps 2 ... 5 afresh
+        _, _, stopped = _tiny(tmp_path)
+    assert (stopped.steps, stopped.bands) == (3, ())
+    _, _, resumed = _tiny(tmp_path, resume=True)
+    assert history(tmp_path) == history(whole)  # every loss and held-out loss
+    assert len(history(whole)[1]) == 3
+    for a, b in zip(_leaves(parsing.load(tmp_path)[0]), _leaves(parsing.load(whole)[0]), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert _scores(resumed) == _scores(result)
+    assert _scores(parsing.evaluate(whole)) == _scores(result)  # read back: the same parser, the same trees
+
+
+@pytest.mark.slow  # the tiny run through the command line: CI runs it
+def test_the_command_line_trains_evaluates_and_plots_a_run_and_refuses_to_overwrite_it(
+    tiny_run: tuple[parsing.Result, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert parsing.main(["train", "--out", str(out), *TINY_FLAGS, "--seconds", "1e-9"]) == 0  # the budget: 1 epoch
+    assert "stopped after step 2 of 6" in capsys.readouterr().out
+    assert parsing.main(["train", "--out", str(out), *TINY_FLAGS]) == 1
+    assert "already holds a run: pass --resume" in capsys.readouterr().err
+    assert parsing.main(["train", "--out", str(out), *TINY_FLAGS, "--resume", "--warmup", "3"]) == 1
+    assert "holds a different run" in capsys.readouterr().err
+    assert parsing.main(["train", "--out", str(out), *TINY_FLAGS, "--resume"]) == 0
+    trained = capsys.readouterr().out
+    assert "| 8-32 (" in trained
+    assert "parser trained 6 steps" in trained
+    _, whole = tiny_run
+    assert (out / CONFIG).read_text() == (whole / CONFIG).read_text()  # the flags make TINY's run
+    assert history(out) == history(whole)  # stopped by a budget, resumed: the run all the same
+    assert parsing.main(["evaluate", str(out), "--figure", str(tmp_path / "tree.png")]) == 0
+    assert _row(capsys.readouterr().out) == _row(trained)
+    assert (tmp_path / "tree.png").stat().st_size > 0
+    assert parsing.main(["plot", str(out)]) == 0
+    assert (out / "loss.png").stat().st_size > 0
+    assert parsing.main(["evaluate", str(tmp_path / "none")]) == 1
+    assert "no trained run at" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # two processes, each compiling: CI runs it
+def test_sigterm_stops_the_command_line_with_75_and_resume_finishes(tmp_path: Path) -> None:
+    out, root = tmp_path / "run", str(Path(__file__).parents[2])
+    flags = [*TINY_FLAGS, "--steps", "100"]  # argparse: the last --steps counts
+    env = {**os.environ, "PYTHONPATH": root, "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "applicative.examples.parsing", "train", "--out", str(out), *flags]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("epoch 1/50"):
+            process.send_signal(signal.SIGTERM)
+            break
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 75, err
+    stopped = len(history(out)[0])
+    assert 2 <= stopped < 100
+    assert f"stopped by SIGTERM after step {stopped}, checkpointed there" in err
+    finished = subprocess.run([*command, "--resume"], capture_output=True, text=True, env=env, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    assert len(history(out)[0]) == 100
+    assert "parser trained 100 steps" in finished.stdout

@@ -1,0 +1,70 @@
+"""Text to trees: a transformer that reads the tokens of a Python statement (a ``Vec``) and builds
+its syntax tree (a ``DenseTree``), trained on the standard library and tested on held-out files.
+
+The reference text's cross-modal model with ``f`` a tree and ``i`` a sequence: the tree's nodes are
+queries that attend to the tokens. The data (``syntax``): a statement's tokens, and its tree,
+every node a label and the span of tokens it covers, children in source order, binarised as the
+trees example binarises syntax trees (a leaf per node, in preorder).
+
+    model      the parser (``Parser``: a reader, a builder, a pointer), its settings (``Config``, ``Band``), its loss
+    batches    the fragments in bands (``load_data``), trees as the builder sees them, the teacher-forced
+               minibatches (``Minibatches``, drawn from (seed, step))
+    decoding   ``parse``: the tree grown top down, a level a round, each node's children by a Viterbi
+    runs       ``train`` through ``applicative.training.fit`` into a run directory, ``evaluate``, ``load``
+    figure     ``plot``: a fragment under its predicted tree and Python's
+    cli        ``main``: ``python -m applicative.examples.parsing train | evaluate | plot``
+
+Every band of fragment sizes (``Config.bands``) has its capacities of tokens and nodes, so one
+compiled step and one compiled round serve every pair of shapes in it. The baselines: the
+right-branching tree, and the same transformer on ``Vec`` alone predicting the linearised tree
+(``seq2seq``). docs/parsing.md gives the results.
+"""
+
+from applicative.examples.parsing.batches import Data, Minibatches, load_data
+from applicative.examples.parsing.cli import main
+from applicative.examples.parsing.decoding import parse
+from applicative.examples.parsing.figure import plot
+from applicative.examples.parsing.model import (
+    BEGIN,
+    CONTINUE,
+    OWN,
+    Band,
+    Batch,
+    Config,
+    Nodes,
+    Parser,
+    build,
+    init_parser,
+    loss,
+    read,
+)
+from applicative.examples.parsing.runs import PER_EPOCH, STEPS, BandResult, Result, Run, evaluate, load, train
+
+__all__ = [
+    "BEGIN",
+    "CONTINUE",
+    "OWN",
+    "PER_EPOCH",
+    "STEPS",
+    "Band",
+    "BandResult",
+    "Batch",
+    "Config",
+    "Data",
+    "Minibatches",
+    "Nodes",
+    "Parser",
+    "Result",
+    "Run",
+    "build",
+    "evaluate",
+    "init_parser",
+    "load",
+    "load_data",
+    "loss",
+    "main",
+    "parse",
+    "plot",
+    "read",
+    "train",
+]
