@@ -10,7 +10,8 @@ A run directory is every model's (``applicative.training``): ``config.json`` hol
 seed, the steps an epoch and the ``Config`` with the vocabularies the data gave, so the directory alone says
 how to rebuild the parser and its data), ``checkpoint.npz`` the parameters, the optimiser's state, the losses
 and the held-out curve (the teacher-forced loss on fixed minibatches of the held-out fragments, every epoch).
-The seq2seq baseline (``seq2seq.train``) trains beside it, in memory; ``evaluate`` leaves it out.
+The seq2seq baseline (``seq2seq.train``) trains beside it, into the run's ``seq2seq`` folder (a run of its own,
+resumed with the parser's); ``evaluate`` leaves it out.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from applicative.examples.parsing.batches import Data, Minibatches, held_out, lo
 from applicative.examples.parsing.decoding import parse
 from applicative.examples.parsing.model import Band, Batch, Config, Parser, init_parser, loss, rounds
 from applicative.training import Drawn, Learner, fit, restore
-from applicative.training.files import CONFIG, holding_run
+from applicative.training.files import CHECKPOINT, CONFIG, holding_run
 from applicative.training.steps import make_update
 
 __all__ = ["PER_EPOCH", "STEPS", "BandResult", "Result", "Run", "evaluate", "held_out_loss", "learner", "load", "train"]
@@ -206,7 +207,10 @@ def train(
             weight_decay=config.weight_decay,
             clip=config.clip,
         )  # the tree parser's sizes and optimiser
-        baseline = seq2seq.train(trainable, seq2seq_steps, config=alike, seed=seed, log=log)
+        beside = None if out is None else Path(out) / "seq2seq"  # the baseline's own run, in the parser's
+        again = resume and beside is not None and (beside / CHECKPOINT).exists()
+        baseline = seq2seq.train(trainable, seq2seq_steps, config=alike, seed=seed, log=log, out=beside,
+                                 resume=again, progress=progress)  # fmt: skip
         seq2seq_seconds = time.perf_counter() - began
     bands = _tested(parser, config, data, baseline)
     losses = state.losses
