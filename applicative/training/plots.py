@@ -72,7 +72,8 @@ def loss_figure(
     """The loss figure, unsaved: the loss per step on a log scale, its moving average
     (window ``smoothing_window(len(losses))``, of log10 of the losses: a geometric mean, which spikes do not
     dominate) plotted at the window's last step, ``test_error`` as a horizontal line if given, and the
-    ``held_out`` errors, (step, error) pairs (``State.held_out`` in steps), as markers."""
+    ``held_out`` errors, (step, error) pairs (``State.held_out`` in steps), as markers (an error of 0, which a
+    log scale cannot show, as a triangle along the bottom)."""
     values = _losses(losses)
     if test_error is not None and not (math.isfinite(test_error) and test_error > 0):
         raise ValueError(f"test_error must be a finite float > 0 for the log scale, got {test_error!r}")
@@ -85,9 +86,14 @@ def loss_figure(
     axes.plot(steps[window - 1 :], smooth, color="tab:blue", linewidth=2.0, label=f"moving average ({window} steps)")
     if test_error is not None:
         axes.axhline(test_error, color="tab:red", linestyle="--", label=f"final test error {test_error:.3e}")
-    if held_out:
-        at, errors = zip(*held_out, strict=True)
+    positive = [(step, error) for step, error in held_out if error > 0]
+    if positive:
+        at, errors = zip(*positive, strict=True)
         axes.plot(at, errors, color="tab:orange", marker="o", markersize=3, label="held-out error")
+    zero = [step for step, error in held_out if error <= 0]
+    if zero:  # no place on a log scale: marked along the bottom
+        axes.plot(zero, [values.min()] * len(zero), color="tab:orange", marker="v", linestyle="none",
+                  label="held-out error 0")  # fmt: skip
     axes.set_yscale("log")
     axes.set_xlabel("step")
     axes.set_ylabel("loss")

@@ -80,3 +80,14 @@ def test_the_plot_reads_the_runs_history(tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):
         history(tmp_path / "nothing")
+
+
+def test_the_loss_figure_marks_held_out_errors_of_zero(tmp_path: Path) -> None:
+    """A held-out error of 0 (a task learned exactly) has no place on the log scale: it is marked, not lost."""
+    from applicative.training.plots import loss_figure
+
+    figure = loss_figure([1.0, 0.5, 0.25, 0.125], held_out=[(1, 0.5), (3, 0.0)])
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+    assert np.asarray(lines["held-out error"].get_xdata()).tolist() == [1]
+    assert np.asarray(lines["held-out error 0"].get_xdata()).tolist() == [3]
+    assert np.asarray(lines["held-out error 0"].get_ydata()).tolist() == [0.125]
