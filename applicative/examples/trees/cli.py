@@ -1,0 +1,78 @@
+"""``python -m applicative.examples.trees``: the trees example's command line.
+
+    train --out DIR [--resume] [--seconds S] [--quiet] [--steps N] [--seed S] [--per-epoch K] [--config JSON]
+                       a run into DIR (``training.train``: a line an epoch with the held-out error, a checkpoint an
+                       epoch), then its tests; --config: fields of ``Config`` as JSON (the others default)
+    evaluate DIR       the run in DIR read back and tested again
+    plot DIR           DIR/loss.png: the loss a step and the held-out errors
+
+Exit statuses (``applicative.training.command.run``): 0; 75 after SIGTERM (checkpointed: ``--resume`` goes on as if
+it had not stopped); 1 with "python -m applicative.examples.trees COMMAND: error: ..." on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from applicative.examples.trees.training import (
+    PER_EPOCH,
+    STEPS,
+    config_of,
+    evaluate,
+    lines,
+    report_lines,
+    settings,
+    train,
+)
+from applicative.training import command
+from applicative.training.files import CONFIG
+
+__all__ = ["PROG", "main"]
+
+PROG = "python -m applicative.examples.trees"
+
+
+def _config(text: str) -> dict[str, object]:
+    fields = json.loads(text)
+    if not isinstance(fields, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object of Config's fields, got {text}")
+    return fields
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: the process's); its exit status."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else None)
+    commands = parser.add_subparsers(dest="command", required=True)
+    learn = commands.add_parser("train", help="train a transformer on trees to compare leaves with the integral")
+    command.add_flags(learn)
+    learn.add_argument("--steps", type=int, default=STEPS, help="training steps (default: %(default)s)")
+    learn.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    learn.add_argument("--per-epoch", type=int, default=PER_EPOCH, help="steps an epoch (default: %(default)s)")
+    learn.add_argument("--config", type=_config, default={}, help="fields of Config as JSON (default: its own)")
+    check = commands.add_parser("evaluate", help="the tests of the run in DIR")
+    check.add_argument("run", type=Path, help="the run's directory")
+    draw = commands.add_parser("plot", help="DIR/loss.png: the loss a step and the held-out errors")
+    draw.add_argument("run", type=Path, help="the run's directory")
+    args = parser.parse_args(argv)
+
+    def action() -> None:
+        if args.command == "train":
+            result = train(args.steps, args.seed, config_of(args.config), args.out, per_epoch=args.per_epoch,
+                           resume=args.resume, seconds=args.seconds, progress=not args.quiet)  # fmt: skip
+            if result.steps < args.steps:
+                print(f"stopped after step {result.steps} of {args.steps}, checkpointed: --resume goes on")
+            for line in lines(result):
+                print(line)
+        elif args.command == "evaluate":
+            for line in report_lines(evaluate(args.run)):
+                print(line)
+        else:
+            if not (args.run / CONFIG).exists():
+                raise FileNotFoundError(f"no trained run at {args.run}: {CONFIG} is missing")
+            per_epoch = settings((args.run / CONFIG).read_text(encoding="utf-8"))[3]
+            print(f"wrote {command.plot(args.run, per_epoch)}")
+
+    return command.run(PROG, args.command, action)
