@@ -143,3 +143,43 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_circle_check_sees_circles() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+# One learning layer: the training step is written once, in applicative/training/steps.py
+
+
+TRAINING_STEP = ("value_and_grad", "apply_updates")
+"""What a hand-written training step calls: the gradient of a loss and the optimiser's update."""
+
+
+def _calls(path: Path, names: tuple[str, ...]) -> list[str]:
+    """The calls (``f(...)`` or ``module.f(...)``) of ``names`` in the module at ``path``, as "path:line name"."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in names:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    return found
+
+
+def test_no_training_step_is_written_outside_the_learning_layer() -> None:
+    """Every model trains through ``applicative.training.fit``: no module of the library, the Funcformer or its
+    examples computes a loss's gradient and applies an update itself. The benches' hand-written twins (the step
+    a measured ratio compares against) are the exception, and live in bench/."""
+    modules = [p for package in ("applicative", "funcformer") for p in sorted((ROOT / package).rglob("*.py"))]
+    outside = [p for p in modules if "training" not in p.relative_to(ROOT).parts[:2]]
+    assert [call for path in outside for call in _calls(path, TRAINING_STEP)] == []
+    steps = _calls(ROOT / "applicative/training/steps.py", TRAINING_STEP)
+    assert [call.split()[-1] for call in steps] == ["value_and_grad", "apply_updates"]  # the check sees the one step
+
+
+LIMIT = 450
+"""Lines a module may have: one job, read in one sitting."""
+
+
+def test_every_module_is_short_enough_to_read_in_one_sitting() -> None:
+    modules = [p for folder in ("applicative", "funcformer", "bench", "tools") for p in (ROOT / folder).rglob("*.py")]
+    assert len(modules) > 100
+    long = {str(p.relative_to(ROOT)): n for p in modules if (n := len(p.read_text().splitlines())) > LIMIT}
+    assert long == {}
