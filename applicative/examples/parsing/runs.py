@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -35,7 +35,7 @@ from jax import Array
 from applicative.examples import seq2seq, syntax
 from applicative.examples.parsing.batches import Data, Minibatches, held_out, load_data, pools, with_vocabularies
 from applicative.examples.parsing.decoding import parse
-from applicative.examples.parsing.model import Band, Batch, Config, Parser, init_parser, loss, rounds
+from applicative.examples.parsing.model import Band, Batch, Config, Nodes, Parser, init_parser, loss, rounds
 from applicative.training import Drawn, Learner, fit, restore
 from applicative.training.files import CHECKPOINT, CONFIG, holding_run
 from applicative.training.steps import make_update
@@ -104,16 +104,22 @@ class Result(NamedTuple):
     steps: int  # trained: the run's steps, or fewer when it stopped (a budget) before its end
 
 
+Inputs = tuple[Array, Array, Nodes]
+"""A round's inputs (``Batch``'s first three fields): token inputs, lengths, the nodes built so far."""
+Targets = tuple[Array, Array]
+"""A round's targets (``Batch``'s last two): every node's label, every token's tag to each node."""
+
+
 @functools.lru_cache(maxsize=8)
-def learner(config: Config) -> Learner[Parser]:
+def learner(config: Config) -> Learner[Parser, Inputs, Targets, tuple[Array, Array]]:
     """The parser as ``fit`` trains it: ``init_parser`` of ``PRNGKey(seed)``, ``loss`` on a ``Batch`` given as
     inputs (token inputs, lengths, ``Nodes``) and targets (labels, tags). One value a config, so that every
     run of a config shares its compiled step."""
 
-    def training_loss(parser: Parser, inputs: Any, targets: Any) -> Array:
+    def training_loss(parser: Parser, inputs: Inputs, targets: Targets) -> Array:
         return loss(parser, Batch(*inputs, *targets))
 
-    def predict(parser: Parser, inputs: Any) -> Any:
+    def predict(parser: Parser, inputs: Inputs) -> tuple[Array, Array]:
         return rounds(parser, *inputs)
 
     return Learner(lambda seed: init_parser(jax.random.PRNGKey(seed), config), training_loss, predict)

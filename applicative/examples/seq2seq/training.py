@@ -78,13 +78,19 @@ class Data:
         return list(itertools.islice(syntax.fragments(self.min_tokens, self.max_tokens, "test"), self.test_fragments))
 
 
-def _loss(model: Seq2SeqModel, inputs: Any, targets: Any) -> Array:
+Sources = tuple[Array, Array, Array]
+"""A minibatch's inputs: token ids, their lengths, the decoder's input ids."""
+Targets = tuple[Array, Array]
+"""A minibatch's targets: the output ids, their lengths."""
+
+
+def _loss(model: Seq2SeqModel, inputs: Sources, targets: Targets) -> Array:
     """``batch_loss`` of a minibatch as ``batches.Draws`` makes it: (sources, lengths, decoder inputs), (outputs,
-    target lengths). (``Any``: the learner's arguments are pytrees, here tuples of arrays.)"""
+    target lengths)."""
     return batch_loss(model, *inputs, *targets)
 
 
-def _predict(model: Seq2SeqModel, inputs: Any) -> Array:
+def _predict(model: Seq2SeqModel, inputs: Sources) -> Array:
     """``batch_logits`` of (sources, lengths, decoder inputs)."""
     return batch_logits(model, *inputs)
 
@@ -94,7 +100,7 @@ def _init(seed: int, *, config: Config, kinds: int, symbols: int) -> Seq2SeqMode
 
 
 @functools.lru_cache(maxsize=16)
-def learner(config: Config, kinds: int, symbols: int) -> Learner[Seq2SeqModel]:
+def learner(config: Config, kinds: int, symbols: int) -> Learner[Seq2SeqModel, Sources, Targets]:
     """The model of ``config``'s sizes over ``kinds`` token kinds and ``symbols`` output symbols as the learning
     layer trains it: ``init_model`` of ``jax.random.key(seed)``, ``batch_loss`` on a minibatch. The same object
     for the same arguments (its compiled steps are reused)."""
