@@ -19,6 +19,7 @@ import json, sys
 import jax
 import numpy as np
 from funcformer.model import ModelConfig
+from applicative.training.steps import data_parallel
 from funcformer.learning import steps
 from funcformer.poisson import PROBLEM
 from funcformer.poisson import DataConfig, sources
@@ -30,7 +31,7 @@ run = RunConfig.of(PROBLEM, model=tiny, steps=6, batch=4, train_size=16, checkpo
 initial = steps.funcformer_learner(tiny).init(run.seed)
 state = train(run, out + "/run", progress=False)
 fields = sources(DataConfig(), 9, 4).astype(np.float32)
-split, _ = steps.data_parallel(run.batch)
+split, _ = data_parallel(run.batch)
 try:
     train(RunConfig.of(PROBLEM, model=tiny, steps=6, batch=3, train_size=16), out + "/odd", progress=False)
     refused = ""
