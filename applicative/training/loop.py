@@ -44,7 +44,7 @@ from applicative.training.data import Arrays, Drawn, Source, count
 from applicative.training.files import CHECKPOINT, CONFIG, write_atomically
 from applicative.training.learner import Learner
 from applicative.training.processes import from_owner, is_owner, owning, preemption
-from applicative.training.steps import data_parallel, epoch_order, make_block, make_update, place
+from applicative.training.steps import data_parallel, epoch_order, make_block, make_update, place, shardings
 
 __all__ = ["Plan", "Preempted", "TrainingDiverged", "fit", "opened", "run_from"]
 
@@ -254,7 +254,7 @@ class _Feed(Generic[P]):
 def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P]:
     """The training loop, from ``state`` to ``plan.steps``, checkpointing into ``out``."""
     per_epoch = plan.per_epoch
-    _, replicated = data_parallel(plan.data.batch if isinstance(plan.data, Arrays) else 1)
+    _, replicated = data_parallel(plan.data.batch) if isinstance(plan.data, Arrays) else shardings()
     model, opt_state = jax.tree_util.tree_map(
         lambda a: place(np.asarray(a), replicated), (state.model, state.opt_state)
     )

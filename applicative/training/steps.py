@@ -29,7 +29,17 @@ from jax.typing import ArrayLike
 
 from applicative.training.learner import Learner
 
-__all__ = ["Step", "Update", "data_parallel", "epoch_order", "make_block", "make_step", "make_update", "place"]
+__all__ = [
+    "Step",
+    "Update",
+    "data_parallel",
+    "epoch_order",
+    "make_block",
+    "make_step",
+    "make_update",
+    "place",
+    "shardings",
+]
 
 P = TypeVar("P")
 Step: TypeAlias = Callable[
@@ -63,12 +73,13 @@ def data_parallel(batch: int) -> tuple[NamedSharding, NamedSharding]:
             f"batch = {batch} does not split over the {len(devices)} {devices[0].platform} devices: "
             f"use a multiple of {len(devices)}, or fewer devices (e.g. CUDA_VISIBLE_DEVICES)"
         )
-    return _shardings()
+    return shardings()
 
 
 @functools.lru_cache(maxsize=1)
-def _shardings() -> tuple[NamedSharding, NamedSharding]:
-    """``data_parallel``'s shardings, whatever the batch: (split along axis 0, replicated)."""
+def shardings() -> tuple[NamedSharding, NamedSharding]:
+    """``data_parallel``'s shardings, whatever the batch: (split along axis 0, replicated); a minibatch split
+    by the first must have a multiple of the device count."""
     mesh = Mesh(np.asarray(jax.devices()), ("batch",))
     split, replicated = PartitionSpec("batch"), PartitionSpec()  # type: ignore[no-untyped-call]
     return NamedSharding(mesh, split), NamedSharding(mesh, replicated)
@@ -168,7 +179,7 @@ def make_update(learner: Learner[P, Any, Any, Any], opt: optax.GradientTransform
     (``data_parallel``), the model and the optimiser state replicated. One compilation per learner, optimiser
     and shape of minibatch: a source that groups its minibatches by shape (a band of lengths, a bucket)
     compiles once a group."""
-    split, replicated = _shardings()
+    split, replicated = shardings()
     jitted: Update[P] = jax.jit(_update(learner, opt, seed), in_shardings=(replicated, replicated, split, split, None),
                                 out_shardings=replicated)  # fmt: skip
     return jitted

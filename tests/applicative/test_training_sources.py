@@ -6,6 +6,9 @@ compilation per shape group."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +121,38 @@ def test_drawn_minibatches_in_shape_groups_resume_bit_for_bit_with_one_compile_a
     assert traces == 2  # batches of 2 and of 3 rows: one compilation each, for all three runs
     with pytest.raises(ValueError, match=r"block = 2 needs a training set held whole"):
         run(tmp_path / "blocked", block=2)
+
+
+TWO_DEVICES = """
+import json, sys
+import jax, jax.numpy as jnp, numpy as np, optax
+from applicative.training import Drawn, Learner, fit
+
+def draw(seed, step):
+    rows = np.random.default_rng((seed, step)).normal(size=(2 + 2 * (step % 2), 4)).astype(np.float32)
+    return {"x": rows}, np.zeros(len(rows), np.float32)
+
+def loss(params, inputs, targets):
+    return 0.5 * (params["p"] - jnp.mean(jnp.mean(inputs["x"], axis=1) + targets)) ** 2
+
+learner = Learner(lambda seed: {"p": jnp.zeros(())}, loss, lambda params, inputs: params["p"])
+state = fit(learner, optax.sgd(0.5), Drawn(draw, 4), sys.argv[1], description="{}", steps=8, seed=3,
+            progress=False, log=False)
+json.dump({"devices": jax.device_count(), "losses": state.losses, "p": float(state.model["p"])}, sys.stdout)
+"""
+
+
+@pytest.mark.slow  # two processes, about 10 s
+def test_drawn_minibatches_split_over_two_devices_as_on_one(tmp_path: Path) -> None:
+    """Minibatches of 2 and 4 rows drawn on the host are split over 2 CPU devices (a row each, or two) and train
+    as on one device, to float32 rounding."""
+    results = []
+    for devices in (1, 2):
+        env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+        out = subprocess.run([sys.executable, "-c", TWO_DEVICES, str(tmp_path / str(devices))], env=env,
+                             capture_output=True, text=True, timeout=300, check=True).stdout  # fmt: skip
+        results.append(json.loads(out))
+    one, two = results
+    assert (one["devices"], two["devices"]) == (1, 2)
+    np.testing.assert_allclose(two["losses"], one["losses"], rtol=1e-6)
+    np.testing.assert_allclose(two["p"], one["p"], rtol=0, atol=1e-6)  # measured 1.5e-8 (p is 6e-3)
