@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from applicative.examples import parsing, syntax, trees
+from applicative.examples.common import Optimisation
 from applicative.examples.parsing import batches, decoding
 from applicative.examples.syntax import Node
 from applicative.instances.tree import Shape
@@ -195,7 +196,8 @@ def short_run(tmp_path_factory: pytest.TempPathFactory) -> ShortRun:
     band = parsing.Band(8, 32, 40)
     config = parsing.Config(
         width=32, hidden=64, heads=2, head_features=16, reader_layers=1, builder_layers=1, pointer=16,
-        learning_rate=1e-2, warmup=10, bands=(band,), train_share=(1.0,), train_fragments=800, test_fragments=32,
+        optimisation=Optimisation(learning_rate=1e-2, warmup=10), bands=(band,), train_share=(1.0,),
+        train_fragments=800, test_fragments=32,
     )  # fmt: skip
     out = tmp_path_factory.mktemp("parsing") / "run"
     return *parsing.train(60, config=config, seq2seq_steps=0, log=lambda _: None, progress=False, out=out), out
@@ -296,8 +298,9 @@ def test_step_s_draws_the_first_training_loop_s_minibatch_whatever_came_before()
 # Run directories: a tiny parser, the one the command line's TINY flags make (so that all share a compiled step)
 
 TINY = parsing.Config(
-    width=16, hidden=32, heads=2, head_features=8, reader_layers=1, builder_layers=1, pointer=8, warmup=2,
-    bands=(parsing.Band(8, 32, 40),), train_share=(0.5,), train_fragments=200, test_fragments=8,
+    width=16, hidden=32, heads=2, head_features=8, reader_layers=1, builder_layers=1, pointer=8,
+    optimisation=Optimisation(learning_rate=3e-3, warmup=2), bands=(parsing.Band(8, 32, 40),), train_share=(0.5,),
+    train_fragments=200, test_fragments=8,
 )  # fmt: skip
 TINY_FLAGS = [
     "--steps", "6", "--per-epoch", "2", "--bands", "1", "--width", "16", "--hidden", "32", "--heads", "2",

@@ -24,6 +24,7 @@ import pytest
 
 from applicative import to_array
 from applicative.examples import seq2seq, syntax
+from applicative.examples.common import Optimisation
 from applicative.examples.seq2seq import CLOSE, END, START, TOKEN, Config, Seq2Seq, delinearise, linearise
 from applicative.examples.seq2seq.batches import Draws, buckets, vocabularies
 from applicative.examples.seq2seq.cli import main
@@ -36,7 +37,8 @@ from applicative.training.loop import _killed_after
 from applicative.training.steps import make_update
 
 # A small model: the run tests the machinery, in seconds; the example's sizes are Config()'s.
-SMALL = Config(width=32, hidden=64, heads=2, head_features=16, encoder_layers=1, decoder_layers=1, batch=16, warmup=10)
+SMALL = Config(width=32, hidden=64, heads=2, head_features=16, encoder_layers=1, decoder_layers=1, batch=16,
+               optimisation=Optimisation(learning_rate=3e-3, warmup=10))
 STEPS = 60
 MAX_SYMBOLS = 40  # decoded symbols: over the first prefix (32), inside the second (64)
 
@@ -266,8 +268,8 @@ def test_train_and_the_command_line_refuse_bad_settings(test_fragments: list[Fra
 
 # Through the learning layer
 
-TINY = Config(width=16, hidden=32, heads=2, head_features=8, encoder_layers=1, decoder_layers=1, batch=4, warmup=2,
-              first_bucket=16)  # fmt: skip
+TINY = Config(width=16, hidden=32, heads=2, head_features=8, encoder_layers=1, decoder_layers=1, batch=4,
+              optimisation=Optimisation(learning_rate=3e-3, warmup=2), first_bucket=16)  # fmt: skip
 
 
 def test_draws_are_the_sequential_generators_in_any_order(test_fragments: list[Fragment]) -> None:

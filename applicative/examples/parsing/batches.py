@@ -15,9 +15,9 @@ and one compiled step serves it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
@@ -201,7 +201,7 @@ def with_vocabularies(config: Config, fragments: Sequence[Fragment]) -> Config:
     """``config`` with the token kinds and labels of the training fragments (an unknown one last)."""
     kinds = syntax.vocabulary(k for f in fragments for k in f.tokens)
     labels = syntax.vocabulary(n.label for f in fragments for n in syntax.nodes(f.tree))
-    return Config(**{**asdict(config), "bands": config.bands, "kinds": tuple(kinds), "labels": tuple(labels)})
+    return dataclasses.replace(config, kinds=tuple(kinds), labels=tuple(labels))
 
 
 # Minibatches

@@ -16,6 +16,7 @@ that holds a run already (without ``--resume``) or another run's settings.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -75,7 +76,8 @@ def _train(args: argparse.Namespace) -> None:
     config = Config(
         width=args.width, hidden=args.hidden, heads=args.heads, head_features=args.head_features,
         reader_layers=args.layers, builder_layers=args.layers, pointer=args.pointer,
-        learning_rate=args.learning_rate, warmup=args.warmup, bands=defaults.bands[: args.bands],
+        optimisation=dataclasses.replace(defaults.optimisation, learning_rate=args.learning_rate, warmup=args.warmup),
+        bands=defaults.bands[: args.bands],
         train_share=defaults.train_share[: args.bands], train_fragments=args.train_fragments,
         test_fragments=args.test_fragments,
     )  # fmt: skip
@@ -137,8 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("--head-features", _positive, d.head_features, "features of a head"),
         ("--layers", _positive, d.reader_layers, "layers of the reader, and of the builder"),
         ("--pointer", _positive, d.pointer, "features of the pointer's projections"),
-        ("--learning-rate", float, d.learning_rate, "the peak learning rate"),
-        ("--warmup", int, d.warmup, "warm-up steps"),
+        ("--learning-rate", float, d.optimisation.learning_rate, "the peak learning rate"),
+        ("--warmup", int, d.optimisation.warmup, "warm-up steps"),
     ]
     for flag, kind, default, what in settings:
         said = what if default is None else f"{what} (default: %(default)s)"

@@ -133,10 +133,7 @@ class Config:
     builder_layers: int = 2
     pointer: int = 32
     batch: int = 32
-    learning_rate: float = 3e-3
-    warmup: int = 50
-    weight_decay: float = 1e-2
-    clip: float = 1.0
+    optimisation: Optimisation = field(default_factory=lambda: Optimisation(learning_rate=3e-3, warmup=50))
     # Nodes a token, at most (20,000 training fragments): 1.13 from 8 tokens, 0.96 from 33, 0.78 from 129.
     bands: tuple[Band, ...] = (Band(8, 32, 40), Band(33, 128, 128), Band(129, 512, 416, 8))
     train_share: tuple[float, ...] = (0.5, 0.4, 0.1)  # of the training steps, in each band
@@ -150,7 +147,7 @@ class Config:
     def optimiser(self, steps: int) -> optax.GradientTransformation:
         """AdamW on a warm-up and a cosine decay over ``steps`` updates, after clipping: ``common.Optimisation``
         of these settings."""
-        return Optimisation(self.learning_rate, self.warmup, self.weight_decay, self.clip).optimiser(steps)
+        return self.optimisation.optimiser(steps)
 
 
 def init_parser(key: Array, config: Config) -> Parser:

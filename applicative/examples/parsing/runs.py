@@ -33,6 +33,7 @@ import optax
 from jax import Array
 
 from applicative.examples import seq2seq, syntax
+from applicative.examples.common import Optimisation
 from applicative.examples.parsing.batches import Data, Minibatches, held_out, load_data, pools, with_vocabularies
 from applicative.examples.parsing.decoding import parse
 from applicative.examples.parsing.model import Band, Batch, Config, Nodes, Parser, init_parser, loss, rounds
@@ -71,7 +72,8 @@ class Run:
                 raise ValueError("another example's run")
             stored = raw.pop("config")
             config = Config(
-                **{**stored, "bands": tuple(Band(*b) for b in stored["bands"])}
+                **{**stored, "bands": tuple(Band(*b) for b in stored["bands"]),
+                   "optimisation": Optimisation(**stored["optimisation"])}
                 | {key: tuple(stored[key]) for key in ("train_share", "kinds", "labels")}
             )
             return Run(**raw, config=config)
@@ -208,10 +210,7 @@ def train(
             encoder_layers=config.reader_layers,
             decoder_layers=config.builder_layers,
             batch=config.batch,
-            learning_rate=config.learning_rate,
-            warmup=config.warmup,
-            weight_decay=config.weight_decay,
-            clip=config.clip,
+            optimisation=config.optimisation,
         )  # the tree parser's sizes and optimiser
         beside = None if out is None else Path(out) / "seq2seq"  # the baseline's own run, in the parser's
         again = resume and beside is not None and (beside / CHECKPOINT).exists()

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from applicative.examples import syntax
+from applicative.examples.common import Optimisation
 from applicative.examples.seq2seq.decoding import parse
 from applicative.examples.seq2seq.model import Config
 from applicative.examples.seq2seq.training import Data, description, load, train
@@ -34,20 +35,24 @@ STEPS = 1000  # the default run's training steps
 
 
 def _settings(parser: argparse.ArgumentParser, settings: type[Config] | type[Data]) -> None:
-    """A flag for each field of ``settings`` (``--first-bucket`` for ``first_bucket``), its default the field's."""
+    """A flag for each field of ``settings`` (``--first-bucket`` for ``first_bucket``), its default the field's;
+    ``Config.optimisation``'s fields are flags of their own (``--learning-rate``...)."""
     for field in dataclasses.fields(settings):
+        if field.name == "optimisation":
+            continue
         default = field.default
         parser.add_argument("--" + field.name.replace("_", "-"), type=type(default), default=default,
                             help="(default: %(default)s)")  # fmt: skip
 
 
-def _chosen(args: argparse.Namespace, settings: type[Config] | type[Data]) -> dict[str, object]:
-    return {field.name: getattr(args, field.name) for field in dataclasses.fields(settings)}
+def _chosen(args: argparse.Namespace, settings: type[Config] | type[Data] | type[Optimisation]) -> dict[str, object]:
+    fields = dataclasses.fields(settings)
+    return {field.name: getattr(args, field.name) for field in fields if field.name != "optimisation"}
 
 
 def _train(args: argparse.Namespace) -> None:
     data = Data(**_chosen(args, Data))  # type: ignore[arg-type]
-    config = Config(**_chosen(args, Config))  # type: ignore[arg-type]
+    config = Config(**_chosen(args, Config), optimisation=Optimisation(**_chosen(args, Optimisation)))  # type: ignore[arg-type]
     fragments, held_out = data.training(args.seed)
     trained = train(fragments, args.steps, config=config, seed=args.seed, log_every=args.log_every, out=args.out,
                     resume=args.resume, seconds=args.seconds, progress=not args.quiet, held_out=held_out,
@@ -106,6 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     training.add_argument("--log-every", type=int, default=50, help=epoch)
     _settings(training, Data)
     _settings(training, Config)
+    for field in dataclasses.fields(Optimisation):  # Config.optimisation's, its defaults Config()'s
+        default = getattr(Config().optimisation, field.name)
+        training.add_argument("--" + field.name.replace("_", "-"), type=type(default), default=default,
+                              help="(default: %(default)s)")  # fmt: skip
     evaluating = commands.add_parser("evaluate", help="score a run on its test fragments")
     evaluating.add_argument("directory", type=Path)
     evaluating.add_argument("--batch", type=int, default=32, help="fragments decoded at once (default: %(default)s)")

@@ -18,7 +18,7 @@ learning layer trains (``training``).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import jax
@@ -90,16 +90,8 @@ class Config:
     encoder_layers: int = 2
     decoder_layers: int = 2
     batch: int = 32
-    learning_rate: float = 3e-3
-    warmup: int = 50
-    weight_decay: float = 1e-2
-    clip: float = 1.0
+    optimisation: Optimisation = field(default_factory=lambda: Optimisation(learning_rate=3e-3, warmup=50))
     first_bucket: int = 64  # target positions of the shortest length bucket (``train``); 0: one bucket
-
-    @property
-    def optimisation(self) -> Optimisation:
-        """The optimiser's four settings (``Optimisation.optimiser(steps)`` is the run's optimiser)."""
-        return Optimisation(self.learning_rate, self.warmup, self.weight_decay, self.clip)
 
 
 class Seq2Seq(NamedTuple):

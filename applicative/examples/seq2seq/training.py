@@ -239,6 +239,11 @@ def train(
     return Seq2Seq(state.model, kinds, symbols, *_capacities(grouped), tuple(state.losses), state.seconds)
 
 
+def _config(stored: dict[str, Any]) -> Config:
+    """The ``Config`` of its JSON fields (``asdict``'s: the optimisation a nested object)."""
+    return Config(**{**stored, "optimisation": Optimisation(**stored["optimisation"])})
+
+
 def description(directory: str | Path) -> dict[str, Any]:
     """The description (config.json, parsed) of the seq2seq run in ``directory``. FileNotFoundError when there
     is no run there; ValueError when it is not a seq2seq run's."""
@@ -249,7 +254,7 @@ def description(directory: str | Path) -> dict[str, Any]:
         run = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(run, dict) or run.get("example") != "seq2seq":
             raise ValueError("not a seq2seq run")
-        Config(**run["config"])
+        _config(run["config"])
         for key, kind in [("steps", int), ("seed", int), ("log_every", int), ("kinds", list), ("symbols", list),
                           ("capacities", list)]:  # fmt: skip
             if not isinstance(run[key], kind):
@@ -264,7 +269,7 @@ def load(directory: str | Path) -> tuple[Seq2Seq, dict[str, Any]]:
     sessions), and its description (``description``). FileNotFoundError when there is no run there;
     ValueError when its files are not a seq2seq run's or do not agree."""
     run = description(directory)
-    config, kinds, symbols = Config(**run["config"]), run["kinds"], tuple(run["symbols"])
+    config, kinds, symbols = _config(run["config"]), run["kinds"], tuple(run["symbols"])
     state = restore(directory, learner(config, len(kinds), len(symbols)), optimiser(config, run["steps"]), run["seed"])
     vocabulary = {kind: i for i, kind in enumerate(kinds)}
     tokens, steps = run["capacities"]
