@@ -20,7 +20,6 @@ from pathlib import Path
 from applicative.training.checkpoints import history
 from applicative.training.files import RunInUse, holding_run
 from applicative.training.loop import Preempted, TrainingDiverged
-from applicative.training.plots import plot_loss
 from applicative.training.rendezvous import StartupError
 
 __all__ = ["add_flags", "plot", "run"]
@@ -65,6 +64,8 @@ def run(prog: str, name: str, action: Callable[[], None]) -> int:
 def plot(directory: Path, per_epoch: int) -> Path:
     """DIR/loss.png: the run's loss per step and its held-out errors (at the last step of each epoch of
     ``per_epoch`` steps) from its checkpoint; the path written. FileNotFoundError if there is no run there."""
+    from applicative.training.plots import plot_loss  # matplotlib, imported by the one command that draws
+
     with holding_run(directory):
         losses, held_out = history(directory)
         steps = [(epoch * per_epoch - 1, error) for epoch, error in held_out]

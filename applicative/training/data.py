@@ -14,6 +14,7 @@ uninterrupted one bit for bit.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -63,11 +64,12 @@ class Arrays(Generic[I, T]):
         if not 1 <= self.batch <= n:
             raise ValueError(f"fit: batch = {self.batch} must be between 1 and the {n} training samples")
 
-    @property
+    @functools.cached_property
     def count(self) -> int:
+        """The training samples (read once: the loop asks every step)."""
         return count(self.inputs, "inputs")
 
-    @property
+    @functools.cached_property
     def per_epoch(self) -> int:
         return self.count // self.batch
 
