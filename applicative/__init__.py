@@ -8,6 +8,7 @@ instantiate it (``Vec``, ``Cheb``, ``Compose``, ``Tree``, ``DenseTree``,
 ``applicative.laws`` (its strategies in ``applicative.strategies``).
 """
 
+from applicative import _sigterm as _sigterm  # first: SIGTERM while a command line starts (its docstring)
 from applicative.instances import Cheb as Cheb
 from applicative.instances import ChebOf as ChebOf
 from applicative.instances import Compose as Compose

@@ -7,6 +7,7 @@ channels: ``ModelConfig`` gives its shape, ``init`` its initial weights.
 with it. Imports ``applicative``, never the reverse.
 """
 
+from applicative import _sigterm as _sigterm  # first: SIGTERM while a command line starts (its docstring)
 from funcformer.model import Funcformer as Funcformer
 from funcformer.model import ModelConfig as ModelConfig
 from funcformer.model import init as init

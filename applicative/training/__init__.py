@@ -7,7 +7,9 @@ prediction, optionally an augmentation); ``data``: where minibatches come from (
 held whole; ``Drawn``, minibatches made from (seed, step)); ``loop``: ``fit``; ``steps``: the jitted step and
 the minibatch order (pure functions); ``checkpoints``: ``State`` and the one checkpoint format, ``restore`` of
 a finished run; ``files``: atomic files and the run directory's lock; ``store``: datasets on disk, checked;
-``processes`` and ``rendezvous``: one run on several processes (``jax.distributed``), SIGTERM as preemption;
+``processes``, ``rendezvous`` (with ``hosting`` and ``wire``) and ``lifeline``: one run on several processes
+(``jax.distributed``), their meeting, the proof that each belongs to the run, a dead one named within seconds,
+SIGTERM as preemption; ``stopping``: SIGTERM outside the loop, exit status 75 at any moment;
 ``optimisers``: ``warmup_cosine`` and ``step_decay``; ``losses``: ``values_relative_l2``; ``symmetry``: the
 square's eight symmetries as an augmentation (``dihedral``); ``command``: the flags and exit statuses every
 training command line shares.

@@ -1,9 +1,10 @@
 """The flags and exit statuses every training command line shares (the examples' and the tasks').
 
     add_flags(parser)        --out DIR, --resume, --seconds S, --quiet on a ``train`` sub-command's parser
-    run(prog, name, action)  runs ``action()`` and returns the exit status: 0; 75 after SIGTERM (``Preempted``:
-                             checkpointed, ``--resume`` goes on); 1 with "PROG NAME: error: ..." on stderr
-                             for bad input, a diverged run or a run directory in use
+    run(prog, name, action)  runs ``action()`` and returns the exit status: 0; 75 after SIGTERM, at any moment
+                             (``stopping.Stopped``, ``Preempted``: "PROG NAME: stopped by SIGTERM ..." and what
+                             is saved, which ``--resume`` continues or starts again); 1 with "PROG NAME: error:
+                             ..." on stderr for bad input, a diverged run or a run directory in use
     plot(directory, per_epoch)   the run's loss per step and its held-out curve, DIR/loss.png
 
 A run directory is every model's (``loop.fit``): ``config.json`` and ``checkpoint.npz``. ``history`` reads a
@@ -21,6 +22,7 @@ from applicative.training.checkpoints import history
 from applicative.training.files import RunInUse, holding_run
 from applicative.training.loop import Preempted, TrainingDiverged
 from applicative.training.rendezvous import StartupError
+from applicative.training.stopping import Stopped, stopping
 
 __all__ = ["add_flags", "plot", "run"]
 
@@ -46,15 +48,17 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def run(prog: str, name: str, action: Callable[[], None]) -> int:
-    """``action()``'s exit status: 0 when it returns; ``Preempted.exit_status`` (75) after SIGTERM, its message
-    on stderr; 1 after bad input (ValueError, TypeError), a missing or occupied run (FileNotFoundError,
-    FileExistsError, ``RunInUse``), a diverged one or processes that could not meet (``StartupError``), with
-    "PROG NAME: error: MESSAGE" on stderr."""
+    """``action()``'s exit status: 0 when it returns; ``Stopped.exit_status`` (75) after SIGTERM at any moment
+    of it (``stopping.stopping``; in the loop, ``Preempted``), its message on stderr; 1 after bad input
+    (ValueError, TypeError), a missing or occupied run (FileNotFoundError, FileExistsError, ``RunInUse``), a
+    diverged one or processes that could not meet (``StartupError``), with "PROG NAME: error: MESSAGE" on
+    stderr."""
     try:
-        action()
-    except Preempted as stopped:
+        with stopping():
+            action()
+    except (Stopped, Preempted) as stopped:
         print(f"{prog} {name}: {stopped}", file=sys.stderr)
-        return Preempted.exit_status
+        return Stopped.exit_status
     except _REFUSED as error:
         print(f"{prog} {name}: error: {error}", file=sys.stderr)
         return 1

@@ -15,10 +15,11 @@ checkpoint and, with ``log``, at the end of each epoch (a line: the epoch's mean
 so a run resumed from its last checkpoint continues exactly as an uninterrupted one would. A non-finite loss
 stops the run at the next read; the last good checkpoint stays, as no checkpoint is written past a
 non-finite loss. SIGTERM (a cluster's preemption) stops the run at the end of the block in progress, on every
-process after the same step, checkpointed there, raising ``Preempted``. A run stopped before its first
-checkpoint after step 0 leaves nothing behind. One process at a time holds a run directory
-(``files.holding_run``); in a run on several processes, process 0 alone holds, reads and writes it
-(``processes``).
+process after the same step, checkpointed there, raising ``Preempted``; before the loop (``opening``: the data,
+the step-0 checkpoint), it stops a command line at once (``stopping``), leaving the run's config.json, which
+``--resume`` starts again. A run stopped by an error before its first checkpoint after step 0 leaves nothing
+behind. One process at a time holds a run directory (``files.holding_run``); in a run on several processes,
+process 0 alone holds, reads and writes it (``processes``).
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ from applicative.training.files import CHECKPOINT, CONFIG, write_atomically
 from applicative.training.learner import Learner
 from applicative.training.processes import from_owner, is_owner, owning, preemption
 from applicative.training.steps import data_parallel, epoch_order, make_block, make_update, place, shardings
+from applicative.training.stopping import NOTHING_SAVED, Stopped, deferred, note
 
-__all__ = ["Plan", "Preempted", "TrainingDiverged", "fit", "opened", "run_from"]
+__all__ = ["Plan", "Preempted", "TrainingDiverged", "fit", "opened", "opening", "run_from"]
 
 P = TypeVar("P")
 
@@ -75,8 +77,8 @@ class Preempted(RuntimeError):
     """SIGTERM reached a process of the run (``processes.preemption``): every process stopped after the same
     step, ``step``, checkpointed there; ``--resume`` (``resume=True``) continues as if it had not stopped."""
 
-    exit_status = 75
-    """The status a command line exits with after it (sysexits' EX_TEMPFAIL: stopped, to be run again)."""
+    exit_status = Stopped.exit_status
+    """The status a command line exits with after it, 75 (sysexits' EX_TEMPFAIL: stopped, to be run again)."""
 
     def __init__(self, step: int, directory: Path | None) -> None:
         where = f"in {directory}" if directory is not None else "by process 0"
@@ -160,38 +162,68 @@ def fit(
     if isinstance(data, Arrays):
         data_parallel(data.batch)  # refuses a batch the devices cannot split, before any write
     plan = Plan(learner, opt, data, description, steps, seed, every, log, validate, validate_every, seconds, block)
-    with owning(out, resume=resume):
-        saved = from_owner(lambda: opened(description, out, resume))
-        if resume:
+    with opening(out, description, resume=resume) as saved:
+        if saved:
             state = read(saved, description, template(learner, seed, opt), out)
         else:
             model = learner.init(seed)
             state = State(model, opt.init(model), 0, [], scale)
-        return run_from(plan, out, state, resume=resume, progress=progress)
+        return run_from(plan, out, state, resume=bool(saved), progress=progress)
+
+
+@contextlib.contextmanager
+def opening(
+    out: Path, description: str, *, resume: bool, check: Callable[[], None] | None = None
+) -> Iterator[bytes]:
+    """For this block, the run directory ``out`` held (``processes.owning``) and its run opened: on every process,
+    the checkpoint to resume (``opened``, after ``check()`` on the owner), or b"" for a run that starts at step 0.
+    A new run's directory is made with its config.json (``description``) in one go, which SIGTERM does not cut
+    (``stopping.deferred``), so that ``--resume`` starts it again (``opened``) however soon it is stopped.
+
+    The block ended by SIGTERM (``stopping.Stopped``), what is in the directory stays (the message says what, as
+    ``stopping.note`` was told); by any other error, a new run with no checkpoint past step 0 (a diverging first
+    step, data that cannot be made, processes that disagree) is removed, config.json and checkpoint.npz: nothing
+    of it is worth resuming, and nothing of it may block a rerun."""
+    with contextlib.ExitStack() as held:
+        with deferred():
+            held.enter_context(owning(out, resume=resume))
+
+            def open_run() -> bytes:
+                (check or (lambda: None))()
+                saved = opened(description, out, resume)
+                if not resume:
+                    write_atomically(out / CONFIG, description)
+                note(f"{out} holds the run's last checkpoint: --resume continues it" if saved else
+                     f"{out} holds the run's {CONFIG} and no checkpoint yet: --resume starts the same run")  # fmt: skip
+                return saved
+
+            saved = from_owner(open_run)
+        try:
+            yield saved
+        except (Stopped, Preempted):
+            raise
+        except BaseException:
+            if not resume and is_owner() and _checkpoint_step(out) in (0, None):
+                (out / CHECKPOINT).unlink(missing_ok=True)
+                (out / CONFIG).unlink(missing_ok=True)
+                note(NOTHING_SAVED)
+            raise
 
 
 def run_from(plan: Plan[P], out: Path, state: State[P], *, resume: bool, progress: bool) -> State[P]:
-    """The steps of ``plan`` from ``state``, in the run directory ``out`` already held (``processes.owning``):
-    ``fit`` after it opened its run, and a task with its own run format (``funcformer.learning.train``) after it
-    opened and checked its own. A new run writes its config and a step-0 checkpoint first, and removes both if
-    it stops before its next checkpoint."""
+    """The steps of ``plan`` from ``state``, in the run directory ``out`` already opened (``opening``): ``fit``'s,
+    and a task's with its own run format (``funcformer.learning.train``) after it checked its own. A run that
+    starts at step 0 (not ``resume``) writes a step-0 checkpoint first."""
     if not resume and is_owner():
-        write_atomically(out / CONFIG, plan.description)
         save(out, plan.description, state)  # a run killed before its first interval resumes from here
-    try:
-        return _steps(plan, out, state, progress)
-    except BaseException:
-        if not resume and is_owner() and _checkpoint_step(out) == 0:
-            # Stopped before its first checkpoint (a diverging first step, an interrupt): nothing
-            # of it is worth resuming, and nothing of it may block a rerun.
-            (out / CHECKPOINT).unlink(missing_ok=True)
-            (out / CONFIG).unlink(missing_ok=True)
-        raise
+        note(f"{out} holds the run's {CONFIG} and its step-0 checkpoint: --resume continues it")
+    return _steps(plan, out, state, progress)
 
 
 def opened(description: str, out: Path, resume: bool) -> bytes:
     """On the owner: the checkpoint of the run to resume (its config.json must hold ``description``), or
-    nothing for a new run in a directory that holds none."""
+    nothing for a new run in a directory that holds none, and for a run to resume that holds its config.json
+    and no checkpoint yet (stopped by SIGTERM before it: ``--resume`` starts it again)."""
     if not resume:
         if (out / CHECKPOINT).exists():
             raise FileExistsError(f"{out} already holds a run: pass --resume, or another --out")
@@ -200,7 +232,7 @@ def opened(description: str, out: Path, resume: bool) -> bytes:
         raise FileNotFoundError(f"no trained run at {out}: {CONFIG} is missing")
     if (out / CONFIG).read_text(encoding="utf-8", errors="replace") != description:
         raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
-    return stored(out)
+    return stored(out) if (out / CHECKPOINT).exists() else b""
 
 
 def _checkpoint_step(directory: Path) -> int | None:
@@ -328,6 +360,8 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
                 state = State(model, opt_state, end, losses, state.scale, seconds, held_out)
                 if is_owner():
                     save(out, plan.description, state)
+                    note(f"{out} holds the run's checkpoint at step {end} of {plan.steps}: --resume continues it"
+                         if end < plan.steps else f"{out} holds the trained run, {plan.steps} steps")  # fmt: skip
                 saved_step = state.step
                 if stopped:
                     raise Preempted(end, out if is_owner() else None)

@@ -13,8 +13,11 @@ compared by a SHA-256 (``agree``): processes that differ are refused by number.
 
 ``initialize`` first has the processes meet (``rendezvous.meet``): a start that cannot complete (a port
 in use, an id given twice, a missing process, processes asked for different starts) ends on every
-process within a bounded time, in an error that names the processes. ``preemption`` turns SIGTERM into
-a stop of every process after one step, which the loop checkpoints (``loop.Preempted``).
+process within a bounded time, in an error that names the processes; every process proves it belongs
+to the run with the run's secret (``$APPLICATIVE_RUN_SECRET``), and nothing else that connects changes
+anything. The meeting's connections then stay open (``lifeline.hold``): when a process dies, the others
+end within seconds, naming it. ``preemption`` turns SIGTERM into a stop of every process after one step,
+which the loop checkpoints (``loop.Preempted``).
 
 With one process (``jax.process_count() == 1``) every function here is the identity or a no-op.
 """
@@ -35,7 +38,9 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from applicative.training.files import RunInUse, holding_run
-from applicative.training.rendezvous import meet
+from applicative.training.lifeline import hold
+from applicative.training.rendezvous import SECRET, meet
+from applicative.training.stopping import received as stopped_before
 
 __all__ = ["agree", "from_owner", "initialize", "is_owner", "owning", "preemption"]
 
@@ -43,6 +48,8 @@ ENVIRONMENT = {
     "coordinator": "JAX_COORDINATOR_ADDRESS",
     "processes": "JAX_NUM_PROCESSES",
     "process_id": "JAX_PROCESS_ID",
+    "bind": "JAX_COORDINATOR_BIND_ADDRESS",
+    "secret": SECRET,
 }
 """The environment variables ``initialize`` reads where an argument is None (the first is JAX's own)."""
 
@@ -59,6 +66,7 @@ def initialize(
     timeout: float = STARTUP_TIMEOUT,
     bind: str | None = None,
     start: str = "",
+    secret: str | None = None,
 ) -> bool:
     """Join this process to a run on several (``jax.distributed.initialize``), before JAX uses a device.
 
@@ -70,11 +78,15 @@ def initialize(
     Kubernetes job with ``jax[k8s]``). True once joined.
 
     The processes first meet (``rendezvous.meet``, when the three are known): within ``timeout`` seconds
-    every process has come, once, each saying the same ``start`` (what it was asked to do: a new run, a
-    resumed one), or every process that came stops with a ``rendezvous.StartupError`` naming what is
-    wrong (a port in use, an id given twice, a count or a start that differs) and which processes never
-    came. Process 0's coordinator listens on ``bind`` (``host:port``; default every interface,
-    ``[::]:port``, as JAX's). ValueError for a count below 1 or an id out of range.
+    every process has come, once, proving it holds the run's ``secret`` (default ``$APPLICATIVE_RUN_SECRET``,
+    else empty: the same on every process, given at launch; docs/processes.md) and saying the same ``start``
+    (what it was asked to do: a new run, a resumed one), or every process that came stops with a
+    ``rendezvous.StartupError`` naming what is wrong (a port in use, an id given twice, a count or a start
+    that differs) and which processes never came. Process 0's coordinator listens on ``bind`` (``host:port``;
+    default ``$JAX_COORDINATOR_BIND_ADDRESS``, else the coordinator's own address, so that only the interface
+    the others use is open; ``[::]:port`` for every interface). The meeting's connections then watch the
+    processes (``lifeline.hold``): when one dies, every other ends within seconds, naming it. ValueError for
+    a count below 1 or an id out of range.
     """
     coordinator = coordinator or os.environ.get(ENVIRONMENT["coordinator"])
     processes = processes if processes is not None else _integer(ENVIRONMENT["processes"])
@@ -88,8 +100,10 @@ def initialize(
     if not timeout > 0:
         raise ValueError(f"the startup timeout must be positive, got {timeout} s")
     if coordinator is not None and processes is not None and process_id is not None:
-        bind = bind or f"[::]:{coordinator.rpartition(':')[2]}"
-        meet(coordinator, processes, process_id, start=start, timeout=timeout, bind=bind)
+        bind = bind or os.environ.get(ENVIRONMENT["bind"]) or coordinator
+        key = (secret if secret is not None else os.environ.get(SECRET, "")).encode()
+        connections = meet(coordinator, processes, process_id, start=start, timeout=timeout, bind=bind, secret=key)
+        hold(connections, process_id)
     jax.distributed.initialize(
         coordinator, processes, process_id, initialization_timeout=math.ceil(timeout), coordinator_bind_address=bind
     )
@@ -176,7 +190,8 @@ def preemption() -> Iterator[Callable[[int], bool]]:
     On several processes it is JAX's preemption sync point (``jax.distributed`` catches SIGTERM, and the
     processes agree on the first step every one of them checks after it; every process must check every
     step it passes, in the same order). In one process, a handler of this block records SIGTERM (in the
-    main thread; the handler before it is restored at the block's end)."""
+    main thread; the handler before it is restored at the block's end), and one that reached the command line
+    before it (``stopping.received``) stops the run at its first check."""
     if jax.process_count() > 1:
         yield multihost_utils.reached_preemption_sync_point
         return
@@ -184,6 +199,8 @@ def preemption() -> Iterator[Callable[[int], bool]]:
         yield lambda step: False
         return
     received = threading.Event()
+    if stopped_before():
+        received.set()
     previous = signal.signal(signal.SIGTERM, lambda number, frame: received.set())
     try:
         yield lambda step: received.is_set()

@@ -1,207 +1,198 @@
-"""The processes of a run meet before JAX joins them: every one comes, once, in a bounded time, or none starts.
+"""The processes of a run meet before JAX joins them: every one comes, once, proven, in a bounded time, or none
+starts; whatever else connects is dropped, and changes nothing.
 
 ``jax.distributed.initialize`` waits for the missing processes until its own timeout and then ends the
 process from C++ (a fatal log, no Python exception), with a message that names no process; a coordinator
 port already in use ends process 0 with a segfault on some JAX releases. ``meet`` runs first, on the
-coordinator's own address, and turns each of these into a ``StartupError`` that names what went wrong:
+coordinator's address, and turns each of these into a ``StartupError`` that names what went wrong:
 
-- process 0 listens on ``bind`` (the address JAX's coordinator will take: every interface by default) and
-  is refused at once if it cannot, the port being in use;
-- every other process connects to ``coordinator`` and says its id, its count of processes and the start
-  it was asked for (``start``: a new run or a resumed one); process 0 refuses an id given to two
+- process 0 listens on ``bind`` (the address JAX's coordinator will take) and is refused at once if it
+  cannot: the port in use (or, when what holds it is a process 0 of this run, an id 0 given twice), or an
+  address not this host's;
+- every other process connects to ``coordinator``, proves it belongs to the run (it holds the run's
+  ``secret``: ``wire.proof``), and says its id, its count of processes and the start it was asked for
+  (``start``: a new run or a resumed one); process 0 proves itself in return, refuses an id given to two
   processes, a count or a start that differs from its own, naming the processes, and tells everyone;
-- a process that never comes: at ``timeout`` seconds process 0 names the processes that did not come,
-  and tells those that did; a process that cannot reach process 0 says so at its own ``timeout``.
+- a process that never comes: at ``timeout`` seconds process 0 names the processes that came and those
+  that did not, and what it dropped meanwhile, and tells those that came; a process that cannot reach a
+  proven process 0 says so at its own ``timeout``.
 
-When all have come, process 0 answers each "go", closes its listener, and ``jax.distributed.initialize``
-follows on every process (its clients retry until the coordinator listens on the freed port).
+Process 0 serves every connection at once (one thread, ``selectors``): a connection must send its whole hello,
+at most ``wire.LINE`` bytes, within ``HELLO_SECONDS`` of connecting, at most ``PENDING`` wait at once (the
+oldest is dropped for a new one), and any malformed line, wrong proof, silence, slow drip or flood is dropped
+with a log line (``logging``, this module's logger), never ending or stalling the meeting: a wrong proof is
+told so (its process ends, named), the run goes on waiting. A process that leaves before the end is waited
+for again. SIGTERM while they meet (``stopping.Stopped``) stops every process that came, exit status 75.
 
-The exchange is a line of JSON each way over TCP (``_HELLO``'s fields, then ``{"go": true}``,
-``{"missing": [...]}`` while waiting, or ``{"error": "..."}``); a connection that does not speak it is
-closed and ignored, as a stray one would be.
+When all have come, process 0 closes its listener, answers each "go", and ``jax.distributed.initialize``
+follows on every process (its clients retry until the coordinator listens on the freed port). The
+connections stay open: ``meet`` returns them, the run's lifeline (``lifeline.hold``). JAX's coordinator and
+collectives then authenticate no one: the secret keeps strangers out of the meeting, not out of JAX.
+
+The exchange is a line of JSON each way over TCP (``wire``): process 0's ``{"protocol", "challenge"}``; the
+hello ``{"protocol", "process", "processes", "start", "challenge", "proof"}``; process 0's ``{"proof"}`` (or
+``{"refused"}``), then ``{"missing": [...]}`` as processes come, and ``{"go": true}``, ``{"error": "..."}`` or
+``{"stopped": "..."}``; a process that came may say ``{"stopped": "..."}``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import socket
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import BinaryIO, NoReturn
 
-__all__ = ["StartupError", "meet"]
+from applicative.training.hosting import Host, PortInUse, StartupError, split
+from applicative.training.stopping import NOTHING_SAVED, Stopped
+from applicative.training.wire import (
+    ERROR,
+    GO,
+    GREETING,
+    HELLO_SECONDS,
+    MISSING,
+    PROTOCOL,
+    PROVEN,
+    REFUSED,
+    SECRET,
+    STOPPED,
+    Lines,
+    Malformed,
+    challenge,
+    encode,
+    named,
+    parse,
+    proof,
+    proven,
+    send,
+)
 
-_PROTOCOL = "funcformer-rendezvous/1"
+__all__ = ["SECRET", "StartupError", "meet"]
+
 _RETRY = 0.2
 """Seconds between a process's attempts to reach process 0."""
 
 
-class StartupError(RuntimeError):
-    """The processes of a run could not all meet: the message names what is wrong and which processes."""
-
-
-@dataclass
-class _Peer:
-    connection: socket.socket
-    address: str
-    start: str
-
-
-def meet(coordinator: str, processes: int, process_id: int, *, start: str, timeout: float, bind: str) -> None:
-    """Meet the other ``processes - 1`` processes of the run before JAX joins them (module docstring).
+def meet(
+    coordinator: str, processes: int, process_id: int, *, start: str, timeout: float, bind: str, secret: bytes = b""
+) -> dict[int, socket.socket]:
+    """Meet the other ``processes - 1`` processes of the run before JAX joins them (module docstring); the open
+    connections to them (process 0: each other's; the others: process 0's), the run's lifeline, {} for one.
 
     ``coordinator`` is process 0's ``host:port``; ``bind`` the ``host:port`` process 0 listens on
     (``[::]:port``: every interface); ``start`` what this process was asked to do (every process must
-    say the same); ``timeout`` the seconds to wait for all. StartupError naming the processes otherwise."""
+    say the same); ``timeout`` the seconds to wait for all; ``secret`` the run's, the same on every process.
+    StartupError naming the processes otherwise; ``Stopped`` after SIGTERM, on every process that came."""
     if processes == 1:
-        return
-    if process_id == 0:
-        _host(bind, processes, start, timeout)
-    else:
-        _join(coordinator, processes, process_id, start, timeout)
-
-
-def _split(address: str) -> tuple[str, int]:
-    """("host", port) of "host:port" or "[v6]:port"; ValueError naming the address otherwise."""
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"a coordinator address is host:port, got {address!r}")
-    return host.strip("[]"), int(port)
-
-
-def _send(connection: socket.socket, message: dict[str, object]) -> None:
-    with contextlib.suppress(OSError):  # a peer that left says so itself
-        connection.sendall(json.dumps(message).encode() + b"\n")
-
-
-def _receive(file: BinaryIO) -> dict[str, object]:
-    """The next line of ``file`` as a JSON object; ValueError if it is not one (or the peer closed)."""
-    message = json.loads(file.readline(65536))
-    if not isinstance(message, dict):
-        raise ValueError(f"not a message: {message!r}")
-    return message
-
-
-def _host(bind: str, processes: int, start: str, timeout: float) -> None:
-    """Process 0: listen on ``bind``, wait for processes 1 .. processes - 1, answer all."""
-    host, port = _split(bind)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        return {}
+    if process_id != 0:
+        return {0: _join(coordinator, processes, process_id, start, timeout, secret)}
     try:
-        server = socket.create_server(
-            (host, port), family=family, dualstack_ipv6=family == socket.AF_INET6 and socket.has_dualstack_ipv6()
-        )
-    except OSError as error:
+        return Host(processes, start, timeout, secret).meet(bind)
+    except PortInUse as taken:
+        _ask_what_listens(bind, processes, start, secret)
         raise StartupError(
-            f"process 0 cannot listen on {bind} for the run's coordinator: {os.strerror(error.errno or 0)}; another "
-            "program (another run's coordinator?) holds the port, or the address is not this host's: choose "
-            "another port in --coordinator"
+            f"{taken}; another program holds the port (another run's coordinator? this run's, started already "
+            "with another process given id 0?): choose another port in --coordinator"
         ) from None
-    peers: dict[int, _Peer] = {}
+
+
+def _ask_what_listens(bind: str, processes: int, start: str, secret: bytes) -> None:
+    """Where process 0 cannot listen on ``bind``: StartupError if a process 0 of this run (it holds the run's
+    secret) listens there, an id 0 given twice; nothing if what listens is anything else."""
+    host, port = split(bind)
+    hello: dict[str, object] = {"process": 0, "processes": processes, "start": start}
+    try:
+        _attempt((host if host not in ("", "::", "0.0.0.0") else "localhost", port), hello, secret,
+                 time.monotonic() + 2.0, {})  # fmt: skip
+    except _Said:
+        raise StartupError(
+            f"two processes were given id 0: one listens at {bind} already, and this one: give each process its own "
+            "--process-id"
+        ) from None
+    except (OSError, Malformed, StartupError):
+        pass
+
+
+class _Said(Exception):
+    """Process 0's word that the run cannot start (its ``error``)."""
+
+
+def _attempt(
+    address: tuple[str, int], said: dict[str, object], secret: bytes, deadline: float, seen: dict[str, object]
+) -> socket.socket | None:
+    """One connection to process 0 at ``address``: prove ``said`` (the hello's process, processes and start),
+    check process 0's proof, wait for "go" until ``deadline``; the open connection then, None if nothing listens.
+    ``seen`` records what was found ("listening", "proven", process 0's last "missing"). OSError, TimeoutError or
+    Malformed: not a proven process 0, or gone; StartupError: refused; ``_Said``: process 0's error; ``Stopped``."""
+    try:
+        connection = socket.create_connection(address, timeout=max(deadline - time.monotonic(), 0.1))
+    except OSError:
+        return None
+    seen["listening"] = True
+    lines, proved = Lines(), False
+    try:
+        greeting = parse(lines.read(connection, min(deadline, time.monotonic() + HELLO_SECONDS)), GREETING)
+        if greeting["protocol"] != PROTOCOL:
+            raise Malformed("another protocol")
+        mine = challenge()
+        fields = [said["process"], said["processes"], said["start"]]
+        evidence = proof(secret, "process", greeting["challenge"], mine, *fields)
+        connection.sendall(encode({"protocol": PROTOCOL, **said, "challenge": mine, "proof": evidence}))
+        answer = parse(lines.read(connection, min(deadline, time.monotonic() + HELLO_SECONDS)), PROVEN, REFUSED)
+        if "refused" in answer:
+            raise StartupError(f"process {said['process']}: process 0, at {address[0]}:{address[1]}, refused it: "
+                               f"{answer['refused']}")  # fmt: skip
+        if not proven(answer["proof"], secret, "process 0", greeting["challenge"], mine):
+            raise Malformed("a process 0 that did not prove it holds the run's secret")
+        seen["proven"] = proved = True
+        while True:
+            message = parse(lines.read(connection, deadline), MISSING, GO, ERROR, STOPPED)
+            if "error" in message:
+                raise _Said(message["error"])
+            if "stopped" in message:
+                raise Stopped(f"stopped: {message['stopped']}: {NOTHING_SAVED}")
+            if "go" in message:
+                connection.settimeout(None)
+                return connection
+            seen["missing"] = message["missing"]
+    except Stopped as stopped:
+        if stopped.here and proved:
+            send(connection, {"stopped": f"process {said['process']} was stopped by SIGTERM while the processes met"})
+        connection.close()
+        raise
+    except BaseException:
+        connection.close()
+        raise
+
+
+def _join(
+    coordinator: str, processes: int, process_id: int, start: str, timeout: float, secret: bytes
+) -> socket.socket:
+    """Any process but 0: reach a proven process 0 at ``coordinator``, say who it is, wait for its "go"."""
+    address = split(coordinator)
     deadline = time.monotonic() + timeout
-    with server, contextlib.ExitStack() as connections:
-        while len(peers) < processes - 1:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                missing = [i for i in range(1, processes) if i not in peers]
-                _refuse(peers.values(), f"{_named(missing)} never came within {timeout:g} s (started? given the "
-                        f"same --coordinator and --processes {processes}?)")  # fmt: skip
-            server.settimeout(left)
-            try:
-                connection, (address, *_) = server.accept()
-                address = address.removeprefix("::ffff:")  # an IPv4 peer of a dual-stack listener
-            except TimeoutError:
-                continue
-            connections.enter_context(connection)
-            connection.settimeout(min(max(left, 1.0), 10.0))
-            try:
-                hello = _receive(connection.makefile("rb"))
-            except (OSError, ValueError):
-                continue  # not one of ours (closed at the end)
-            if hello.get("protocol") != _PROTOCOL:
-                continue
-            connection.settimeout(None)
-            peer = _Peer(connection, address, str(hello.get("start")))
-            i = hello.get("process")
-            problem = _problem(i, hello.get("processes"), peer, peers, processes, start)
-            if problem or not isinstance(i, int):
-                _refuse([*peers.values(), peer], problem)
-            peers[i] = peer
-            missing = [j for j in range(1, processes) if j not in peers]
-            for each in peers.values():
-                _send(each.connection, {"missing": missing})
-        for peer in peers.values():
-            _send(peer.connection, {"go": True})
-        for peer in peers.values():  # each closes first, so that no TIME_WAIT of ours holds the port
-            peer.connection.settimeout(5.0)
-            with contextlib.suppress(OSError):
-                peer.connection.recv(1)
-
-
-def _problem(i: object, count: object, peer: _Peer, peers: dict[int, _Peer], processes: int, start: str) -> str:
-    """Why process 0 refuses the process ``peer`` that says it is process ``i`` of ``count``; "" if it does not."""
-    if count != processes:
-        return (
-            f"process {i} (at {peer.address}) was started for {count} processes, process 0 for {processes}: give "
-            "every process the same --processes"
-        )
-    if not isinstance(i, int) or not 0 <= i < processes:
-        return f"a process at {peer.address} has id {i}, not one of 1..{processes - 1}"
-    if i == 0 or i in peers:
-        first = "this one (process 0)" if i == 0 else f"one at {peers[i].address}"
-        return f"two processes were given id {i}: {first} and one at {peer.address}"
-    if peer.start != start:
-        return f"process {i} {peer.start}, and process 0 {start}: give every process the same command"
-    return ""
-
-
-def _refuse(peers: Iterable[_Peer], message: str) -> NoReturn:
-    """Tell every process that came why the run cannot start, then raise it here (process 0)."""
-    for peer in peers:
-        _send(peer.connection, {"error": message})
-    raise StartupError(message)
-
-
-def _named(ids: Sequence[object]) -> str:
-    return f"process {ids[0]}" if len(ids) == 1 else f"processes {', '.join(map(str, ids))}"
-
-
-def _join(coordinator: str, processes: int, process_id: int, start: str, timeout: float) -> None:
-    """Any process but 0: reach process 0 at ``coordinator``, say who it is, wait for its answer."""
-    host, port = _split(coordinator)
-    deadline = time.monotonic() + timeout
-    hello = {"protocol": _PROTOCOL, "process": process_id, "processes": processes, "start": start}
-    missing: object = None  # what process 0 last said it waits for; None until it answered
-    connected = False  # something listens at the address
+    seen: dict[str, object] = {}
+    said: dict[str, object] = {"process": process_id, "processes": processes, "start": start}
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection((host, port), timeout=max(deadline - time.monotonic(), 0.1)) as connection:
-                connected = True
-                _send(connection, hello)
-                file = connection.makefile("rb")
-                while True:
-                    connection.settimeout(max(deadline - time.monotonic(), 0.1))
-                    message = _receive(file)
-                    if "error" in message:
-                        raise StartupError(f"process 0: {message['error']}")
-                    if message.get("go"):
-                        return
-                    missing = message.get("missing")
-        except (OSError, ValueError):  # not listening yet, gone, or not ours: try again
-            time.sleep(_RETRY)
-    if missing is None:
+            connection = _attempt(address, said, secret, deadline, seen)
+            if connection is not None:
+                return connection
+        except _Said as error:
+            raise StartupError(f"process 0: {error}") from None
+        except (OSError, Malformed):  # not listening yet, gone, or not a proven process 0: try again
+            pass
+        time.sleep(_RETRY)
+    missing = seen.get("missing")
+    if "proven" not in seen:
         why = (
-            "something listens there, but not a run's process 0 waiting for the others (a run started without this "
-            "process, one with its id? another program?)"
-            if connected
+            "something listens there, but not a run's process 0 waiting for the others (another program? one given "
+            f"another ${SECRET}? a run started without this process?)"
+            if "listening" in seen
             else "nothing listens there: started? on that host? a firewall between?"
         )
         raise StartupError(
             f"process {process_id}: process 0 was not reached at {coordinator} within {timeout:g} s: {why}"
         )
-    waited = _named(missing) if isinstance(missing, list) and missing else "the others"
+    waited = named(missing) if isinstance(missing, list) and missing else "the others"
     raise StartupError(
         f"process {process_id}: the run did not start within {timeout:g} s: process 0, reached at {coordinator}, "
         f"was still waiting for {waited}"

@@ -10,8 +10,9 @@ cache [--clear]             where this task's datasets are cached, and their siz
 
 ``train`` runs on several processes (hosts) when given ``--coordinator HOST:PORT --processes N
 --process-id I`` (or their environment variables, or ``--cluster``): the same command on each
-process, ``processes.initialize`` joining them (``--startup-timeout``, ``--coordinator-bind``); process 0
-alone writes DIR and evaluates. After SIGTERM (a preemption) ``train`` exits with status 75, checkpointed.
+process, ``processes.initialize`` joining them (``--startup-timeout``, ``--coordinator-bind``, the run's secret
+in ``$APPLICATIVE_RUN_SECRET``); process 0 alone writes DIR and evaluates. After SIGTERM (a preemption), at any
+moment, ``train`` exits with status 75 and says what DIR holds: ``--resume`` continues it, or starts it again.
 
 ``evaluate`` and ``plot`` refuse a run of another task. A run directory is held by one process at a
 time: a second ``train``, ``evaluate`` or ``plot`` of a run in use fails at once.
@@ -28,6 +29,7 @@ from typing import Any
 
 from applicative.training import command
 from applicative.training.files import METRICS, holding_run
+from applicative.training.loop import opening
 from applicative.training.processes import ENVIRONMENT, STARTUP_TIMEOUT, from_owner, initialize, is_owner, owning
 from funcformer.learning.cache import default_cache
 from funcformer.learning.checkpoints import load
@@ -122,7 +124,7 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
     several.add_argument(
         "--coordinator-bind",
         metavar="HOST:PORT",
-        help="where process 0's coordinator listens (default every interface: [::]:PORT of --coordinator)",
+        help="where process 0's coordinator listens (default --coordinator itself; [::]:PORT: every interface)",
     )
     several.add_argument(
         "--cluster",
@@ -166,7 +168,8 @@ def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
     start = "resumes the run (--resume)" if args.resume else "starts a new run"
     initialize(args.coordinator, args.processes, args.process_id, cluster=args.cluster, timeout=args.startup_timeout,
                bind=args.coordinator_bind, start=start)  # fmt: skip
-    with owning(args.out, resume=args.resume):  # through training and its evaluation
+    # held through training and its evaluation; a new run's directory is made with its config.json, in one go
+    with owning(args.out, resume=True) if run is None else opening(args.out, run.to_json(), resume=False):
         if run is None:
             run = RunConfig.from_json(
                 from_owner(lambda: read_run(args.out, problem).to_json().encode()).decode(), problem, str(args.out)

@@ -18,8 +18,8 @@ import numpy as np
 from applicative.training.checkpoints import State
 from applicative.training.data import Arrays
 from applicative.training.files import CONFIG
-from applicative.training.loop import Plan, opened, run_from
-from applicative.training.processes import agree, from_owner, owning
+from applicative.training.loop import Plan, opening, run_from
+from applicative.training.processes import agree
 from applicative.training.steps import data_parallel
 from funcformer.learning.checkpoints import from_bytes
 from funcformer.learning.data import held_out_arrays, output_scale, training_arrays
@@ -45,8 +45,10 @@ def train(
     ``seconds``, a budget: the call stops, checkpointed, at the first epoch's end past it (``fit``'s).
 
     The directory is held for the whole call (another process's ``train`` or ``evaluate`` of it fails
-    at once). Files are written once the data is ready; a run stopped before its first checkpoint
-    after step 0 (a diverging first step, an interrupt) removes them, so a rerun is not refused.
+    at once). A new run writes its config.json first (``loop.opening``): a run stopped by SIGTERM before
+    its first checkpoint keeps it, and ``resume`` starts it again; one stopped by an error before its first
+    checkpoint after step 0 (a diverging first step, data that cannot be made) removes its files, so a
+    rerun is not refused.
 
     After ``jax.distributed.initialize`` (``processes.initialize``), every process calls ``train`` with
     the same arguments: process 0 alone holds, reads and writes ``directory`` (the others need not see
@@ -56,9 +58,8 @@ def train(
     out = Path(directory)
     data_parallel(run.batch)  # refuses a batch the devices cannot split, before any write
     learner = funcformer_learner(run.model)
-    with owning(out, resume=resume):
-        stored = from_owner(lambda: _opened_run(run, out, resume))
-        if resume:
+    with opening(out, run.to_json(), resume=resume, check=lambda: _check_run(run, out, resume)) as stored:
+        if stored:
             state = from_bytes(stored, run, out)
         else:
             model = learner.init(run.seed)
@@ -68,7 +69,7 @@ def train(
         validate = _held_out_loss(run, state.scale) if log else None
         plan = Plan(learner, optimiser(run), Arrays(x, t, run.batch), run.to_json(), run.steps, run.seed,
                     run.checkpoint_every, log, validate, seconds=seconds)  # fmt: skip
-        return run_from(plan, out, state, resume=resume, progress=progress)
+        return run_from(plan, out, state, resume=bool(stored), progress=progress)
 
 
 def _held_out_loss(run: RunConfig, scale: float) -> Callable[[Funcformer], float]:
@@ -78,12 +79,10 @@ def _held_out_loss(run: RunConfig, scale: float) -> Callable[[Funcformer], float
     return lambda model: float(measured(model, x, t))
 
 
-def _opened_run(run: RunConfig, out: Path, resume: bool) -> bytes:
-    """On the owner: the checkpoint of the run to resume (its config checked), or nothing for a new run
-    in a directory that holds none."""
+def _check_run(run: RunConfig, out: Path, resume: bool) -> None:
+    """On the owner: a run to resume must be ``run`` (its config.json read as a task's run)."""
     if resume and read_run(out, run.problem) != run:
         raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
-    return opened(run.to_json(), out, resume)
 
 
 def _agree(run: RunConfig, state: State[Funcformer], x: np.ndarray, t: np.ndarray) -> None:

@@ -4,9 +4,12 @@ of a run's history read back from its checkpoint (the losses and held-out errors
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -15,7 +18,8 @@ import numpy as np
 import optax
 import pytest
 
-from applicative.training import Arrays, Learner, TrainingDiverged, command, fit, restore
+from applicative.training import Arrays, Learner, TrainingDiverged, command, fit, restore, stopping
+from applicative.training import loop as training_loop
 from applicative.training.checkpoints import history
 
 Params = dict[str, jax.Array]
@@ -91,3 +95,91 @@ def test_the_loss_figure_marks_held_out_errors_of_zero(tmp_path: Path) -> None:
     assert np.asarray(lines["held-out error"].get_xdata()).tolist() == [1]
     assert np.asarray(lines["held-out error 0"].get_xdata()).tolist() == [3]
     assert np.asarray(lines["held-out error 0"].get_ydata()).tolist() == [0.125]
+
+
+# SIGTERM before the loop: a command line stops at once, with 75 and what is saved (in-loop: above)
+
+
+def _sigterm() -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)  # the handler raises before this ends
+    raise AssertionError("SIGTERM did not stop the command")
+
+
+def _fit(directory: Path, init: Callable[[int], Params] | None = None, resume: bool = False) -> None:
+    made = learner()
+    fit(Learner(init or made.init, made.loss, made.predict), optax.sgd(0.5), Arrays(INPUTS, INPUTS, 2), directory,
+        description=json.dumps({"m": 1}), steps=12, resume=resume, progress=False)  # fmt: skip
+
+
+def test_sigterm_before_anything_is_written_stops_with_75_saying_so(capsys: pytest.CaptureFixture[str]) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    assert command.run("prog", "train", _sigterm) == 75
+    assert capsys.readouterr().err == "prog train: stopped by SIGTERM: nothing saved yet: run the same command again\n"
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_sigterm_before_the_step_0_checkpoint_leaves_the_config_and_resume_starts_the_same_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def stopped(seed: int) -> Params:  # the model's initialisation: after the config, before the first checkpoint
+        _sigterm()
+        return learner().init(seed)
+
+    assert command.run("prog", "train", lambda: _fit(tmp_path / "a", stopped)) == 75
+    assert capsys.readouterr().err == (
+        f"prog train: stopped by SIGTERM: {tmp_path / 'a'} holds the run's config.json and no checkpoint yet: "
+        "--resume starts the same run\n"
+    )
+    assert sorted(path.name for path in (tmp_path / "a").iterdir()) == [".lock", "config.json"]
+    assert command.run("prog", "train", lambda: _fit(tmp_path / "a", resume=True)) == 0
+    _fit(tmp_path / "b")
+    straight, resumed = (restore(tmp_path / d, learner(), optax.sgd(0.5)) for d in ("b", "a"))
+    assert resumed.losses == straight.losses
+    assert float(resumed.model["p"]) == float(straight.model["p"])
+
+
+def test_sigterm_after_the_step_0_checkpoint_says_resume_continues_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def note(saved: str) -> None:
+        noted(saved)
+        if "step-0" in saved:
+            _sigterm()
+
+    noted = stopping.note
+    monkeypatch.setattr(training_loop, "note", note)
+    assert command.run("prog", "train", lambda: _fit(tmp_path)) == 75
+    assert capsys.readouterr().err == (
+        f"prog train: stopped by SIGTERM: {tmp_path} holds the run's config.json and its step-0 checkpoint: "
+        "--resume continues it\n"
+    )
+    monkeypatch.undo()
+    assert command.run("prog", "train", lambda: _fit(tmp_path, resume=True)) == 0
+
+
+def test_a_sigterm_swallowed_on_its_way_stops_the_run_at_its_first_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def swallowing(seed: int) -> Params:  # as a library's ``except BaseException`` would
+        with contextlib.suppress(BaseException):
+            _sigterm()
+        return learner().init(seed)
+
+    assert command.run("prog", "train", lambda: _fit(tmp_path, swallowing)) == 75
+    assert capsys.readouterr().err.startswith("prog train: stopped by SIGTERM after step 1, checkpointed there")
+
+
+def test_a_deferred_block_is_not_cut_by_sigterm(capsys: pytest.CaptureFixture[str]) -> None:
+    done = []
+
+    def block() -> None:
+        with stopping.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)
+            done.append(True)
+        raise AssertionError("SIGTERM did not stop the command at the block's end")
+
+    assert command.run("prog", "train", block) == 75
+    assert done == [True]
+    assert "stopped by SIGTERM" in capsys.readouterr().err

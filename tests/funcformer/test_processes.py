@@ -37,12 +37,15 @@ TIMEOUT = 180.0
 """Seconds a process may take before the test kills it (a run here takes about 10)."""
 
 
-def _start(arguments: Sequence[str], cache: Path, devices: int = 1) -> subprocess.Popen[str]:
+def _start(
+    arguments: Sequence[str], cache: Path, devices: int = 1, secret: str | None = None
+) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "JAX_PLATFORMS": "cpu",
         "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
         "FUNCFORMER_CACHE": str(cache),
+        **({} if secret is None else {processes.ENVIRONMENT["secret"]: secret}),
     }
     return subprocess.Popen(
         [sys.executable, "-m", "funcformer.poisson", "train", *arguments],
@@ -260,9 +263,9 @@ def test_a_start_that_cannot_complete_ends_in_time_naming_what_is_wrong(
     waited about 305 s (or segfaulted) and ended in JAX's raw error."""
     port, arguments = free_port(), ["--out", str(tmp_path / "run"), *FLAGS, "--startup-timeout", "3"]
     ids, expected = {
-        "port in use": ([0, 1], ["process 0 cannot listen on [::]:{port} for the run's coordinator: Address already "
-                                 "in use", "process 1: process 0 was not reached at 127.0.0.1:{port} within 3 s: "
-                                 "something listens there, but not a run's process 0"]),
+        "port in use": ([0, 1], ["process 0 cannot listen on 127.0.0.1:{port} for the run's coordinator: Address "
+                                 "already in use", "process 1: process 0 was not reached at 127.0.0.1:{port} within "
+                                 "3 s: something listens there, but not a run's process 0"]),
         "a process missing": ([0], ["process 1 never came within 3 s"]),
         "an id out of range": ([0, 2], ["process 1 never came within 3 s",
                                         "the process id must be in 0..1 for 2 processes, got 2"]),

@@ -1,0 +1,106 @@
+"""SIGTERM (a cluster's preemption or cancel) outside the training loop: a command stops at once, with ``Stopped``,
+saying what it leaves behind.
+
+Inside the loop, SIGTERM is recorded and the run stops after the step in progress, checkpointed there
+(``processes.preemption``, ``loop.Preempted``). Before it (reading arguments, meeting the other processes,
+making the data, the step-0 checkpoint) and after it (evaluating), a command line runs in ``stopping()``: SIGTERM
+raises ``Stopped`` in the main thread at once (at the end of the C call in progress, if one is), which the
+command line turns into exit status 75 and its message (``command.run``): "stopped by SIGTERM: " and what is
+saved, as the code last said it (``note``: "nothing saved yet" until a run directory holds its config). A block
+that must not be cut in two (a run directory and its config.json, made together) runs in ``deferred()``, where
+a SIGTERM waits for the block's end. Before a command line's first module is imported, ``applicative._sigterm``
+stands in.
+
+With several processes, once ``jax.distributed`` has joined them, JAX's runtime takes SIGTERM over and the
+loop stops every process after one step (``processes.preemption``): ``stopping`` then has nothing to catch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+__all__ = ["NOTHING_SAVED", "Stopped", "deferred", "note", "received", "stopping"]
+
+NOTHING_SAVED = "nothing saved yet: run the same command again"
+
+
+class Stopped(BaseException):
+    """SIGTERM stopped the command; the message says what is saved (``exit_status``: 75). A ``BaseException``,
+    as ``KeyboardInterrupt`` is: it may be raised in the middle of any code, whose ``except Exception`` must not
+    take it for that code's own failure (a dataset cache that reads as corrupt, and is made again)."""
+
+    exit_status = 75
+    """The status a command line exits with after it (sysexits' EX_TEMPFAIL: stopped, to be run again)."""
+
+    here = False
+    """Whether this process's own SIGTERM raised it (``stopping``), not another process's word."""
+
+
+class _State(threading.local):
+    saved = NOTHING_SAVED
+    deferring = 0
+    pending = False
+    received = False
+
+
+_state = _State()  # per thread, though only the main thread sees signals
+
+
+def note(saved: str) -> None:
+    """What a SIGTERM from now on leaves behind, for its message: "DIR holds ...: --resume ..."."""
+    _state.saved = saved
+
+
+def _stop() -> Stopped:
+    stopped = Stopped(f"stopped by SIGTERM: {_state.saved}")
+    stopped.here = True
+    return stopped
+
+
+def received() -> bool:
+    """Whether SIGTERM reached this ``stopping`` block: the loop stops at its first step if a ``Stopped`` was
+    swallowed on its way (a library's ``except BaseException``, a destructor's)."""
+    return _state.received
+
+
+def _handle(number: int, frame: FrameType | None) -> None:
+    _state.received = True
+    if _state.deferring:
+        _state.pending = True
+        return
+    raise _stop()
+
+
+@contextlib.contextmanager
+def stopping() -> Iterator[None]:
+    """For this block, SIGTERM raises ``Stopped`` (in the main thread; elsewhere the block runs as it is), nothing
+    being saved yet (``note``). The handler before it is restored at the block's end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    note(NOTHING_SAVED)
+    _state.received = False
+    previous = signal.signal(signal.SIGTERM, _handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _state.received = False
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A block that SIGTERM does not cut: the ``Stopped`` it would raise is raised at the block's end instead."""
+    _state.deferring += 1
+    try:
+        yield
+    finally:
+        _state.deferring -= 1
+        if not _state.deferring and _state.pending:
+            _state.pending = False
+            if signal.getsignal(signal.SIGTERM) is _handle:
+                raise _stop()
