@@ -87,7 +87,7 @@ MUTANTS = [
            "    if _state.deferring:", "    if False:",
            "SIGTERM cuts a run directory from its config.json", TA + "test_training_command.py"),
     mutant("resume-refuses-a-run-without-checkpoint", "applicative/training/loop.py",
-           'return stored(out) if (out / CHECKPOINT).exists() else b""', "return stored(out)",
+           'if not (out / CHECKPOINT).exists():\n        return b""', "if False:\n        return b\"\"",
            "--resume of a run stopped before its first checkpoint is refused", TA + "test_training_command.py"),
     mutant("augment-key-per-run", "applicative/training/steps.py",
            "learner.augment(jax.random.fold_in(jax.random.key(seed), i), inputs, targets)",

@@ -223,7 +223,8 @@ def run_from(plan: Plan[P], out: Path, state: State[P], *, resume: bool, progres
 def opened(description: str, out: Path, resume: bool) -> bytes:
     """On the owner: the checkpoint of the run to resume (its config.json must hold ``description``), or
     nothing for a new run in a directory that holds none, and for a run to resume that holds its config.json
-    and no checkpoint yet (stopped by SIGTERM before it: ``--resume`` starts it again)."""
+    and no checkpoint yet (stopped by SIGTERM before it: ``--resume`` starts it again). ValueError naming the
+    checkpoint when it is an empty file (a damaged one, not a missing one)."""
     if not resume:
         if (out / CHECKPOINT).exists():
             raise FileExistsError(f"{out} already holds a run: pass --resume, or another --out")
@@ -232,7 +233,11 @@ def opened(description: str, out: Path, resume: bool) -> bytes:
         raise FileNotFoundError(f"no trained run at {out}: {CONFIG} is missing")
     if (out / CONFIG).read_text(encoding="utf-8", errors="replace") != description:
         raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
-    return stored(out) if (out / CHECKPOINT).exists() else b""
+    if not (out / CHECKPOINT).exists():
+        return b""
+    if not (saved := stored(out)):  # b"" means no checkpoint to the callers: an empty file is a damaged one
+        raise ValueError(f"{out / CHECKPOINT} is corrupt or not a checkpoint (an empty file)")
+    return saved
 
 
 def _checkpoint_step(directory: Path) -> int | None:
