@@ -27,7 +27,9 @@ from applicative.examples.parsing.figure import plot
 from applicative.examples.parsing.model import (
     BEGIN,
     CONTINUE,
+    NESTING_FEATURES,
     OWN,
+    POSITION_FEATURES,
     Band,
     Batch,
     Config,
@@ -37,14 +39,17 @@ from applicative.examples.parsing.model import (
     init_parser,
     loss,
     read,
+    sinusoids,
 )
 from applicative.examples.parsing.runs import PER_EPOCH, STEPS, BandResult, Result, Run, evaluate, load, train
 
 __all__ = [
     "BEGIN",
     "CONTINUE",
+    "NESTING_FEATURES",
     "OWN",
     "PER_EPOCH",
+    "POSITION_FEATURES",
     "STEPS",
     "Band",
     "BandResult",
@@ -66,5 +71,6 @@ __all__ = [
     "parse",
     "plot",
     "read",
+    "sinusoids",
     "train",
 ]

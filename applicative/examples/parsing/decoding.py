@@ -100,7 +100,7 @@ def parse(parser: Parser, config: Config, fragments: Sequence[Fragment], band: B
         for round_ in range(config.rounds + 1):
             if not growing:
                 break
-            nodes = stack([nodes_of(tree, round_, band.nodes) for tree in trees])
+            nodes = stack([nodes_of(tree, band.nodes) for tree in trees])
             labels, scores = (np.asarray(a) for a in _build_batch(parser, memory, lengths, nodes))
             for i in sorted(growing):
                 more = grown(trees[i], scores[i], round_)

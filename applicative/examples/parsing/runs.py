@@ -184,7 +184,7 @@ def train(
         + f"); {len(config.kinds)} token kinds, {len(config.labels)} labels"
     )
     model, opt = learner(config), _optimiser(config, steps)
-    held = held_out(data, config, seed)
+    held = held_out(data, config)
     with tempfile.TemporaryDirectory() if out is None else contextlib.nullcontext(str(out)) as directory:
         state = fit(
             model, opt, Drawn(Minibatches(pooled, shares, config), per_epoch), directory,
