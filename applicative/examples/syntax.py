@@ -114,6 +114,9 @@ def tokens_of(source: str) -> list[Token]:
             continue
         if t.type == tokenize.DEDENT and tokens:  # where the block ends, not where the next line starts
             tokens.append(Token(token_kind(t), tokens[-1].end, tokens[-1].end))
+        elif t.type == tokenize.NEWLINE and not t.string:  # added where a source ends without one: past its end
+            row, column = at(t.start)
+            tokens.append(Token(token_kind(t), (row, column), (row, column + 1)))
         else:
             tokens.append(Token(token_kind(t), at(t.start), at(t.end)))
     return tokens
@@ -123,10 +126,14 @@ _NOT_NESTED = object()  # a subtree whose spans do not nest; so is every tree th
 
 
 def _own_span(node: ast.AST, starts: list[Position], ends: list[Position]) -> tuple[int, int] | None:
-    """The first and last token inside a node's source position, None if it has none or covers none."""
+    """The first and last token inside a node's source position, None if it has none or covers none. A
+    decorated definition's position starts at ``def`` or ``class``: its span starts at its first decorator's
+    ``@`` (the token before the decorator), so every ``@`` is its own."""
     if getattr(node, "end_lineno", None) is None:
         return None
     first = bisect_left(starts, (node.lineno, node.col_offset))  # type: ignore[attr-defined]
+    if decorators := getattr(node, "decorator_list", None):
+        first = min(first, bisect_left(starts, (decorators[0].lineno, decorators[0].col_offset)) - 1)
     last = bisect_right(ends, (node.end_lineno, node.end_col_offset)) - 1  # type: ignore[attr-defined]
     return (first, last) if first <= last else None
 
