@@ -45,6 +45,7 @@ __all__ = [
     "binarised",
     "depth",
     "fragments",
+    "fragments_of",
     "ids",
     "labelled_spans",
     "nodes",
@@ -212,11 +213,19 @@ def fragments(min_tokens: int, max_tokens: int, side: Side = "all", seed: int | 
             tokens = tokens_of(source)
         except (SyntaxError, ValueError, UnicodeDecodeError, tokenize.TokenError):
             continue
-        for tree in statement_trees(module, tokens):
-            first, last = tree.span
-            if min_tokens <= last - first + 1 <= max_tokens:
-                kinds = tuple(t.kind for t in tokens[first : last + 1])
-                yield Fragment(f"{name}:{tokens[first].start[0]}", kinds, _shifted(tree, first))
+        yield from fragments_of(name, tokens, statement_trees(module, tokens), min_tokens, max_tokens)
+
+
+def fragments_of(
+    name: str, tokens: Sequence[Token], trees: Iterable[Node], min_tokens: int, max_tokens: int
+) -> Iterator[Fragment]:
+    """The fragments of a file ``name``: of its statements' ``trees`` over its ``tokens`` (``statement_trees``),
+    those of ``min_tokens`` to ``max_tokens`` tokens, named ``name:line``."""
+    for tree in trees:
+        first, last = tree.span
+        if min_tokens <= last - first + 1 <= max_tokens:
+            kinds = tuple(t.kind for t in tokens[first : last + 1])
+            yield Fragment(f"{name}:{tokens[first].start[0]}", kinds, _shifted(tree, first))
 
 
 def right_branching(tokens: int, root: str, label: str) -> Node:

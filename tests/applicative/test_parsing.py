@@ -92,6 +92,36 @@ def test_real_fragments_nest_and_every_token_has_one_owner() -> None:
         assert leaves == sum(1 for _ in syntax.nodes(fragment.tree))
 
 
+def test_a_source_without_its_final_newline_has_the_same_trees() -> None:
+    # Strings users type end without one: tokenize adds a NEWLINE there, which no statement may own.
+    names = trees.library_files("test")[:40]
+    for name in names:
+        source = (trees.LIBRARY / name).read_text(encoding="utf-8")
+        cut = source.rstrip("\n")
+        try:
+            whole, bare = (syntax.statement_trees(ast.parse(s), syntax.tokens_of(s)) for s in (source, cut))
+        except SyntaxError:
+            continue
+        assert bare == whole, name
+    (statement,) = syntax.statement_trees(ast.parse("x = a + b * c"), syntax.tokens_of("x = a + b * c"))
+    assert statement.span == (0, 6)  # NAME = NAME + NAME * NAME; the NEWLINE (7) is no one's
+    assert statement.children[0] == Node("Name(Store@0)", (0, 0))
+
+
+@pytest.mark.parametrize("decorators", [1, 2, 3])
+def test_every_decorator_s_at_sign_is_the_definition_s_own(decorators: int) -> None:
+    source = "".join(f"@d{i}(x)\n" for i in range(decorators)) + "def f(a):\n    return a\n"
+    tokens = syntax.tokens_of(source)
+    definition = next(t for t in syntax.statement_trees(ast.parse(source), tokens) if t.label == "FunctionDef")
+    owner: dict[int, Node] = {}
+    _check_nesting(definition, owner)
+    assert definition.span[0] == 0  # the first @
+    ats = [i for i, t in enumerate(tokens) if t.kind == "@"]
+    assert len(ats) == decorators
+    assert all(owner[i] is definition for i in ats)
+    assert sorted(owner) == list(range(definition.span[1] + 1))  # every token of it owned once
+
+
 def test_a_node_s_tokens_are_those_of_its_source() -> None:
     # Against Python: every call's span holds the tokens of ast.get_source_segment of the call.
     source = "value = compute(alpha, [beta, gamma(1)])\nprint(value, end='')\n"

@@ -42,6 +42,7 @@ from applicative.examples.parsing.model import (
     sinusoids,
 )
 from applicative.examples.parsing.runs import PER_EPOCH, STEPS, BandResult, Result, Run, evaluate, load, train
+from applicative.examples.parsing.source import Parsed, compared, parse_source, render
 
 __all__ = [
     "BEGIN",
@@ -58,10 +59,12 @@ __all__ = [
     "Data",
     "Minibatches",
     "Nodes",
+    "Parsed",
     "Parser",
     "Result",
     "Run",
     "build",
+    "compared",
     "evaluate",
     "init_parser",
     "load",
@@ -69,8 +72,10 @@ __all__ = [
     "loss",
     "main",
     "parse",
+    "parse_source",
     "plot",
     "read",
+    "render",
     "sinusoids",
     "train",
 ]

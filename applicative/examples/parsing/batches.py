@@ -183,17 +183,14 @@ class Data(NamedTuple):
 
 
 def load_data(config: Config, seed: int = 0) -> Data:
-    """``config.train_fragments`` fragments of the training files in the bands, and up to
-    ``config.test_fragments`` of the held-out files in each band (file orders drawn from ``seed``)."""
+    """``config.train_fragments`` fragments of the training files in the bands (files in the order ``seed``
+    draws), and the test: ``config.test_fragments`` of each band's held-out fragments, drawn at random from all
+    of them (``testing.population``, ``testing.sample``)."""
+    from applicative.examples.parsing import testing  # which imports this module
+
     low, high = min(b.low for b in config.bands), max(b.high for b in config.bands)
     train = list(itertools.islice(syntax.fragments(low, high, "train", seed), config.train_fragments))
-    test: list[list[Fragment]] = [[] for _ in config.bands]
-    for fragment in syntax.fragments(low, high, "test", seed):
-        for band, found in zip(config.bands, test, strict=True):
-            if band.low <= len(fragment.tokens) <= band.high and len(found) < config.test_fragments:
-                found.append(fragment)
-        if all(len(found) == config.test_fragments for found in test):
-            break
+    test = testing.sample(testing.population(config, "test"), config.test_fragments, seed)
     return Data(tuple(train), tuple(tuple(found) for found in test))
 
 

@@ -88,7 +88,14 @@ def parse(parser: Parser, config: Config, fragments: Sequence[Fragment], band: B
     """The trees the parser builds for ``fragments`` of the band ``band``, None where a decode is
     malformed: more rounds than ``config.rounds``, more nodes than the band holds or a binarised
     tree deeper than a layout holds. In batches of ``config.batch`` (the last one filled with
-    repeats): one compiled reading and one compiled round serve the band."""
+    repeats): one compiled reading and one compiled round serve the band. ValueError naming a fragment
+    with more tokens than the band holds."""
+    for fragment in fragments:
+        if len(fragment.tokens) > band.high:
+            raise ValueError(
+                f"parse: {fragment.name} has {len(fragment.tokens)} tokens, more than the band {band.low}-{band.high} "
+                "holds (parsing.parse_source picks each statement's band)"
+            )
     found: list[Node | None] = []
     for start in range(0, len(fragments), config.batch):
         chunk = [fragments[(start + i) % len(fragments)] for i in range(config.batch)]

@@ -147,7 +147,7 @@ class Config:
     bands: tuple[Band, ...] = (Band(8, 32, 40), Band(33, 128, 128), Band(129, 512, 416, 8))
     train_share: tuple[float, ...] = (0.5, 0.4, 0.1)  # of the training steps, in each band
     train_fragments: int = 20_000  # of the training files, all bands together
-    test_fragments: int = 120  # of the held-out files, in each band
+    test_fragments: int = 200  # drawn at random from every held-out file's, in each band
     seq2seq_tokens: int = 128  # the seq2seq baseline trains on fragments of at most this many tokens
     rounds: int = 40  # the most rounds of a decode: a tree of more levels is malformed
     kinds: tuple[str, ...] = ()  # token kinds, then labels: the vocabularies, set by ``train``
