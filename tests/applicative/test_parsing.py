@@ -412,10 +412,10 @@ def _scores(result: parsing.Result) -> list[tuple[object, ...]]:
 
 
 def _row(table: str) -> list[str]:
-    """The table's row of the band of 8-32 tokens, without the parser's seconds."""
+    """The table's first row of the band of 8-32 tokens (the parser's), without its seconds."""
     (row,) = [line for line in table.splitlines() if line.startswith("| 8-32 (")]
     cells = row.split("|")
-    return cells[:6] + cells[7:]
+    return cells[:8] + cells[9:]
 
 
 def _leaves(parser: parsing.Parser) -> list[np.ndarray]:
@@ -457,8 +457,12 @@ def test_the_command_line_trains_evaluates_and_plots_a_run_and_refuses_to_overwr
     _, whole = tiny_run
     assert (out / CONFIG).read_text() == (whole / CONFIG).read_text()  # the flags make TINY's run
     assert history(out) == history(whole)  # stopped by a budget, resumed: the run all the same
-    assert parsing.main(["evaluate", str(out), "--figure", str(tmp_path / "tree.png")]) == 0
+    assert parsing.main(["evaluate", str(out), "--figure", str(tmp_path / "tree.png"), "--other-files", "0"]) == 0
     assert _row(capsys.readouterr().out) == _row(trained)
+    assert parsing.main(["evaluate", str(out), "--other-files", "5"]) == 0
+    both = capsys.readouterr().out
+    assert "other code: 5 files of numpy, scipy, jax, optax, matplotlib drawn at random" in both
+    assert both.count("| parser |") == 2  # the held-out files' table, then other code's
     assert (tmp_path / "tree.png").stat().st_size > 0
     assert parsing.main(["plot", str(out)]) == 0
     assert (out / "loss.png").stat().st_size > 0

@@ -19,6 +19,7 @@ parser gets for free (the root spans the fragment) or nearly (a token's own node
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import itertools
 import tokenize
@@ -31,7 +32,7 @@ import numpy as np
 
 from applicative.examples import syntax
 from applicative.examples.parsing.batches import fits
-from applicative.examples.parsing.model import Config
+from applicative.examples.parsing.model import Band, Config
 from applicative.examples.syntax import Fragment, Node
 from applicative.examples.trees import Side
 
@@ -55,8 +56,13 @@ environment that runs it has."""
 
 def population(config: Config, side: Side = "test") -> list[list[Fragment]]:
     """Every fragment of ``side``'s files (``syntax.fragments``, in sorted file order) in each of ``config``'s
-    bands (the first band that holds its size) whose tree fits the band."""
-    bands = config.bands
+    bands (the first band that holds its size) whose tree fits the band. Read once a process for each bands
+    and side (the held-out files' take about a minute)."""
+    return [list(found) for found in _population(config.bands, side)]
+
+
+@functools.lru_cache(maxsize=4)
+def _population(bands: tuple[Band, ...], side: Side) -> tuple[tuple[Fragment, ...], ...]:
     found: list[list[Fragment]] = [[] for _ in bands]
     for fragment in syntax.fragments(min(b.low for b in bands), max(b.high for b in bands), side):
         for i, band in enumerate(bands):
@@ -64,7 +70,7 @@ def population(config: Config, side: Side = "test") -> list[list[Fragment]]:
                 if fits(fragment.tree, band):
                     found[i].append(fragment)
                 break
-    return found
+    return tuple(tuple(f) for f in found)
 
 
 def sample(population: Sequence[Sequence[Fragment]], n: int, seed: int) -> list[list[Fragment]]:
