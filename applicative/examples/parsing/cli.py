@@ -31,7 +31,7 @@ from applicative.examples.parsing.decoding import parse
 from applicative.examples.parsing.figure import plot
 from applicative.examples.parsing.model import Config, Parser
 from applicative.examples.parsing.runs import PER_EPOCH, STEPS, Result, Run, evaluate, load, train
-from applicative.examples.parsing.source import compared, parse_source
+from applicative.examples.parsing.source import compared, parse_source, unread
 from applicative.examples.parsing.testing import Measured
 from applicative.training import command
 
@@ -136,18 +136,22 @@ def _parse(args: argparse.Namespace) -> None:
     except SyntaxError as error:
         where = f"{name}, line {error.lineno}, column {error.offset}"
         raise ValueError(f"{where}: {error.msg} (Python's own SyntaxError)") from None
-    if not parsed:
+    left = unread(source, parsed)
+    if not parsed and not left:
         print(f"{name}: no statement to parse")
         return
     for statement in parsed:
         print(compared(statement), end="\n\n")
+    for line in left:
+        print(f"line {line}: not parsed: Python's positions in it do not nest (an f-string before Python 3.12)\n")
     decoded = [p for p in parsed if p.band is not None]
     scores = syntax.score([p.predicted for p in decoded], [p.python for p in decoded])
     print(
-        f"{len(parsed)} statements: {len(decoded)} decoded, exact {scores.exact:.3f}, F1 {scores.f1:.3f}, "
+        f"{len(parsed) + len(left)} statements: {len(decoded)} decoded, exact {scores.exact:.3f}, F1 {scores.f1:.3f}, "
         f"{scores.malformed} malformed; {sum(bool(p.unseen_kinds) for p in parsed)} with token kinds and "
         f"{sum(bool(p.unseen_labels) for p in parsed)} with labels never seen in training; "
         f"{len(parsed) - len(decoded)} over the limit, {sum(bool(p.problem) for p in decoded)} shorter than trained"
+        + (f"; {len(left)} without a reference tree (not parsed)" if left else "")
     )
 
 

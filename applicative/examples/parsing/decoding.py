@@ -5,11 +5,13 @@
 The root covers every token; in round k every node at depth k reads its children's spans from its scores over
 its own span (the best sequence of own, begin, continue that begins no child with a continuation: a
 three-state Viterbi, ``children``), and those children join the tree (``grown``). It stops when a round adds
-no node; the labels are the last round's (``labelled``). Python's trees hold no chain of three nodes over one
-span, so a node over its parent's span gets no child over it too (without this rule and the builder's feature
-of it, chains grew round after round). A decode that needs more rounds than ``Config.rounds``, more nodes than
-the band's capacity or a deeper binarised tree than a layout holds is malformed. One compiled reading and one
-compiled round serve every fragment of a band.
+no node; the labels are the last round's (``labelled``). A node over its parent's span gets no child over it
+too: Python's trees almost never hold such a chain of three nodes (none among the 20,000 training fragments,
+286 in 87 of the 69,911 held-out fragments, f-strings with nested format specifiers, which the decode cannot
+match exactly), and without this rule and the builder's feature of it, chains grew round after round. A
+decode that needs more rounds than ``Config.rounds``, more nodes than the band's capacity or a deeper
+binarised tree than a layout holds is malformed. One compiled reading and one compiled round serve every
+fragment of a band.
 """
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ class Config:
     batch: int = 32
     optimisation: Optimisation = field(default_factory=lambda: Optimisation(learning_rate=3e-3, warmup=50))
     # Nodes a token, at most (20,000 training fragments): 1.13 from 8 tokens, 0.96 from 33, 0.78 from 129.
-    bands: tuple[Band, ...] = (Band(8, 32, 40), Band(33, 128, 128), Band(129, 512, 416, 8))
+    bands: tuple[Band, ...] = (Band(1, 32, 40), Band(33, 128, 128), Band(129, 512, 416, 8))
     train_share: tuple[float, ...] = (0.5, 0.4, 0.1)  # of the training steps, in each band
     train_fragments: int = 20_000  # of the training files, all bands together
     test_fragments: int = 200  # drawn at random from every held-out file's, in each band

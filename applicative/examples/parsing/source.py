@@ -1,6 +1,7 @@
 """The parser on a user's own code: source text in, a predicted tree for every statement out.
 
     parse_source(parser, config, source, name) -> [Parsed]   each top-level statement, its band chosen here
+    unread(source, parsed) -> [line]                         the statements Python's positions left out
     render(tree, texts) -> str                               a tree as indented lines: label, then its tokens
     compared(parsed) -> str                                  the predicted tree and Python's, differences marked
 
@@ -31,7 +32,7 @@ from applicative.examples.parsing.model import Band, Config, Parser
 from applicative.examples.syntax import Node
 from applicative.instances import dyadic
 
-__all__ = ["Parsed", "compared", "dense", "parse_source", "render"]
+__all__ = ["Parsed", "compared", "dense", "parse_source", "render", "unread"]
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,20 @@ def parse_source(parser: Parser, config: Config, source: str, name: str = "<sour
             )
         )
     return result
+
+
+def unread(source: str, parsed: Sequence[Parsed]) -> list[int]:
+    """The first lines of ``source``'s top-level statements that ``parse_source`` left out: those whose
+    positions Python gives do not nest (some f-strings before Python 3.12), so that they have no reference
+    tree over their tokens (``syntax``)."""
+    read = {p.line for p in parsed}
+    lines = []
+    for statement in ast.parse(source).body:
+        decorators = getattr(statement, "decorator_list", [])
+        line = decorators[0].lineno if decorators else statement.lineno
+        if line not in read:
+            lines.append(line)
+    return lines
 
 
 def render(tree: Node, texts: Sequence[str], marks: dict[tuple[str, int, int], str] | None = None) -> str:
