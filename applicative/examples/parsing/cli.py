@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("--seq2seq-steps", int, 0, "the seq2seq baseline's steps, 0: none"),
         ("--train-fragments", _positive, d.train_fragments, "training fragments, all bands together"),
         ("--test-fragments", int, d.test_fragments, "held-out fragments a band, drawn at random from all"),
-        ("--bands", _positive, len(d.bands), "the first K bands of 8-32, 33-128 and 129-512 tokens"),
+        ("--bands", _positive, len(d.bands), "the first K bands of 1-32, 33-128 and 129-512 tokens"),
         ("--width", _positive, d.width, "features of the model's states"),
         ("--hidden", _positive, d.hidden, "features inside the MLP"),
         ("--heads", _positive, d.heads, "attention heads"),
