@@ -45,6 +45,7 @@ __all__ = [
     "binarised",
     "depth",
     "fragments",
+    "fragments_of",
     "ids",
     "labelled_spans",
     "nodes",
@@ -114,6 +115,9 @@ def tokens_of(source: str) -> list[Token]:
             continue
         if t.type == tokenize.DEDENT and tokens:  # where the block ends, not where the next line starts
             tokens.append(Token(token_kind(t), tokens[-1].end, tokens[-1].end))
+        elif t.type == tokenize.NEWLINE and not t.string:  # added where a source ends without one: past its end
+            row, column = at(t.start)
+            tokens.append(Token(token_kind(t), (row, column), (row, column + 1)))
         else:
             tokens.append(Token(token_kind(t), at(t.start), at(t.end)))
     return tokens
@@ -123,10 +127,14 @@ _NOT_NESTED = object()  # a subtree whose spans do not nest; so is every tree th
 
 
 def _own_span(node: ast.AST, starts: list[Position], ends: list[Position]) -> tuple[int, int] | None:
-    """The first and last token inside a node's source position, None if it has none or covers none."""
+    """The first and last token inside a node's source position, None if it has none or covers none. A
+    decorated definition's position starts at ``def`` or ``class``: its span starts at its first decorator's
+    ``@`` (the token before the decorator), so every ``@`` is its own."""
     if getattr(node, "end_lineno", None) is None:
         return None
     first = bisect_left(starts, (node.lineno, node.col_offset))  # type: ignore[attr-defined]
+    if decorators := getattr(node, "decorator_list", None):
+        first = min(first, bisect_left(starts, (decorators[0].lineno, decorators[0].col_offset)) - 1)
     last = bisect_right(ends, (node.end_lineno, node.end_col_offset)) - 1  # type: ignore[attr-defined]
     return (first, last) if first <= last else None
 
@@ -205,11 +213,19 @@ def fragments(min_tokens: int, max_tokens: int, side: Side = "all", seed: int | 
             tokens = tokens_of(source)
         except (SyntaxError, ValueError, UnicodeDecodeError, tokenize.TokenError):
             continue
-        for tree in statement_trees(module, tokens):
-            first, last = tree.span
-            if min_tokens <= last - first + 1 <= max_tokens:
-                kinds = tuple(t.kind for t in tokens[first : last + 1])
-                yield Fragment(f"{name}:{tokens[first].start[0]}", kinds, _shifted(tree, first))
+        yield from fragments_of(name, tokens, statement_trees(module, tokens), min_tokens, max_tokens)
+
+
+def fragments_of(
+    name: str, tokens: Sequence[Token], trees: Iterable[Node], min_tokens: int, max_tokens: int
+) -> Iterator[Fragment]:
+    """The fragments of a file ``name``: of its statements' ``trees`` over its ``tokens`` (``statement_trees``),
+    those of ``min_tokens`` to ``max_tokens`` tokens, named ``name:line``."""
+    for tree in trees:
+        first, last = tree.span
+        if min_tokens <= last - first + 1 <= max_tokens:
+            kinds = tuple(t.kind for t in tokens[first : last + 1])
+            yield Fragment(f"{name}:{tokens[first].start[0]}", kinds, _shifted(tree, first))
 
 
 def right_branching(tokens: int, root: str, label: str) -> Node:

@@ -10,9 +10,11 @@ trees example binarises syntax trees (a leaf per node, in preorder).
     batches    the fragments in bands (``load_data``), trees as the builder sees them, the teacher-forced
                minibatches (``Minibatches``, drawn from (seed, step))
     decoding   ``parse``: the tree grown top down, a level a round, each node's children by a Viterbi
+    source     ``parse_source``: a user's own code, a predicted tree a statement, beside Python's
+    testing    the test: a random sample of every held-out file's fragments, figures with intervals
     runs       ``train`` through ``applicative.training.fit`` into a run directory, ``evaluate``, ``load``
     figure     ``plot``: a fragment under its predicted tree and Python's
-    cli        ``main``: ``python -m applicative.examples.parsing train | evaluate | plot``
+    cli        ``main``: ``python -m applicative.examples.parsing train | evaluate | parse | plot``
 
 Every band of fragment sizes (``Config.bands``) has its capacities of tokens and nodes, so one
 compiled step and one compiled round serve every pair of shapes in it. The baselines: the
@@ -27,7 +29,9 @@ from applicative.examples.parsing.figure import plot
 from applicative.examples.parsing.model import (
     BEGIN,
     CONTINUE,
+    NESTING_FEATURES,
     OWN,
+    POSITION_FEATURES,
     Band,
     Batch,
     Config,
@@ -37,14 +41,18 @@ from applicative.examples.parsing.model import (
     init_parser,
     loss,
     read,
+    sinusoids,
 )
 from applicative.examples.parsing.runs import PER_EPOCH, STEPS, BandResult, Result, Run, evaluate, load, train
+from applicative.examples.parsing.source import Parsed, compared, parse_source, render, unread
 
 __all__ = [
     "BEGIN",
     "CONTINUE",
+    "NESTING_FEATURES",
     "OWN",
     "PER_EPOCH",
+    "POSITION_FEATURES",
     "STEPS",
     "Band",
     "BandResult",
@@ -53,10 +61,12 @@ __all__ = [
     "Data",
     "Minibatches",
     "Nodes",
+    "Parsed",
     "Parser",
     "Result",
     "Run",
     "build",
+    "compared",
     "evaluate",
     "init_parser",
     "load",
@@ -64,7 +74,11 @@ __all__ = [
     "loss",
     "main",
     "parse",
+    "parse_source",
     "plot",
     "read",
+    "render",
+    "sinusoids",
     "train",
+    "unread",
 ]

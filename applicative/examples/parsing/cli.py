@@ -1,11 +1,13 @@
-"""The command line: ``python -m applicative.examples.parsing train | evaluate | plot``.
+"""The command line: ``python -m applicative.examples.parsing train | evaluate | parse | plot``.
 
     train --out DIR [--resume] [--seconds S] [--quiet] [--steps N --seed S --per-epoch N --seq2seq-steps N
           --train-fragments N --test-fragments N --bands K --width W --hidden H --heads N --head-features F
           --layers L --pointer P --learning-rate R --warmup N] [--figure PNG]
-                       trains the parser into DIR (``runs.train``) and its seq2seq baseline, and prints the table
-                       of their tests and the right-branching tree's on the held-out files
-    evaluate DIR [--figure PNG]   the table of a trained run, the parser and the right-branching tree
+                       trains the parser into DIR (``runs.train``), with ``--seq2seq-steps N`` its seq2seq baseline
+                       too, and prints the table of their tests and the right-branching tree's on held-out files
+    evaluate DIR [--figure PNG] [--other-files N]   the tables of a trained run (the parser, the right-branching
+                       tree, the seq2seq baseline if it trained one) on held-out files and on other code
+    parse DIR FILE                the predicted tree of every statement of FILE (- for standard input), beside Python's
     plot DIR                      DIR/loss.png: the loss per step and the held-out loss
 
 Exit statuses are ``applicative.training.command.run``'s: 0; 75 after SIGTERM (checkpointed: ``--resume``
@@ -17,15 +19,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from applicative.examples import syntax
+from applicative.examples.parsing import testing
 from applicative.examples.parsing.batches import Data, load_data
 from applicative.examples.parsing.decoding import parse
 from applicative.examples.parsing.figure import plot
 from applicative.examples.parsing.model import Config, Parser
 from applicative.examples.parsing.runs import PER_EPOCH, STEPS, Result, Run, evaluate, load, train
+from applicative.examples.parsing.source import compared, parse_source, unread
+from applicative.examples.parsing.testing import Measured
 from applicative.training import command
 
 __all__ = ["main"]
@@ -33,29 +40,34 @@ __all__ = ["main"]
 PROG = "python -m applicative.examples.parsing"
 
 
+def _row(band: str, model: str, m: Measured, files: str, seconds: str) -> str:
+    def with_interval(value: float, interval: tuple[float, float]) -> str:
+        return f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+    return (
+        f"| {band} | {model} | {m.trees}{files} | {with_interval(m.exact, m.exact_interval)} | "
+        f"{with_interval(m.f1, m.f1_interval)} | {with_interval(m.f1_inside, m.f1_inside_interval)} | "
+        f"{m.malformed} | {seconds} |"
+    )
+
+
 def lines(result: Result) -> Iterator[str]:
-    """The table of a run's tests, with its losses, its training fragments and its times."""
+    """The table of a run's tests (``testing.measure``'s figures, 95% intervals by resampling files), with its
+    losses, its training fragments and its times."""
     yield f"loss {result.initial_loss:.3f} -> {result.final_loss:.3f}; trained on " + ", ".join(
         f"{n} fragments of {b.band.low}-{b.band.high} tokens"
         for n, b in zip(result.train_fragments, result.bands, strict=False)
     )
-    yield (
-        "| tokens (median) | fragments | parser: exact | F1 | malformed | s | right-branching: exact | F1 "
-        "| seq2seq: exact | F1 | malformed | s |"
-    )
-    yield "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    yield "| tokens (median) | model | fragments | exact | F1 | F1 inside | malformed | s |"
+    yield "|---|---|---|---|---|---|---|---|"
     for b in result.bands:
-        s2s = b.seq2seq
-        tail = (
-            "| | | |"
-            if s2s is None
-            else f"{s2s.exact:.3f} | {s2s.f1:.3f} | {s2s.malformed} | {b.seq2seq_seconds:.0f} |"
-        )
-        yield (
-            f"| {b.band.low}-{b.band.high} ({b.tokens[1]}) | {b.parser.trees} | {b.parser.exact:.3f} | "
-            f"{b.parser.f1:.3f} | {b.parser.malformed} | {b.seconds:.0f} | {b.right_branching.exact:.3f} | "
-            f"{b.right_branching.f1:.3f} | {tail}"
-        )
+        band = f"{b.band.low}-{b.band.high} ({b.tokens[1]})"
+        yield _row(band, "parser", b.parser, f" ({b.files} files)", f"{b.seconds:.0f}")
+        yield _row("", "parser, unseen", b.unseen, "", "")
+        yield _row("", "parser, seen in training", b.seen, "", "")
+        yield _row("", "right-branching", b.right_branching, "", "")
+        if b.seq2seq is not None:
+            yield _row("", "seq2seq", b.seq2seq, "", f"{b.seq2seq_seconds:.0f}")
     compiled = f" (the step compiled {result.compilations} times, once a band)" if result.compilations else ""
     baseline = f", seq2seq in {result.seq2seq_seconds:.0f} s" if result.seq2seq_seconds else ""
     yield f"parser trained {result.steps} steps in {result.seconds:.0f} s{compiled}{baseline}"
@@ -99,12 +111,48 @@ def _train(args: argparse.Namespace) -> None:
 
 def _evaluate(args: argparse.Namespace) -> None:
     run = Run.read(args.run)
+    if args.test_fragments is not None:
+        run = dataclasses.replace(run, config=dataclasses.replace(run.config, test_fragments=args.test_fragments))
     data = load_data(run.config, run.seed)
+    print("held-out files of the standard library:")
     for line in lines(evaluate(args.run, data)):
         print(line)
+    if args.other_files:
+        other = testing.other_code(run.config, run.config.test_fragments, run.seed, args.other_files)
+        print(f"\nother code: {args.other_files} files of {', '.join(testing.OTHER_PACKAGES)} drawn at random:")
+        for line in lines(evaluate(args.run, data, other)):
+            print(line)
     if args.figure is not None:
         parser, config = load(args.run)
         _draw(parser, config, data, args.figure)
+
+
+def _parse(args: argparse.Namespace) -> None:
+    parser, config = load(args.run)
+    name = "<stdin>" if str(args.file) == "-" else str(args.file)
+    source = sys.stdin.read() if name == "<stdin>" else args.file.read_text(encoding="utf-8")
+    try:
+        parsed = parse_source(parser, config, source, name)
+    except SyntaxError as error:
+        where = f"{name}, line {error.lineno}, column {error.offset}"
+        raise ValueError(f"{where}: {error.msg} (Python's own SyntaxError)") from None
+    left = unread(source, parsed)
+    if not parsed and not left:
+        print(f"{name}: no statement to parse")
+        return
+    for statement in parsed:
+        print(compared(statement), end="\n\n")
+    for line in left:
+        print(f"line {line}: not parsed: Python's positions in it do not nest (an f-string before Python 3.12)\n")
+    decoded = [p for p in parsed if p.band is not None]
+    scores = syntax.score([p.predicted for p in decoded], [p.python for p in decoded])
+    print(
+        f"{len(parsed) + len(left)} statements: {len(decoded)} decoded, exact {scores.exact:.3f}, F1 {scores.f1:.3f}, "
+        f"{scores.malformed} malformed; {sum(bool(p.unseen_kinds) for p in parsed)} with token kinds and "
+        f"{sum(bool(p.unseen_labels) for p in parsed)} with labels never seen in training; "
+        f"{len(parsed) - len(decoded)} over the limit, {sum(bool(p.problem) for p in decoded)} shorter than trained"
+        + (f"; {len(left)} without a reference tree (not parsed)" if left else "")
+    )
 
 
 def _plot(args: argparse.Namespace) -> None:
@@ -122,17 +170,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's); the exit status."""
     parser = argparse.ArgumentParser(prog=PROG, description="Train a transformer to parse Python: tokens to trees.")
     commands = parser.add_subparsers(dest="command", required=True)
-    training = commands.add_parser("train", help="train the parser and its seq2seq baseline, then test them")
+    training = commands.add_parser("train", help="train the parser (and its seq2seq baseline), then test them")
     command.add_flags(training)
     d = Config()
     settings: list[tuple[str, Callable[[str], object], object, str]] = [
         ("--steps", _positive, STEPS, "training steps"),
         ("--seed", int, 0, "random seed"),
         ("--per-epoch", _positive, PER_EPOCH, "steps an epoch: a line, a checkpoint, a held-out loss"),
-        ("--seq2seq-steps", int, None, "the seq2seq baseline's steps, 0: none (default: --steps)"),
+        ("--seq2seq-steps", int, 0, "the seq2seq baseline's steps, 0: none"),
         ("--train-fragments", _positive, d.train_fragments, "training fragments, all bands together"),
-        ("--test-fragments", int, d.test_fragments, "held-out fragments a band"),
-        ("--bands", _positive, len(d.bands), "the first K bands of 8-32, 33-128 and 129-512 tokens"),
+        ("--test-fragments", int, d.test_fragments, "held-out fragments a band, drawn at random from all"),
+        ("--bands", _positive, len(d.bands), "the first K bands of 1-32, 33-128 and 129-512 tokens"),
         ("--width", _positive, d.width, "features of the model's states"),
         ("--hidden", _positive, d.hidden, "features inside the MLP"),
         ("--heads", _positive, d.heads, "attention heads"),
@@ -148,9 +196,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     training.add_argument("--figure", type=Path, help="draw a held-out fragment's trees to this PNG")
     evaluating = commands.add_parser("evaluate", help="test a trained run on the held-out files")
     evaluating.add_argument("run", type=Path, help="the run directory")
+    evaluating.add_argument("--test-fragments", type=int, help="fragments a band (default: the run's)")
+    evaluating.add_argument(
+        "--other-files", type=int, default=300, help="files of other code to test on, 0: none (default: %(default)s)"
+    )
     evaluating.add_argument("--figure", type=Path, help="draw a held-out fragment's trees to this PNG")
+    parsing = commands.add_parser("parse", help="parse a file of Python with a trained run's parser")
+    parsing.add_argument("run", type=Path, help="the run directory")
+    parsing.add_argument("file", type=Path, help="a file of Python source, - for standard input")
     plotting = commands.add_parser("plot", help="DIR/loss.png: the loss per step and the held-out loss")
     plotting.add_argument("run", type=Path, help="the run directory")
     args = parser.parse_args(argv)
-    action = {"train": _train, "evaluate": _evaluate, "plot": _plot}[args.command]
+    action = {"train": _train, "evaluate": _evaluate, "parse": _parse, "plot": _plot}[args.command]
     return command.run(PROG, args.command, lambda: action(args))

@@ -13,12 +13,18 @@ The parser (``Parser``):
 - a reader, the generic encoder on the ``Vec`` of tokens (one-hot kinds and sinusoidal
   positions as input features), gives every token a state: the memory;
 - a builder, the generic decoder on the ``DenseTree`` of nodes built so far: a node's input is the
-  memory at its first and last token, its depth, whether its children are in the tree and
-  whether it covers its parent's span; its layers attend over the tree's nodes (no mask: a tree has no
-  order to respect) and across to the memory; its output is the node's label;
+  memory at its first and last token, its depth and whether it covers its parent's span; its layers
+  attend over the tree's nodes no deeper than itself (the mask ``depth[key] <= depth[query]``: depth is
+  the builder's time, as position is a language model's) and across to the memory; its output is the
+  node's label;
 - a pointer: for every node and every token, three scores (``mul_mmt`` of the nodes' and the
   tokens' projections, a tree of sequences): whether the token is the node's own (``OWN``), begins one
   of its children (``BEGIN``) or continues one (``CONTINUE``).
+
+Since no node sees a deeper one, a node's states are the same in every round of a decode from the
+round that adds it on: the rounds of a decode are one teacher-forced pass over Python's whole tree,
+every node's label and children trained at once (``loss``), as a language model trains every
+position of a sequence at once.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ __all__ = [
     "BEGIN",
     "CONTINUE",
     "DEPTH_FEATURES",
+    "NESTING_FEATURES",
     "OWN",
     "POSITION_FEATURES",
     "Band",
@@ -69,6 +76,7 @@ __all__ = [
 OWN, BEGIN, CONTINUE = 0, 1, 2  # what a token is to a node: its own, the first of a child's, a later one of a child's
 DEPTH_FEATURES = 16  # sinusoidal features of a node's depth
 POSITION_FEATURES = 32  # sinusoidal features of a token's position
+NESTING_FEATURES = 8  # sinusoidal features of a token's bracket depth, and as many of its block depth
 
 
 class Token(Dim):
@@ -76,12 +84,13 @@ class Token(Dim):
 
 
 class TokenIn(Dim):
-    """An input feature of a token: its kind (one-hot), its position (sinusoidal)."""
+    """An input feature of a token: its kind (one-hot), its position and its bracket and block depths
+    (sinusoidal)."""
 
 
 class NodeIn(Dim):
-    """An input feature of a node: the memory at its first and last token, its depth, whether its
-    children are in the tree."""
+    """An input feature of a node: the memory at its first and last token, its depth, whether it
+    covers its parent's span."""
 
 
 class Label(Dim):
@@ -135,10 +144,10 @@ class Config:
     batch: int = 32
     optimisation: Optimisation = field(default_factory=lambda: Optimisation(learning_rate=3e-3, warmup=50))
     # Nodes a token, at most (20,000 training fragments): 1.13 from 8 tokens, 0.96 from 33, 0.78 from 129.
-    bands: tuple[Band, ...] = (Band(8, 32, 40), Band(33, 128, 128), Band(129, 512, 416, 8))
+    bands: tuple[Band, ...] = (Band(1, 32, 40), Band(33, 128, 128), Band(129, 512, 416, 8))
     train_share: tuple[float, ...] = (0.5, 0.4, 0.1)  # of the training steps, in each band
     train_fragments: int = 20_000  # of the training files, all bands together
-    test_fragments: int = 120  # of the held-out files, in each band
+    test_fragments: int = 200  # drawn at random from every held-out file's, in each band
     seq2seq_tokens: int = 128  # the seq2seq baseline trains on fragments of at most this many tokens
     rounds: int = 40  # the most rounds of a decode: a tree of more levels is malformed
     kinds: tuple[str, ...] = ()  # token kinds, then labels: the vocabularies, set by ``train``
@@ -162,7 +171,7 @@ def init_parser(key: Array, config: Config) -> Parser:
     reader: Reader = init_encoder(
         keys[0],
         options,
-        inputs=template(len(config.kinds) + POSITION_FEATURES, TokenIn),
+        inputs=template(len(config.kinds) + POSITION_FEATURES + 2 * NESTING_FEATURES, TokenIn),
         hidden=hidden,
         layers=config.reader_layers,
         outputs=None,
@@ -170,7 +179,7 @@ def init_parser(key: Array, config: Config) -> Parser:
     builder: Builder = init_decoder(
         keys[1],
         options,
-        inputs=template(2 * config.width + DEPTH_FEATURES + 2, NodeIn),
+        inputs=template(2 * config.width + DEPTH_FEATURES + 1, NodeIn),
         hidden=hidden,
         layers=config.builder_layers,
         outputs=template(len(config.labels), Label),
@@ -193,11 +202,12 @@ def sinusoids(positions: np.ndarray, features: int) -> np.ndarray:
 
 class Nodes(NamedTuple):
     """A tree being built, as arrays over its node slots (preorder, then padding): its layout, each
-    node's first and last token, and its depth, expansion and span-of-its-parent features."""
+    node's first and last token, its depth, and its depth's and span-of-its-parent features."""
 
     layout: dyadic.Layout
     first: Array
     last: Array
+    depth: Array
     extras: Array
 
 
@@ -216,10 +226,12 @@ def build(parser: Parser, memory: Memory, length: Array, nodes: Nodes) -> tuple[
     tree = DenseTree(jax.vmap(lambda f: Vec.from_array(f, NodeIn))(features), nodes.layout, features.shape[0])
     keep = jnp.arange(states.shape[0]) < length
     sees = tree.with_elements(jax.vmap(lambda _: Vec.from_array(keep, Token))(features))
+    depths = tree.with_elements(nodes.depth)
+    shallower = depths.fmap(lambda query: depths.fmap(lambda key: key <= query))  # DenseTree[DenseTree[bool]]
     builder = parser.builder
     h = builder.embed(tree)
     for i in range(len(builder.layers)):
-        h = builder.layer(i)(h, None, memory, sees)  # the tree attends to itself and to the tokens
+        h = builder.layer(i)(h, shallower, memory, sees)  # the tree attends to its shallower nodes and the tokens
     if builder.norm is not None:
         h = h.fmap(builder.norm)
     labels = builder.unembed.each(h)  # DenseTree[Vec[Label]]
@@ -243,8 +255,9 @@ def rounds(parser: Parser, inputs: Array, lengths: Array, nodes: Nodes) -> tuple
 
 
 class Batch(NamedTuple):
-    """A teacher-forced round for a batch of fragments: tokens, nodes, and targets: every node's
-    label (-1 in padding) and what every token is to each node of the round's depth (-1 elsewhere)."""
+    """Every round of a decode, teacher forced, for a batch of fragments: tokens, Python's trees, and
+    targets: every node's label (-1 in padding) and what every token of its span is to it (-1 outside
+    its span)."""
 
     inputs: Array
     lengths: Array
@@ -254,8 +267,8 @@ class Batch(NamedTuple):
 
 
 def loss(parser: Parser, batch: Batch) -> Array:
-    """Cross entropy of the labels over every node, plus that of the tags over the round's nodes and
-    their spans' tokens, each a mean."""
+    """Cross entropy of the labels over every node, plus that of the tags over every node and its
+    span's tokens, each a mean."""
     labels, scores = rounds(parser, batch.inputs, batch.lengths, batch.nodes)
     label_loss = optax.softmax_cross_entropy_with_integer_labels(labels, jnp.maximum(batch.labels, 0))
     tagged = jnp.moveaxis(scores, 1, -1)  # (batch, nodes, tokens, tags)

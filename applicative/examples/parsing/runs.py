@@ -34,16 +34,18 @@ from jax import Array
 
 from applicative.examples import seq2seq, syntax
 from applicative.examples.common import Optimisation
+from applicative.examples.parsing import testing
 from applicative.examples.parsing.batches import Data, Minibatches, held_out, load_data, pools, with_vocabularies
 from applicative.examples.parsing.decoding import parse
 from applicative.examples.parsing.model import Band, Batch, Config, Nodes, Parser, init_parser, loss, rounds
+from applicative.examples.syntax import Fragment, Node
 from applicative.training import Drawn, Learner, fit, restore
 from applicative.training.files import CHECKPOINT, CONFIG, holding_run
 from applicative.training.steps import make_update
 
 __all__ = ["PER_EPOCH", "STEPS", "BandResult", "Result", "Run", "evaluate", "held_out_loss", "learner", "load", "train"]
 
-STEPS = 1400  # the default run's training steps
+STEPS = 2500  # the default run's training steps: about 10 minutes on a 2-core CPU
 PER_EPOCH = 100  # steps an epoch: a line, a checkpoint, a held-out loss
 
 
@@ -82,15 +84,19 @@ class Run:
 
 
 class BandResult(NamedTuple):
-    """The scores of the parser and of its baselines on one band's held-out fragments."""
+    """The figures of the parser and of its baselines on one band's test fragments (``testing.measure``: with
+    95% intervals), the parser's also on the fragments training saw (same tokens, same tree) and on the others."""
 
     band: Band
     tokens: tuple[int, int, int]  # the fragments' token counts: min, median, max
-    parser: syntax.Scores
-    right_branching: syntax.Scores
-    seq2seq: syntax.Scores | None
+    parser: testing.Measured
+    right_branching: testing.Measured
+    seq2seq: testing.Measured | None  # None: no baseline, or a band longer than it trains on
     seconds: float  # the parser's decoding, all fragments of the band
     seq2seq_seconds: float  # the baseline's
+    unseen: testing.Measured  # the parser on the fragments training did not see
+    seen: testing.Measured  # and on those it saw
+    files: int  # the files the band's fragments come from
 
 
 class Result(NamedTuple):
@@ -184,7 +190,7 @@ def train(
         + f"); {len(config.kinds)} token kinds, {len(config.labels)} labels"
     )
     model, opt = learner(config), _optimiser(config, steps)
-    held = held_out(data, config, seed)
+    held = held_out(data, config)
     with tempfile.TemporaryDirectory() if out is None else contextlib.nullcontext(str(out)) as directory:
         state = fit(
             model, opt, Drawn(Minibatches(pooled, shares, config), per_epoch), directory,
@@ -217,40 +223,56 @@ def train(
         baseline = seq2seq.train(trainable, seq2seq_steps, config=alike, seed=seed, log=log, out=beside,
                                  resume=again, progress=progress)  # fmt: skip
         seq2seq_seconds = time.perf_counter() - began
-    bands = _tested(parser, config, data, baseline)
+    bands = _tested(parser, config, data, baseline, data.test)
     losses = state.losses
     return parser, config, Result(losses[0], losses[-1], trained, bands, compilations, state.seconds, seq2seq_seconds,
                                   state.step)  # fmt: skip
 
 
-def _tested(parser: Parser, config: Config, data: Data, baseline: seq2seq.Seq2Seq | None) -> tuple[BandResult, ...]:
-    """The parser, the right-branching tree and the baseline (if any) on each band's held-out fragments."""
+def _tested(
+    parser: Parser, config: Config, data: Data, baseline: seq2seq.Seq2Seq | None, test: Sequence[Sequence[Fragment]]
+) -> tuple[BandResult, ...]:
+    """The parser, the right-branching tree and the baseline (if any, on the bands it trains on) on each band's
+    ``test`` fragments; seen and unseen ones apart (seen: in ``data.train``)."""
     common = Counter(n.label for f in data.train for n in syntax.nodes(f.tree)).most_common(1)[0][0]
     root = Counter(f.tree.label for f in data.train).most_common(1)[0][0]
+    seen = testing.seen_in(data.train)
     results = []
-    for band, fragments in zip(config.bands, data.test, strict=True):
+    for band, fragments in zip(config.bands, test, strict=True):
         if not fragments:
             continue
-        gold = [f.tree for f in fragments]
+        gold, files = [f.tree for f in fragments], [testing.file_of(f) for f in fragments]
         began = time.perf_counter()
         parsed = parse(parser, config, fragments, band)
         decoding = time.perf_counter() - began
         began = time.perf_counter()
-        baseline_trees = None if baseline is None else seq2seq.parse(baseline, fragments)
+        tried = baseline is not None and band.high <= config.seq2seq_tokens
+        baseline_trees = seq2seq.parse(baseline, fragments) if tried and baseline is not None else None
         baseline_decoding = time.perf_counter() - began
         sizes = np.array([len(f.tokens) for f in fragments])
+        old = [(f.tokens, f.tree) in seen for f in fragments]
+        unseen, seen_ones = (_among(parsed, gold, files, [s == was_seen for s in old]) for was_seen in (False, True))
         results.append(
             BandResult(
                 band,
                 (int(sizes.min()), int(np.median(sizes)), int(sizes.max())),
-                syntax.score(parsed, gold),
-                syntax.score([syntax.right_branching(len(f.tokens), root, common) for f in fragments], gold),
-                None if baseline_trees is None else syntax.score(baseline_trees, gold),
+                testing.measure(parsed, gold, files),
+                testing.measure([syntax.right_branching(len(f.tokens), root, common) for f in fragments], gold, files),
+                None if baseline_trees is None else testing.measure(baseline_trees, gold, files),
                 decoding,
                 baseline_decoding,
+                unseen,
+                seen_ones,
+                len(set(files)),
             )
         )
     return tuple(results)
+
+
+def _among(predicted: list[Node | None], gold: list[Node], files: list[str], chosen: list[bool]) -> testing.Measured:
+    """``testing.measure`` of the fragments ``chosen``."""
+    kept = [i for i, c in enumerate(chosen) if c]
+    return testing.measure([predicted[i] for i in kept], [gold[i] for i in kept], [files[i] for i in kept])
 
 
 def load(directory: str | Path) -> tuple[Parser, Config]:
@@ -264,15 +286,19 @@ def load(directory: str | Path) -> tuple[Parser, Config]:
     return state.model, run.config
 
 
-def evaluate(directory: str | Path, data: Data | None = None) -> Result:
-    """The test of the run in ``directory`` on the held-out fragments (``data``: by default loaded again from
-    its config and seed): the parser (its last checkpoint) and the right-branching tree band by band, no
-    seq2seq baseline; the losses and the training time are the run's."""
+def evaluate(
+    directory: str | Path, data: Data | None = None, test: Sequence[Sequence[Fragment]] | None = None
+) -> Result:
+    """The test of the run in ``directory``: the parser (its last checkpoint), the right-branching tree and the
+    seq2seq baseline if the run trained one (its ``seq2seq`` folder), band by band, on ``test`` (by default the
+    run's own: ``data.test``, ``data`` by default loaded again from its config and seed); the losses and the
+    training time are the run's."""
     out = Path(directory)
     with holding_run(out):
         run = Run.read(out)
         state = restore(out, learner(run.config), _optimiser(run.config, run.steps), run.seed)
+    baseline = seq2seq.load(out / "seq2seq")[0] if (out / "seq2seq" / CHECKPOINT).exists() else None
     data = load_data(run.config, run.seed) if data is None else data
-    bands = _tested(state.model, run.config, data, None)
+    bands = _tested(state.model, run.config, data, baseline, data.test if test is None else test)
     trained = tuple(len(p) for p in pools(data, run.config))
     return Result(state.losses[0], state.losses[-1], trained, bands, 0, state.seconds, 0.0, state.step)

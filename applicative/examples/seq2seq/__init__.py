@@ -45,6 +45,7 @@ from applicative.examples.seq2seq.model import Token as Token
 from applicative.examples.seq2seq.model import init_model as init_model
 from applicative.examples.seq2seq.model import with_positions as with_positions
 from applicative.examples.seq2seq.training import Data as Data
+from applicative.examples.seq2seq.training import load as load
 from applicative.examples.seq2seq.training import train as train
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "delinearise",
     "init_model",
     "linearise",
+    "load",
     "parse",
     "train",
     "with_positions",

@@ -1,0 +1,156 @@
+"""The parser's test: its sample against a reference draw, its figures against ``syntax.score``, its intervals
+against a resampling written again with ``syntax.score``, the fragments training saw against brute force, and
+the test on other code against where its files are."""
+
+import itertools
+import sysconfig
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from applicative.examples import parsing, syntax
+from applicative.examples.parsing import batches, testing
+from applicative.examples.syntax import Fragment, Node
+
+BANDS = (parsing.Band(8, 16, 40), parsing.Band(17, 64, 80))
+
+
+@pytest.fixture(scope="module")
+def fragments() -> list[Fragment]:
+    return list(itertools.islice(syntax.fragments(8, 64, "test"), 400))
+
+
+def test_the_population_is_every_fragment_of_a_band_that_fits_it(
+    fragments: list[Fragment], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(syntax, "fragments", lambda low, high, side: iter(fragments))
+    found = testing.population(parsing.Config(bands=BANDS), "all")  # a side no other test reads: not cached
+    for band, members in zip(BANDS, found, strict=True):
+        expected = [f for f in fragments if band.low <= len(f.tokens) <= band.high and batches.fits(f.tree, band)]
+        assert members == expected
+        assert members
+
+
+def test_the_sample_is_a_reference_draw_from_each_band(fragments: list[Fragment]) -> None:
+    population = [fragments[:300], fragments[300:]]
+    drawn = testing.sample(population, 50, seed=7)
+    rng = np.random.default_rng([7, 2])
+    for members, got in zip(population, drawn, strict=True):
+        chosen = np.sort(rng.choice(len(members), 50, replace=False))
+        assert got == [members[i] for i in chosen]
+    assert testing.sample(population, 1000, seed=7) == population  # fewer than asked: all of them
+    assert testing.sample(population, 50, seed=8) != drawn
+    assert drawn[0] != population[0][:50]  # not the first ones found
+    assert max(population[0].index(f) for f in drawn[0]) > 250  # from all over the band
+
+
+def _below_root(tree: Node) -> list[tuple[str, int, int]]:
+    """The labelled spans of every node under the root (recursively), of more than one token."""
+    spans = []
+    for child in tree.children:
+        if child.span[0] < child.span[1]:
+            spans.append((child.label, *child.span))
+        spans += _below_root(child)
+    return spans
+
+
+def _f1_inside(predicted: list[Node | None], gold: list[Node]) -> float:
+    right = found = wanted = 0
+    for p, g in zip(predicted, gold, strict=True):
+        truth = Counter(_below_root(g))
+        wanted += sum(truth.values())
+        if p is not None:
+            guess = Counter(_below_root(p))
+            found += sum(guess.values())
+            right += sum((guess & truth).values())
+    return 2 * right / (found + wanted) if found + wanted else 0.0
+
+
+def _perturbed(tree: Node, rng: np.random.Generator) -> Node | None:
+    """``tree`` with some labels changed, or None (malformed) now and then."""
+    if rng.random() < 0.1:
+        return None
+
+    def walk(node: Node) -> Node:
+        label = node.label if rng.random() < 0.8 else "Wrong"
+        return Node(label, node.span, tuple(walk(c) for c in node.children))
+
+    return walk(tree)
+
+
+def test_the_figures_are_syntax_score_s_and_the_intervals_a_resampling_of_files(fragments: list[Fragment]) -> None:
+    rng = np.random.default_rng(0)
+    chosen = fragments[:60]
+    gold = [f.tree for f in chosen]
+    predicted = [_perturbed(t, rng) for t in gold]
+    files = [testing.file_of(f) for f in chosen]
+    m = testing.measure(predicted, gold, files, seed=3)
+    scores = syntax.score(predicted, gold)
+    assert (m.trees, m.exact, m.precision, m.recall, m.f1, m.malformed) == pytest.approx(
+        (scores.trees, scores.exact, scores.precision, scores.recall, scores.f1, scores.malformed)
+    )
+    assert m.f1_inside == pytest.approx(_f1_inside(predicted, gold))
+    # The intervals: the same draws of files, every resample scored again by syntax.score.
+    names = sorted(set(files))
+    draws = np.random.default_rng(3).integers(0, len(names), (testing.RESAMPLES, len(names)))
+    exact, f1 = [], []
+    for draw in draws[:200]:
+        members = [i for name in draw for i, f in enumerate(files) if f == names[name]]
+        s = syntax.score([predicted[i] for i in members], [gold[i] for i in members])
+        exact.append(s.exact)
+        f1.append(s.f1)
+    full = m
+    short = _short_interval(predicted, gold, files, 200)
+    assert short[0] == pytest.approx(np.percentile(exact, [2.5, 97.5]))
+    assert short[1] == pytest.approx(np.percentile(f1, [2.5, 97.5]))
+    assert full.exact_interval[0] <= full.exact <= full.exact_interval[1]
+    assert full.f1_interval[0] <= full.f1 <= full.f1_interval[1]
+    assert full.f1_inside_interval[0] <= full.f1_inside <= full.f1_inside_interval[1]
+
+
+def _short_interval(
+    predicted: list[Node | None], gold: list[Node], files: list[str], resamples: int
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """``measure``'s exact and F1 intervals with ``resamples`` resamples (the first of its draws)."""
+    saved = testing.RESAMPLES
+    try:
+        testing.RESAMPLES = resamples
+        m = testing.measure(predicted, gold, files, seed=3)
+    finally:
+        testing.RESAMPLES = saved
+    return m.exact_interval, m.f1_interval
+
+
+def test_intervals_narrow_with_more_files(fragments: list[Fragment]) -> None:
+    rng = np.random.default_rng(1)
+    gold = [f.tree for f in fragments]
+    predicted = [_perturbed(t, rng) for t in gold]
+    files = [testing.file_of(f) for f in fragments]
+    small = testing.measure(predicted[:40], gold[:40], files[:40])
+    large = testing.measure(predicted, gold, files)
+    assert len(set(files)) > len(set(files[:40]))
+    assert large.f1_interval[1] - large.f1_interval[0] < small.f1_interval[1] - small.f1_interval[0]
+
+
+def test_seen_is_the_same_tokens_with_the_same_tree(fragments: list[Fragment]) -> None:
+    train = fragments[:200]
+    seen = testing.seen_in(train)
+    for fragment in fragments[200:]:
+        brute = any(f.tokens == fragment.tokens and f.tree == fragment.tree for f in train)
+        assert ((fragment.tokens, fragment.tree) in seen) == brute
+    relabelled = Fragment("x:1", train[0].tokens, Node("Other", train[0].tree.span, train[0].tree.children))
+    assert (relabelled.tokens, relabelled.tree) not in seen
+
+
+def test_other_code_comes_from_installed_packages_not_the_standard_library() -> None:
+    found = testing.other_code(parsing.Config(bands=BANDS), 20, seed=0, files=30)
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    names = {testing.file_of(f) for band in found for f in band}
+    assert names
+    assert all(name.split("/")[0] in testing.OTHER_PACKAGES for name in names)
+    assert not any((stdlib / name).exists() for name in names)
+    for band, members in zip(BANDS, found, strict=True):
+        assert all(band.low <= len(f.tokens) <= band.high for f in members)
+    assert testing.other_code(parsing.Config(bands=BANDS), 20, seed=0, files=30) == found  # a fixed draw
