@@ -26,7 +26,7 @@ def test_the_population_is_every_fragment_of_a_band_that_fits_it(
     fragments: list[Fragment], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(syntax, "fragments", lambda low, high, side: iter(fragments))
-    found = testing.population(parsing.Config(bands=BANDS), "all")  # a side no other test reads: not cached
+    found = batches.population(parsing.Config(bands=BANDS), "all")  # a side no other test reads: not cached
     for band, members in zip(BANDS, found, strict=True):
         expected = [f for f in fragments if band.low <= len(f.tokens) <= band.high and batches.fits(f.tree, band)]
         assert members == expected
@@ -35,13 +35,13 @@ def test_the_population_is_every_fragment_of_a_band_that_fits_it(
 
 def test_the_sample_is_a_reference_draw_from_each_band(fragments: list[Fragment]) -> None:
     population = [fragments[:300], fragments[300:]]
-    drawn = testing.sample(population, 50, seed=7)
+    drawn = batches.sample(population, 50, seed=7)
     rng = np.random.default_rng([7, 2])
     for members, got in zip(population, drawn, strict=True):
         chosen = np.sort(rng.choice(len(members), 50, replace=False))
         assert got == [members[i] for i in chosen]
-    assert testing.sample(population, 1000, seed=7) == population  # fewer than asked: all of them
-    assert testing.sample(population, 50, seed=8) != drawn
+    assert batches.sample(population, 1000, seed=7) == population  # fewer than asked: all of them
+    assert batches.sample(population, 50, seed=8) != drawn
     assert drawn[0] != population[0][:50]  # not the first ones found
     assert max(population[0].index(f) for f in drawn[0]) > 250  # from all over the band
 

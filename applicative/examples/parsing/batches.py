@@ -1,7 +1,8 @@
 """The parser's data: fragments of the standard library in bands of sizes, trees laid out as the builder sees
 them, and the teacher-forced minibatches that ``applicative.training.fit`` trains on.
 
-    load_data(config, seed) -> Data        training fragments, and held-out ones band by band
+    load_data(config, seed) -> Data        training fragments, and a random sample of held-out ones band by band
+    population(config, side), sample(population, n, seed)   every fragment of a side in each band; n drawn
     pools(data, config)                    the training fragments of each band that fit it
     with_vocabularies(config, fragments)   ``config`` with the fragments' token kinds and labels
     Minibatches(pools, shares, config)     ``Drawn``'s draw: step s's minibatch from (seed, s)
@@ -16,6 +17,7 @@ and one compiled step serves it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
@@ -38,6 +40,7 @@ from applicative.examples.parsing.model import (
     sinusoids,
 )
 from applicative.examples.syntax import Fragment, Node
+from applicative.examples.trees import Side
 from applicative.instances import dyadic
 
 __all__ = [
@@ -52,6 +55,8 @@ __all__ = [
     "nesting",
     "nodes_of",
     "pools",
+    "population",
+    "sample",
     "stack",
     "token_inputs",
     "walk",
@@ -185,13 +190,41 @@ class Data(NamedTuple):
 def load_data(config: Config, seed: int = 0) -> Data:
     """``config.train_fragments`` fragments of the training files in the bands (files in the order ``seed``
     draws), and the test: ``config.test_fragments`` of each band's held-out fragments, drawn at random from all
-    of them (``testing.population``, ``testing.sample``)."""
-    from applicative.examples.parsing import testing  # which imports this module
-
+    of them (``population``, ``sample``)."""
     low, high = min(b.low for b in config.bands), max(b.high for b in config.bands)
     train = list(itertools.islice(syntax.fragments(low, high, "train", seed), config.train_fragments))
-    test = testing.sample(testing.population(config, "test"), config.test_fragments, seed)
+    test = sample(population(config, "test"), config.test_fragments, seed)
     return Data(tuple(train), tuple(tuple(found) for found in test))
+
+
+def population(config: Config, side: Side = "test") -> list[list[Fragment]]:
+    """Every fragment of ``side``'s files (``syntax.fragments``, in sorted file order) in each of ``config``'s
+    bands (the first band that holds its size) whose tree fits the band. Read once a process for each bands
+    and side (the held-out files' take about a minute)."""
+    return [list(found) for found in _population(config.bands, side)]
+
+
+@functools.lru_cache(maxsize=4)
+def _population(bands: tuple[Band, ...], side: Side) -> tuple[tuple[Fragment, ...], ...]:
+    found: list[list[Fragment]] = [[] for _ in bands]
+    for fragment in syntax.fragments(min(b.low for b in bands), max(b.high for b in bands), side):
+        for i, band in enumerate(bands):
+            if band.low <= len(fragment.tokens) <= band.high:
+                if fits(fragment.tree, band):
+                    found[i].append(fragment)
+                break
+    return tuple(tuple(f) for f in found)
+
+
+def sample(population: Sequence[Sequence[Fragment]], n: int, seed: int) -> list[list[Fragment]]:
+    """``n`` fragments of each band's population (all of them if it has fewer), a simple random sample drawn by
+    ``default_rng([seed, 2])`` without replacement, in the population's order."""
+    rng = np.random.default_rng([seed, 2])
+    drawn = []
+    for fragments in population:
+        chosen = np.sort(rng.choice(len(fragments), min(n, len(fragments)), replace=False))
+        drawn.append([fragments[i] for i in chosen])
+    return drawn
 
 
 def band_of(fragment: Fragment, bands: Sequence[Band]) -> int | None:

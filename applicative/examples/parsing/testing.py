@@ -1,12 +1,12 @@
 """The parser's test, measured honestly: fragments drawn at random, figures with intervals, what training saw
 counted apart.
 
-    population(config, side) -> [[Fragment]]        every fragment of the side's files in each band that fits it
-    sample(population, n, seed) -> [[Fragment]]     n of each band's, drawn at random without replacement
-    other_code(config, n, seed, files) -> [[Fragment]]   the same from files of installed packages that are not
+    other_code(config, n, seed, files) -> [[Fragment]]   fragments of files of installed packages that are not
                                                     the standard library (the project's own dependencies)
     measure(predicted, gold, names, seed) -> Measured    exact match and bracketing F1 with 95% intervals
     seen_in(train) -> set                           the (tokens, tree) pairs training saw
+
+The held-out files' test is drawn by ``batches.population`` and ``batches.sample``.
 
 Intervals are a cluster bootstrap: fragments of one file are alike (a file's statements share its style and
 its names' patterns), so the resamples draw files, with replacement, and keep every sampled fragment of each
@@ -19,7 +19,6 @@ parser gets for free (the root spans the fragment) or nearly (a token's own node
 from __future__ import annotations
 
 import ast
-import functools
 import importlib.util
 import itertools
 import tokenize
@@ -31,10 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from applicative.examples import syntax
-from applicative.examples.parsing.batches import fits
-from applicative.examples.parsing.model import Band, Config
+from applicative.examples.parsing.batches import fits, sample
+from applicative.examples.parsing.model import Config
 from applicative.examples.syntax import Fragment, Node
-from applicative.examples.trees import Side
 
 __all__ = [
     "OTHER_PACKAGES",
@@ -43,8 +41,6 @@ __all__ = [
     "inner_spans",
     "measure",
     "other_code",
-    "population",
-    "sample",
     "seen_in",
 ]
 
@@ -52,36 +48,6 @@ RESAMPLES = 2000
 OTHER_PACKAGES = ("numpy", "scipy", "jax", "optax", "matplotlib")
 """The installed packages whose files make the test on other code: the project's own dependencies, which every
 environment that runs it has."""
-
-
-def population(config: Config, side: Side = "test") -> list[list[Fragment]]:
-    """Every fragment of ``side``'s files (``syntax.fragments``, in sorted file order) in each of ``config``'s
-    bands (the first band that holds its size) whose tree fits the band. Read once a process for each bands
-    and side (the held-out files' take about a minute)."""
-    return [list(found) for found in _population(config.bands, side)]
-
-
-@functools.lru_cache(maxsize=4)
-def _population(bands: tuple[Band, ...], side: Side) -> tuple[tuple[Fragment, ...], ...]:
-    found: list[list[Fragment]] = [[] for _ in bands]
-    for fragment in syntax.fragments(min(b.low for b in bands), max(b.high for b in bands), side):
-        for i, band in enumerate(bands):
-            if band.low <= len(fragment.tokens) <= band.high:
-                if fits(fragment.tree, band):
-                    found[i].append(fragment)
-                break
-    return tuple(tuple(f) for f in found)
-
-
-def sample(population: Sequence[Sequence[Fragment]], n: int, seed: int) -> list[list[Fragment]]:
-    """``n`` fragments of each band's population (all of them if it has fewer), a simple random sample drawn by
-    ``default_rng([seed, 2])`` without replacement, in the population's order."""
-    rng = np.random.default_rng([seed, 2])
-    drawn = []
-    for fragments in population:
-        chosen = np.sort(rng.choice(len(fragments), min(n, len(fragments)), replace=False))
-        drawn.append([fragments[i] for i in chosen])
-    return drawn
 
 
 def _package_files(packages: Iterable[str]) -> list[tuple[Path, str]]:
@@ -101,7 +67,7 @@ def other_code(
 ) -> list[list[Fragment]]:
     """A test on code that is not the standard library: ``files`` files drawn at random (``default_rng([seed,
     3])``) from the installed ``packages``, their fragments in each band as ``population`` finds them (files
-    that do not parse are skipped), then ``n`` of each band's at random (``sample``): a sample of fragments
+    that do not parse are skipped), then ``n`` of each band's at random (``batches.sample``): a sample of fragments
     of a random sample of files."""
     every = _package_files(packages)
     rng = np.random.default_rng([seed, 3])
