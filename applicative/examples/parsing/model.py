@@ -10,8 +10,9 @@ teacher-forced loss.
 
 The parser (``Parser``):
 
-- a reader, the generic encoder on the ``Vec`` of tokens (one-hot kinds and sinusoidal
-  positions as input features), gives every token a state: the memory;
+- a reader, the generic encoder on the ``Vec`` of tokens (one-hot kinds, and sinusoidal features of
+  their positions and of the bracket and block depths the tokenizer knows: ``batches.nesting``), gives
+  every token a state: the memory;
 - a builder, the generic decoder on the ``DenseTree`` of nodes built so far: a node's input is the
   memory at its first and last token, its depth and whether it covers its parent's span; its layers
   attend over the tree's nodes no deeper than itself (the mask ``depth[key] <= depth[query]``: depth is
