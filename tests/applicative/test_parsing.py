@@ -384,7 +384,7 @@ def test_no_node_sees_a_deeper_one() -> None:
 
 TINY = parsing.Config(
     width=16, hidden=32, heads=2, head_features=8, reader_layers=1, builder_layers=1, pointer=8,
-    optimisation=Optimisation(learning_rate=3e-3, warmup=2), bands=(parsing.Band(8, 32, 40),), train_share=(0.5,),
+    optimisation=Optimisation(learning_rate=3e-3, warmup=2), bands=(parsing.Band(1, 32, 40),), train_share=(0.5,),
     train_fragments=200, test_fragments=8,
 )  # fmt: skip
 TINY_FLAGS = [
@@ -412,8 +412,8 @@ def _scores(result: parsing.Result) -> list[tuple[object, ...]]:
 
 
 def _row(table: str) -> list[str]:
-    """The table's first row of the band of 8-32 tokens (the parser's), without its seconds."""
-    (row,) = [line for line in table.splitlines() if line.startswith("| 8-32 (")]
+    """The table's first row of the band of 1-32 tokens (the parser's), without its seconds."""
+    (row,) = [line for line in table.splitlines() if line.startswith("| 1-32 (")]
     cells = row.split("|")
     return cells[:8] + cells[9:]
 
@@ -452,7 +452,7 @@ def test_the_command_line_trains_evaluates_and_plots_a_run_and_refuses_to_overwr
     assert "holds a different run" in capsys.readouterr().err
     assert parsing.main(["train", "--out", str(out), *TINY_FLAGS, "--resume"]) == 0
     trained = capsys.readouterr().out
-    assert "| 8-32 (" in trained
+    assert "| 1-32 (" in trained
     assert "parser trained 6 steps" in trained
     _, whole = tiny_run
     assert (out / CONFIG).read_text() == (whole / CONFIG).read_text()  # the flags make TINY's run
