@@ -147,7 +147,7 @@ class Config:
     # Nodes a token, at most (20,000 training fragments): 1.13 from 8 tokens, 0.96 from 33, 0.78 from 129.
     bands: tuple[Band, ...] = (Band(1, 32, 40), Band(33, 128, 128), Band(129, 512, 416, 8))
     train_share: tuple[float, ...] = (0.5, 0.4, 0.1)  # of the training steps, in each band
-    train_fragments: int = 32_000  # of the training files, all bands together (as many of 33-512 tokens as 20,000 from 8)
+    train_fragments: int = 32_000  # of the training files, all bands (as many of 33-512 tokens as 20,000 from 8)
     test_fragments: int = 200  # drawn at random from every held-out file's, in each band
     seq2seq_tokens: int = 128  # the seq2seq baseline trains on fragments of at most this many tokens
     rounds: int = 40  # the most rounds of a decode: a tree of more levels is malformed
