@@ -18,7 +18,7 @@ MUTANTS = [
            "a closing bracket is counted outside its pair",
            TEST_PARSING + "::test_nesting_counts_the_brackets_and_blocks_around_each_token"),
     mutant("syntax-decorator-at-left-out", "applicative/examples/syntax.py",
-           "first = min(first, bisect_left(starts, (decorators[0].lineno, decorators[0].col_offset)) - 1)",
+           "first = min(first, bisect_left(starts, at))",
            "first = first",
            "a decorated definition leaves its first @ out, as Python's position does",
            TA + "test_parsing.py::test_every_decorator_s_at_sign_is_the_definition_s_own"),

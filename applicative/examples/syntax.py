@@ -33,6 +33,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from applicative.examples.trees import LIBRARY, Side, balanced, library_files
 from applicative.instances.tree import Shape
@@ -101,8 +102,10 @@ def token_kind(token: tokenize.TokenInfo) -> str:
 
 
 def tokens_of(source: str) -> list[Token]:
-    """The tokens a parser reads of ``source``, at ``ast``'s positions (UTF-8 byte offsets)."""
-    lines = source.splitlines(keepends=True)
+    """The tokens a parser reads of ``source``, at ``ast``'s positions (UTF-8 byte offsets in lines counted
+    as ``tokenize`` and ``ast`` count them: at newlines, not at the form feeds or U+2028 where
+    ``str.splitlines`` also breaks, which put every later token's offsets on the wrong line)."""
+    lines = io.StringIO(source).readlines()
 
     def at(position: tuple[int, int]) -> Position:
         row, column = position
@@ -126,23 +129,35 @@ def tokens_of(source: str) -> list[Token]:
 _NOT_NESTED = object()  # a subtree whose spans do not nest; so is every tree that holds it
 
 
-def _own_span(node: ast.AST, starts: list[Position], ends: list[Position]) -> tuple[int, int] | None:
+class _Index(NamedTuple):
+    """A file's tokens as ``_own_span`` searches them: their starts and ends (both sorted), and the starts
+    of its ``@`` tokens."""
+
+    starts: list[Position]
+    ends: list[Position]
+    ats: list[Position]
+
+
+def _own_span(node: ast.AST, index: _Index) -> tuple[int, int] | None:
     """The first and last token inside a node's source position, None if it has none or covers none. A
     decorated definition's position starts at ``def`` or ``class``: its span starts at its first decorator's
-    ``@`` (the token before the decorator), so every ``@`` is its own."""
+    ``@`` (the last ``@`` before the decorator: a parenthesised one's ``(`` lies between), so every ``@`` is
+    its own."""
+    starts, ends = index.starts, index.ends
     if getattr(node, "end_lineno", None) is None:
         return None
     first = bisect_left(starts, (node.lineno, node.col_offset))  # type: ignore[attr-defined]
     if decorators := getattr(node, "decorator_list", None):
-        first = min(first, bisect_left(starts, (decorators[0].lineno, decorators[0].col_offset)) - 1)
+        at = index.ats[bisect_right(index.ats, (decorators[0].lineno, decorators[0].col_offset)) - 1]
+        first = min(first, bisect_left(starts, at))
     last = bisect_right(ends, (node.end_lineno, node.end_col_offset)) - 1  # type: ignore[attr-defined]
     return (first, last) if first <= last else None
 
 
-def _labelled(node: ast.AST, starts: list[Position], ends: list[Position], statements: list[Node]) -> object:
+def _labelled(node: ast.AST, index: _Index, statements: list[Node]) -> object:
     """``node`` as a ``Node``, as its label if it covers no token, or ``_NOT_NESTED``; the statements
     inside it (itself included) whose spans nest appended to ``statements`` as ``Node``s, innermost first."""
-    children = [_labelled(child, starts, ends, statements) for child in ast.iter_child_nodes(node)]
+    children = [_labelled(child, index, statements) for child in ast.iter_child_nodes(node)]
     if any(c is _NOT_NESTED for c in children):
         return _NOT_NESTED
     spanned = sorted((c for c in children if isinstance(c, Node)), key=lambda c: c.span)
@@ -156,7 +171,7 @@ def _labelled(node: ast.AST, starts: list[Position], ends: list[Position], state
             after = len(spanned) - before
             empties.append(f"{child}@{before}" if before <= after else f"{child}@-{after}")
     label = type(node).__name__ + (f"({','.join(empties)})" if empties else "")
-    bounds = [s for s in (_own_span(node, starts, ends), *(c.span for c in spanned)) if s is not None]
+    bounds = [s for s in (_own_span(node, index), *(c.span for c in spanned)) if s is not None]
     if not bounds:
         return label
     tree = Node(label, (min(b[0] for b in bounds), max(b[1] for b in bounds)), tuple(spanned))
@@ -169,7 +184,8 @@ def statement_trees(module: ast.AST, tokens: Sequence[Token]) -> list[Node]:
     """The trees of the statements in ``module`` whose spans nest, over its file's ``tokens`` (spans
     counted in them), innermost first."""
     statements: list[Node] = []
-    _labelled(module, [t.start for t in tokens], [t.end for t in tokens], statements)
+    ats = [t.start for t in tokens if t.kind == "@"]
+    _labelled(module, _Index([t.start for t in tokens], [t.end for t in tokens], ats), statements)
     return statements
 
 

@@ -122,6 +122,29 @@ def test_every_decorator_s_at_sign_is_the_definition_s_own(decorators: int) -> N
     assert sorted(owner) == list(range(definition.span[1] + 1))  # every token of it owned once
 
 
+@pytest.mark.parametrize("decorator", ["@(a @ b)\n", "@(\n    d\n)\n"])
+def test_a_parenthesised_decorator_s_at_sign_is_the_definition_s_own_too(decorator: str) -> None:
+    # Its position is the expression's, inside the brackets: the token before it is "(", not "@".
+    source = decorator + "def f(a):\n    return a\n"
+    tokens = syntax.tokens_of(source)
+    definition = next(t for t in syntax.statement_trees(ast.parse(source), tokens) if t.label == "FunctionDef")
+    assert tokens[0].kind == "@"
+    assert definition.span[0] == 0
+
+
+@pytest.mark.parametrize("separator", ["\x0c", "\u2028", "\x1c", "\x85"])
+def test_a_line_breaks_where_tokenize_breaks_it_not_where_splitlines_would(separator: str) -> None:
+    # In a comment or a string, these break a line for str.splitlines but not for tokenize or ast: read off
+    # the wrong line, every later token's byte offset was wrong, and so was every later tree.
+    source = f"x = 'é'  # {separator}\ny = 'é' + 'ü'\n"
+    second = syntax.statement_trees(ast.parse(source), syntax.tokens_of(source))[-1]
+    (alone,) = syntax.statement_trees(ast.parse("y = 'é' + 'ü'\n"), syntax.tokens_of("y = 'é' + 'ü'\n"))
+    assert second.label == alone.label == "Assign"
+    assert [(n.label, n.span[0] - second.span[0], n.span[1] - second.span[0]) for n in syntax.nodes(second)] == [
+        (n.label, *n.span) for n in syntax.nodes(alone)
+    ]
+
+
 def test_a_node_s_tokens_are_those_of_its_source() -> None:
     # Against Python: every call's span holds the tokens of ast.get_source_segment of the call.
     source = "value = compute(alpha, [beta, gamma(1)])\nprint(value, end='')\n"

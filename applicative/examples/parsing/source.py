@@ -18,6 +18,7 @@ an unseen label can never be matched exactly.
 from __future__ import annotations
 
 import ast
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -78,7 +79,7 @@ def _statements(module: ast.Module, tokens: Sequence[syntax.Token]) -> list[Node
 
 def _texts(source: str, tokens: Sequence[syntax.Token]) -> list[str]:
     """Each token's text in ``source`` (positions are UTF-8 byte offsets in their line)."""
-    lines = [line.encode("utf-8") for line in source.splitlines(keepends=True)]
+    lines = [line.encode("utf-8") for line in io.StringIO(source).readlines()]  # as tokenize splits them
 
     def text(token: syntax.Token) -> str:
         (row, start), (end_row, end) = token.start, token.end
