@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import os
 import re
 import statistics
 import time
@@ -14,6 +15,14 @@ from typing import Any, TypeVar
 import jax
 
 T = TypeVar("T")
+
+
+def device_memory() -> float:
+    """GB of the default device: a GPU's own (its allocator's limit), else this machine's."""
+    stats = jax.devices()[0].memory_stats()  # None on the CPU
+    if stats and "bytes_limit" in stats:
+        return float(stats["bytes_limit"]) / 1e9
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
 
 
 def timed(fn: Callable[[], Any]) -> float:

@@ -1,12 +1,13 @@
-"""Checks of a GPU machine, in at most 8 minutes on one GPU: the suite's backend-sensitive tests, the
-encoder and trees benchmarks, and a short training run of each task, each check a row of one table.
+"""Checks of a GPU machine, in at most 8 minutes on one GPU: the whole default test suite, the encoder,
+attention and trees benchmarks, and a short training run of each task, each check a row of one table.
 
 - the device JAX sees, and JAX's release;
-- the tests whose results follow the backend's arithmetic (``SUITE``: float32 products that a GPU takes
-  in TF32, dyadic weights, the attention and tree formulas against their specifications, the admitted
-  releases), one pytest process a file, several files at a time on a machine of many cores: passed and
-  failed counts a file;
-- ``bench/transformer.py`` at its default size: the generic encoder's time over the hand-written one's;
+- the default test suite (``pytest -n WORKERS``: as the README runs it, several workers sharing the GPU,
+  none preallocating its memory): passed and failed counts, and the failed tests' names;
+- ``bench/transformer.py`` at its default size: the generic encoder's time over the hand-written one's,
+  calls alone and in flight, and its extra host time; with ``--hlo``, the kernels each compiles to;
+- ``bench/attention.py`` at 1,024 and 16,384 positions, in bfloat16 (where cuDNN's fused kernel applies):
+  each path's time and memory over the fused attention's (``jax.nn.dot_product_attention``);
 - ``bench/trees.py`` at 1,024 leaves (timed) and at 16,384 (compiled only), the attention materialised
   and in chunks: a size that does not fit in the GPU's memory is a row that says so;
 - ``python -m funcformer.poisson train`` and ``python -m funcformer.darcy train``, 500 steps of the
@@ -26,7 +27,6 @@ rows before.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import contextlib
 import dataclasses
 import json
@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,19 +47,13 @@ BUDGET = 480.0
 """Seconds for every check together (8 minutes); each check's timeout is cut to what is left of it."""
 LEAST = 5.0
 """Seconds under which a check is not started."""
-SUITE = (
-    "tests/applicative/test_dense_attention.py",
-    "tests/applicative/test_linalg.py",
-    "tests/applicative/test_dense_tree.py",
-    "tests/applicative/test_dyadic.py",
-    "tests/test_dependencies.py",
-)
-"""The test files whose results depend on the backend (and ``test_dependencies``: the releases installed)."""
+SUITE_SECONDS = 270.0
+"""The default suite's timeout: about 7 minutes on 2 CPU cores, so well under 5 on a GPU machine's 16."""
 TINY_SUITE = (
     "tests/applicative/test_dyadic.py::test_weights_are_exact_powers_of_two_at_every_depth",
     "tests/test_dependencies.py::test_lowest_pins_exactly_each_runtime_dependency",
 )
-"""``--tiny``'s tests: one cheap test of two of ``SUITE``'s files."""
+"""``--tiny``'s tests: two cheap tests of two files."""
 TRAINING = ("--steps", "500", "--train-size", "1024", "--test-size", "256", "--checkpoint-every", "500")
 """A short run of a task's default model. With an empty dataset cache the run first solves its 1,024
 training samples, the output scale's 1,024 and its 256 test samples (on the CPU): Darcy's solves are then
@@ -117,17 +111,49 @@ def device(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def pytest_counts(done: subprocess.CompletedProcess[str]) -> str:
-    """pytest's summary line: ``10 failed, 106 passed`` (its counts, without the seconds)."""
-    for line in reversed(done.stdout.strip().splitlines()):
+    """pytest's summary line: ``10 failed, 106 passed`` (its counts, without the seconds), and the names of
+    the tests that failed (pytest's ``FAILED`` lines), each without its file's directories."""
+    lines = done.stdout.strip().splitlines()
+    for line in reversed(lines):
         counts = re.findall(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)", line)
         if counts and re.search(r" in [\d.]+s", line):
-            return ", ".join(f"{number} {what}" for number, what in counts)
+            failed = [m[1].rsplit("/", 1)[-1] for line in lines if (m := re.match(r"(?:FAILED|ERROR) (\S+)", line))]
+            summary = ", ".join(f"{number} {what}" for number, what in counts)
+            return summary + (": " + "; ".join(failed) if failed else "")
     raise ValueError("no pytest summary line")
 
 
 def transformer_ratios(done: subprocess.CompletedProcess[str]) -> str:
-    ratios = dict(re.findall(r"^ratio (forward|forward\+backward): (\S+)$", done.stdout, re.M))
-    return f"generic / hand-written: forward {ratios['forward']}, forward+backward {ratios['forward+backward']}"
+    ratios = {f"{what}{flight}": value for what, flight, value in re.findall(
+        r"^ratio (forward|forward\+backward)((?:, \d+ in flight)?): (\S+)$", done.stdout, re.M)}  # fmt: skip
+    host = re.search(r"host time per call over the hand-written one's: (.*)$", done.stdout, re.M)
+    return (
+        f"generic / hand-written: forward {ratios['forward']}, forward+backward {ratios['forward+backward']}"
+        + "".join(f"; {name} {value}" for name, value in ratios.items() if "flight" in name)
+        + (f"; generic's extra host time {host.group(1)}" if host else "")
+    )
+
+
+def kernel_counts(done: subprocess.CompletedProcess[str]) -> str:
+    """The kernels each encoder compiles to, in all (``bench/transformer.py --hlo``'s last column)."""
+    counts = re.findall(r"^(generic|hand) (fwd\+bwd|fwd) .*?(\d+)$", done.stdout, re.M)
+    if len(counts) != 4:
+        raise ValueError("no kernel table")
+    return "kernels: " + ", ".join(f"{who} {what} {n}" for who, what, n in counts)
+
+
+def attention_rows(done: subprocess.CompletedProcess[str]) -> str:
+    """Each path's time and memory over the fused attention's, at each size the bench ran."""
+    parts = []
+    for line in done.stdout.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0].isdigit() and cells[1] != "fused":
+            positions, path, _, _, time_ratio, memory, memory_ratio = cells
+            timed = f"{time_ratio} time" if time_ratio else memory or "not timed"
+            parts.append(f"{positions} {path}: {timed}" + (f", {memory_ratio} memory" if memory_ratio else ""))
+    if not parts:
+        raise ValueError("no rows")
+    return "; ".join(parts)
 
 
 def trees_rows(done: subprocess.CompletedProcess[str]) -> str:
@@ -164,21 +190,23 @@ def training(directory: Path) -> Callable[[subprocess.CompletedProcess[str]], st
 # The checks
 
 
-def checks(tiny: bool, runs: Path) -> tuple[Check, list[Check], list[Check]]:
-    """The device's check, the test files' (run side by side) and the rest (one at a time)."""
-    first = Check("device", ("-c", DEVICE), 120, device)
-    no_preallocation = (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"),)  # several processes share one GPU
-    marks = () if tiny else ("-m", "slow or not slow")  # a file's slow tests too: the GPU is what they check
-    tests = [
-        Check(
-            f"pytest {test.split('::')[0]}", ("-m", "pytest", "-q", *marks, test), 240, pytest_counts, no_preallocation
-        )
-        for test in (TINY_SUITE if tiny else SUITE)
-    ]
+def checks(tiny: bool, runs: Path, workers: int) -> list[Check]:
+    """The checks, in the order they run."""
+    no_preallocation = (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"),)  # several workers share one GPU
+    tests = TINY_SUITE if tiny else ()
     small, large, chunk = (8, 16, 3) if tiny else (1024, 16384, 128)
-    rest = [
+    positions = ("16", "64") if tiny else ("1024", "16384")
+    every = [
+        Check("device", ("-c", DEVICE), 120, device),
+        Check(f"pytest -n {workers}", ("-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider", *tests),
+              SUITE_SECONDS, pytest_counts, no_preallocation),
         Check("bench/transformer.py", ("bench/transformer.py", *(["--smoke"] if tiny else [])), 150,
               transformer_ratios),
+        Check("kernels: bench/transformer.py --hlo",
+              ("bench/transformer.py", "--hlo", *(["--smoke"] if tiny else [])), 120, kernel_counts),
+        Check(f"bench/attention.py at {' and '.join(positions)} positions",
+              ("bench/attention.py", "--positions", *positions, *(["--smoke"] if tiny else ["--dtype", "bfloat16"])),
+              150, attention_rows),
         Check(f"bench/trees.py at {small} leaves", ("bench/trees.py", "--sizes", str(small), "--chunk", str(chunk),
               "--time-up-to", str(small)), 150, trees_rows),
         Check(f"bench/trees.py at {large} leaves", ("bench/trees.py", "--sizes", str(large), "--chunk", str(chunk),
@@ -188,8 +216,8 @@ def checks(tiny: bool, runs: Path) -> tuple[Check, list[Check], list[Check]]:
         flags = TINY_TRAINING if tiny else TRAINING
         out = runs / task
         command = ("-m", f"funcformer.{task}", "train", "--out", str(out), *flags, "--quiet")
-        rest.append(Check(f"{task} train {' '.join(flags[:2])}", command, 150, training(out)))
-    return first, tests, rest
+        every.append(Check(f"{task} train {' '.join(flags[:2])}", command, 150, training(out)))
+    return every
 
 
 RUNNING: set[int] = set()
@@ -248,18 +276,6 @@ def last_line(text: str) -> str:
     return lines[-1].strip()[:200] if lines else ""
 
 
-def side_by_side(tests: Sequence[Check], jobs: int, deadline: float, log: list[str]) -> Iterator[Row]:
-    """The rows of ``tests``, ``jobs`` at a time, each as it finishes."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run, test, deadline, log) for test in tests]
-        try:
-            for future in concurrent.futures.as_completed(futures):
-                yield future.result()
-        finally:  # stopped: the files not started never start
-            for future in futures:
-                future.cancel()
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="also write the table to this file")
@@ -267,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tiny", action="store_true", help="every check at a tiny size (the suite's smoke run)")
     parser.add_argument("--budget", type=float, default=BUDGET, help="seconds for all checks (default %(default)s)")
     parser.add_argument(
-        "--jobs", type=int, default=None, help="test files at a time (default: one per 3 CPU cores, at least one)"
+        "--workers", type=int, default=None, help="the suite's pytest workers (default: one per 2 CPU cores, 2 to 8)"
     )
     args = parser.parse_args(argv)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -285,13 +301,9 @@ def main(argv: list[str] | None = None) -> None:
             args.log.write_text("\n".join(log))
 
     print("\n".join(lines), flush=True)
+    workers = args.workers or (2 if args.tiny else min(8, max(2, (os.cpu_count() or 1) // 2)))
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as runs:
-        first, tests, rest = checks(args.tiny, Path(runs))
-        emit(run(first, deadline, log))
-        jobs = args.jobs or min(len(tests), max(1, (os.cpu_count() or 1) // 3))
-        for row in side_by_side(tests, jobs, deadline, log):
-            emit(row)
-        for check in rest:
+        for check in checks(args.tiny, Path(runs), workers):
             emit(run(check, deadline, log))
 
 

@@ -13,8 +13,13 @@ the same way, with gradients w.r.t. parameters and input.
     python bench/transformer.py --smoke   # a tiny encoder, 1 repeat: checks that the script runs, in seconds
     python bench/transformer.py --hlo     # the kernels each compiles to (bench/_hlo.py), instead of the timing
 
-The last line is ``ratio forward+backward: X.XX`` (generic time over hand-written time); with ``--hlo``,
-a table of kernels by opcode.
+Each call is timed alone (dispatched, then waited for) and ``IN_FLIGHT`` at a time (dispatched back to
+back, as a training loop runs them: the host's work for one call overlaps the device's for the ones
+before); a third row times the host's part alone (a function of the same arguments that computes
+nothing), whose difference is the per-call cost of flattening and rebuilding the generic model's
+pytree. The lines ``ratio forward: X.XX`` and ``ratio forward+backward: X.XX`` give generic time over
+hand-written time for calls alone, ``ratio forward, 8 in flight: X.XX`` and the like for calls in
+flight; with ``--hlo``, a table of kernels by opcode.
 """
 
 from __future__ import annotations
@@ -120,6 +125,31 @@ def forward_and_grad(
         "reference fwd": lambda: rf(params, xs),
         "generic fwd+bwd": lambda: gb(model, xs),
         "reference fwd+bwd": lambda: rb(params, xs),
+    }
+
+
+IN_FLIGHT = 8
+"""Calls dispatched back to back, then waited for, in the pipelined timing: as a training loop runs, the
+host's work for one call (flattening the arguments, dispatching, rebuilding the outputs) overlaps the
+device's for the calls before it."""
+
+
+def pipelined(cases: dict[str, Callable[[], Any]]) -> dict[str, Callable[[], Any]]:
+    """Each case as ``IN_FLIGHT`` calls in a row (one timed unit: divide by ``IN_FLIGHT``)."""
+    return {f"pipelined {name}": lambda fn=fn: [fn() for _ in range(IN_FLIGHT)][-1] for name, fn in cases.items()}
+
+
+def host_only(model: Any, params: Any, xs: jax.Array) -> dict[str, Callable[[], Any]]:
+    """The host's part of a call alone: a jitted function of the same arguments that computes nothing (its
+    forward flattens the model and returns a number; its "backward" also returns the model, rebuilt as a
+    gradient is)."""
+    forward = jax.jit(lambda p, xs: xs[0, 0, 0])
+    both = jax.jit(lambda p, xs: (xs[0, 0, 0], p))
+    return {
+        "host generic fwd": lambda: forward(model, xs),
+        "host reference fwd": lambda: forward(params, xs),
+        "host generic fwd+bwd": lambda: both(model, xs),
+        "host reference fwd+bwd": lambda: both(params, xs),
     }
 
 
@@ -255,14 +285,22 @@ def main() -> None:
     if args.blocks:
         per_block(model, params, xs, args.warmup, args.repeats)
 
-    times = race(jitted, args.warmup, args.repeats)
+    times = race({**jitted, **pipelined(jitted), **host_only(model, params, xs)}, args.warmup, args.repeats)
+    times.update({name: t / IN_FLIGHT for name, t in times.items() if name.startswith("pipelined ")})
     print()
     print(f"whole encoder ({args.repeats} interleaved repeats after {args.warmup} warmups)")
     print(HEADER)
     print(SUBHEADER)
     fwd, both = print_pair("encoder", times)
+    in_flight = print_pair(f"{IN_FLIGHT} calls in flight", times, prefix="pipelined ")
+    print_pair("host alone", times, prefix="host ")
+    extra = [1e6 * (times[f"host generic {p}"] - times[f"host reference {p}"]) for p in ("fwd", "fwd+bwd")]
+    print(f"the generic model's host time per call over the hand-written one's: {extra[0]:.0f} us forward, "
+          f"{extra[1]:.0f} us with the gradient")  # fmt: skip
     print(f"ratio forward: {fwd:.2f}")
     print(f"ratio forward+backward: {both:.2f}")
+    print(f"ratio forward, {IN_FLIGHT} in flight: {in_flight[0]:.2f}")
+    print(f"ratio forward+backward, {IN_FLIGHT} in flight: {in_flight[1]:.2f}")
 
 
 if __name__ == "__main__":

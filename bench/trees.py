@@ -36,7 +36,6 @@ import collections
 import dataclasses
 import functools
 import math
-import os
 import pathlib
 import sys
 import sysconfig
@@ -51,7 +50,7 @@ import optax
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the repository root
 
-from _timing import DoesNotFit, or_does_not_fit, paired, race  # bench/, the script's directory
+from _timing import DoesNotFit, device_memory, or_does_not_fit, paired, race  # bench/, the script's directory
 
 from applicative import Dim, Tree, Vec, to_array
 from applicative.examples import trees as example
@@ -62,14 +61,6 @@ BATCH = 32
 CONFIG = example.Config(width=64, hidden=128, heads=4, head_features=16, layers=1)
 REPEATS = collections.defaultdict(lambda: 1, {64: 15, 256: 15, 1024: 15, 4096: 3})  # timed pairs of steps
 SPEC_LEAVES = (4, 8, 16)
-
-
-def device_memory() -> float:
-    """GB of the default device: a GPU's own (its allocator's limit), else this machine's."""
-    stats = jax.devices()[0].memory_stats()  # None on the CPU
-    if stats and "bytes_limit" in stats:
-        return float(stats["bytes_limit"]) / 1e9
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
 
 
 MEMORY = device_memory()

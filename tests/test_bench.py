@@ -182,10 +182,28 @@ def test_transformer_checks_the_generic_against_the_hand_written_encoder_and_pri
     difference = re.search(rf"max gradient difference / max \|gradient\| = ({NUMBER})", out)
     assert difference, out
     assert float(difference[1]) < 1e-3
-    forward = re.search(rf"^ratio forward: ({NUMBER})$", out, re.M)
-    assert forward, out
-    positive(forward[1])
-    last_line(out, "ratio forward+backward")
+    for label in ("forward", "forward+backward", "forward, 8 in flight", "forward+backward, 8 in flight"):
+        ratio = re.search(rf"^ratio {re.escape(label)}: ({NUMBER})$", out, re.M)
+        assert ratio, (label, out)
+        positive(ratio[1])
+    host = rf"({NUMBER}) us forward, ({NUMBER}) us with the gradient"
+    assert re.search(rf"^the generic model's host time per call over the hand-written one's: {host}$", out, re.M)
+
+
+def test_attention_times_every_path_beside_the_fused_kernel(shared: Path) -> None:
+    out = bench(shared, "attention.py", "--smoke", "--positions", "16", "64", "--function-up-to", "16")
+    table = rows(out, "| positions | path |")
+    paths = ["fused", "Vec", "Vec, materialised", "tree", "function"]
+    assert [cells[:3] for cells in table] == [[n, p, "float32"] for n in ("16", "64") for p in paths]
+    for positions, path, _, ms, time_ratio, memory, memory_ratio in table:
+        if (positions, path) == ("64", "function"):
+            assert (ms, memory) == ("", "not run (above --function-up-to)")
+            continue
+        positive(ms)
+        assert positive(time_ratio) == 1.0 or path != "fused"
+        assert float(memory) >= 0
+        if memory_ratio:
+            positive(memory_ratio)
 
 
 @pytest.mark.slow
@@ -295,6 +313,9 @@ def test_gpu_checks_make_a_row_of_a_failure_a_timeout_and_a_check_without_time(m
         check("tests", "import sys; print('F.\\n1 failed, 1 passed in 0.01s'); sys.exit(1)"), later, log
     )
     assert (pytest_like.status, pytest_like.result) == ("failed (exit 1)", "1 failed, 1 passed")
+    failing = "print('FAILED tests/a/test_x.py::t[f32] - E\\n1 failed, 1 passed in 1.0s')"
+    named = gpu.run(check("tests", failing), later, log)
+    assert named.result == "1 failed, 1 passed: test_x.py::t[f32]"  # the failed tests by name
     passed = gpu.run(check("tests", "print('2 passed, 1 deselected in 3.20s (0:00:03)')"), later, log)
     assert (passed.status, passed.result) == ("ok", "2 passed, 1 deselected")
     assert passed.line() == f"| tests | ok | {passed.seconds:.0f} | 2 passed, 1 deselected |"
@@ -307,7 +328,7 @@ def test_gpu_checks_make_a_row_of_a_failure_a_timeout_and_a_check_without_time(m
     assert (slow.status, slow.result) == ("timed out after 1 s", "a row")
     late = gpu.run(check("too late", "print(1)"), time.monotonic() + 1, log)
     assert (late.status, late.seconds, late.result) == ("not run: out of time", 0.0, "")
-    assert len(log) == 5  # the five that ran, with their commands
+    assert len(log) == 6  # the six that ran, with their commands
 
 
 @pytest.mark.slow  # eight processes: about 45 s on 2 cores
@@ -316,25 +337,34 @@ def test_gpu_runs_every_check_at_a_tiny_size_and_writes_its_table(scales: Path, 
     table = rows(out, "| check | status | seconds | result |")
     assert (tmp_path / "gpu.md").read_text() == out
     assert [cells[0] for cells in table][:1] == ["device"]
-    names = sorted(cells[0] for cells in table[1:])
-    assert names == sorted([
-        "pytest tests/applicative/test_dyadic.py", "pytest tests/test_dependencies.py", "bench/transformer.py",
-        "bench/trees.py at 8 leaves", "bench/trees.py at 16 leaves", "poisson train --steps 2", "darcy train --steps 2",
-    ])  # fmt: skip
+    names = [cells[0] for cells in table[1:]]
+    assert names == [
+        "pytest -n 2", "bench/transformer.py", "kernels: bench/transformer.py --hlo",
+        "bench/attention.py at 16 and 64 positions", "bench/trees.py at 8 leaves", "bench/trees.py at 16 leaves",
+        "poisson train --steps 2", "darcy train --steps 2",
+    ]  # fmt: skip
     for name, status, seconds, result in table:
         assert status == "ok", (name, result)
         assert int(seconds) >= 0
     assert re.fullmatch(rf"cpu \(cpu, 1 device\); JAX {re.escape(jax.__version__)}, jaxlib .*", row(table, "device")[3])
-    assert row(table, "pytest tests/applicative/test_dyadic.py")[3] == "2 passed"
-    assert row(table, "pytest tests/test_dependencies.py")[3] == "1 passed"
+    assert row(table, "pytest -n 2")[3] == "3 passed"
     assert re.fullmatch(
-        rf"generic / hand-written: forward {NUMBER}, forward\+backward {NUMBER}", row(table, "bench/transformer.py")[3]
+        rf"generic / hand-written: forward {NUMBER}, forward\+backward {NUMBER}; forward, 8 in flight {NUMBER}; "
+        rf"forward\+backward, 8 in flight {NUMBER}; generic's extra host time {NUMBER} us forward, {NUMBER} us with "
+        rf"the gradient",
+        row(table, "bench/transformer.py")[3],
     )
+    assert re.fullmatch(r"kernels: generic fwd \d+, hand fwd \d+, generic fwd\+bwd \d+, hand fwd\+bwd \d+",
+                        row(table, "kernels: bench/transformer.py --hlo")[3])  # fmt: skip
+    attention = row(table, "bench/attention.py at 16 and 64 positions")[3]
+    part = rf"\d+ [^:;]+: {NUMBER} time(, {NUMBER} memory)?"
+    assert re.fullmatch(rf"({part}; )+{part}", attention), attention
+    assert attention.count("; ") == 7  # both sizes, each path but the fused one
     assert row(table, "bench/trees.py at 16 leaves")[3].count("not timed") == 2
     for task in ("poisson", "darcy"):
         assert re.fullmatch(rf"test error mean {NUMBER}, median {NUMBER} \(8 samples\); 2 steps in {NUMBER} s",
                             row(table, task)[3])  # fmt: skip
-    assert len(re.findall(r"^\$ ", (tmp_path / "log").read_text(), re.M)) == 8  # each check's command
+    assert len(re.findall(r"^\$ ", (tmp_path / "log").read_text(), re.M)) == 9  # each check's command
 
 
 # The training loop and the tasks' baselines, searches and checks

@@ -23,6 +23,16 @@ samples the function, is never nodal.
 is over every key (no running maximum needed), and the backward pass recomputes a chunk's scores
 instead of storing them, so the temporaries are chunk x keys, never queries x keys, forward and
 backward, with JAX's own gradients.
+
+Where the backend has a fused attention kernel for the operands' type (cuDNN's flash attention on an
+NVIDIA GPU, for bfloat16 and float16: ``FUSED``), ``jax.nn.dot_product_attention`` computes the same
+(``fused_attention``), in memory linear in the keys and without materialising the scores, whatever the
+chunk asked for. The log-weights ride in one more feature, so that the kernel needs no bias of queries
+x keys (q'_i = (q_i / sqrt(d_k), 1), k'_j = (k_j, log w_j), padding's -inf a large negative), features
+are zero-padded to a multiple of 8 (values too: the kernel takes values of the keys' width), a mask is
+the kernel's mask, and a row with no key left is set to 0 after. Operands or a device the kernel refuses
+as it is traced (its sizes, a GPU older than it supports) keep the formula above, and so does float32 (a
+GPU's default too): no fused kernel takes it.
 """
 
 from __future__ import annotations
@@ -36,7 +46,11 @@ import jax.numpy as jnp
 
 from applicative.fast_paths import USE_FAST_PATHS, Level, coordinates, fold_gram, log_taken, shaped
 
-__all__ = ["dense_attention"]
+__all__ = ["FUSED", "dense_attention", "fused_attention", "fused_implementation"]
+
+FUSED: dict[str, tuple[str, tuple[str, ...]]] = {"gpu": ("cudnn", ("bfloat16", "float16"))}
+"""The backends (``jax.default_backend()``) whose ``jax.nn.dot_product_attention`` has a fused kernel:
+its ``implementation``, and the operand types it takes."""
 
 
 def dense_attention(
@@ -84,6 +98,11 @@ def softmax_attention(
     (m, h), values (m, g), a bias (m,) or None, a mask (n, m) or None; (n, g), ``chunk`` rows of
     queries at a time (None: all at once)."""
     factor = (1.0 / jnp.sqrt(d_k)).astype(q.dtype)
+    if (implementation := fused_implementation(q.dtype)) is not None:
+        try:
+            return fused_attention(q, k, v, bias, keep, factor, implementation)
+        except (NotImplementedError, ValueError, RuntimeError):
+            pass  # the kernel refuses these operands or this device (its checks, as it is traced): the formula
 
     def rows(q: jax.Array, keep: jax.Array | None) -> jax.Array:
         s = jnp.einsum("nh,mh->nm", q, k) * factor
@@ -117,6 +136,48 @@ def softmax_attention(
         jax.checkpoint(lambda xs: rows(*xs)), (chunks(q), None if keep is None else chunks(keep))
     )
     return out.reshape(-1, v.shape[1])[:n]
+
+
+def fused_implementation(dtype: Any) -> str | None:
+    """The ``implementation`` of ``jax.nn.dot_product_attention`` that is a fused kernel for operands of
+    ``dtype`` on the default backend (``FUSED``), else None."""
+    implementation, dtypes = FUSED.get(jax.default_backend(), ("", ()))
+    return implementation if jnp.dtype(dtype).name in dtypes else None
+
+
+def fused_attention(
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    bias: jax.Array | None,
+    keep: jax.Array | None,
+    factor: jax.Array,
+    implementation: str | None,
+) -> jax.Array:
+    """``softmax_attention``'s result (``factor`` = 1 / sqrt(d_k)) by ``jax.nn.dot_product_attention``
+    of this ``implementation`` ("cudnn", "xla" or None: the module's docstring): the bias as one more
+    feature, features zero-padded to a multiple of 8, a row with no key left 0."""
+    n, g = q.shape[0], v.shape[1]
+    q = q * factor
+    seen = None if keep is None else jnp.any(keep, axis=-1)
+    if bias is not None:
+        finite = jnp.isfinite(bias)
+        lowest = jnp.finfo(q.dtype).min  # type: ignore[no-untyped-call]
+        floor = jnp.asarray(lowest / 4, q.dtype)  # exp(floor + a score) is 0, and no overflow
+        q = jnp.concatenate([q, jnp.ones((n, 1), q.dtype)], axis=1)
+        k = jnp.concatenate([k, jnp.where(finite, bias, floor).astype(k.dtype)[:, None]], axis=1)
+        any_finite = jnp.any(finite) if keep is None else jnp.any(keep & finite, axis=-1)
+        seen = any_finite if seen is None else seen & any_finite
+    width = -(-max(q.shape[1], g) // 8) * 8
+
+    def padded(a: jax.Array) -> jax.Array:
+        return jnp.pad(a, ((0, 0), (0, width - a.shape[1])))[None, :, None, :]  # (batch, length, head, features)
+
+    mask = None if keep is None else keep[None, None]
+    out = jax.nn.dot_product_attention(
+        padded(q), padded(k), padded(v), mask=mask, scale=1.0, implementation=implementation  # type: ignore[arg-type]
+    )[0, :, 0, :g]
+    return out if seen is None else jnp.where(jnp.reshape(seen, (-1, 1)), out, jnp.zeros((), out.dtype))
 
 
 def _nodal(level: Level) -> bool:

@@ -2,8 +2,9 @@
 definition (``generic_only``), in float64 to 1e-12: on every structure whose measure is a weight per
 position (Vec, DenseTree of every shape drawn, a Compose grid, a user's Mesh), with features of any
 structure (a Cheb), self and cross attention, masks, chunks of every size, gradients, eagerly and
-under ``jit``; structures whose softmax is not a weight per position keep the generic path; and the
-chunked attention's temporaries grow as the keys, not as queries x keys."""
+under ``jit``; structures whose softmax is not a weight per position keep the generic path; the
+chunked attention's temporaries grow as the keys, not as queries x keys; and the fused kernel
+(``jax.nn.dot_product_attention``: XLA's here, cuDNN's on a GPU) computes the same where it is taken."""
 
 from __future__ import annotations
 
@@ -30,10 +31,12 @@ from applicative import (
     to_array,
 )
 from applicative.instances.tree import Node, Shape
+from applicative.nn import _dense_attention as dense
+from applicative.nn._dense_attention import fused_implementation as nn_fused_implementation
 from tests.applicative.dims import Hidden, Seq
 from tests.applicative.fourier import Fourier
 from tests.applicative.mesh import Mesh
-from tests.applicative.tolerance import Tolerance
+from tests.applicative.tolerance import Tolerance, float32
 
 TOL: Tolerance = {"rtol": 1e-12, "atol": 1e-12}
 rng = np.random.default_rng(35)
@@ -264,3 +267,105 @@ def test_chunked_attention_needs_memory_linear_in_the_keys() -> None:
     small, large = temporaries(1024, 128), temporaries(4096, 128)
     assert large < 6 * small  # 4x the keys: about 4x, where the whole score matrix would be 16x
     assert temporaries(4096, None) > 8 * large
+
+
+# The fused kernel (jax.nn.dot_product_attention): cuDNN's on a GPU for bfloat16 and float16, XLA's here
+
+
+def cast_attend(x: Any, dtype: Any, source: Any = None, mask: Any = None) -> Any:
+    """``attend`` with the projections in ``dtype``."""
+    source = x if source is None else source
+    wq, wk, wv = (jnp.asarray(w) for w in MAPS)
+
+    def project(e: Any, w: jax.Array, tag: type[Dim]) -> Vec[Any, jax.Array]:
+        return features((to_array(e) @ w).astype(dtype), tag)
+
+    q, k = x.fmap(lambda e: project(e, wq, Key)), source.fmap(lambda e: project(e, wk, Key))
+    return nn.attention(q, k, source.fmap(lambda e: project(e, wv, Value)), mask=mask)
+
+
+SOME_KEPT = rng.random((13, 13)) > 0.3
+SOME_KEPT[1] = False  # a query that sees no key: 0
+QUERIES = vec(6, Key)
+FUSED_CASES: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {
+    "a Vec, a mask with a row of no key": (
+        lambda x, dtype: cast_attend(x, dtype, mask=Vec.from_array(SOME_KEPT, Seq, Seq)), vec(13),
+    ),
+    "a tree and its padding": (lambda x, dtype: cast_attend(x, dtype), tree(((None, None), (None, (None, None))), 9)),
+    "a Vec's queries, a tree's keys": (
+        lambda x, dtype: cast_attend(QUERIES, dtype, source=x), tree((None, ((None, None), None)), 7),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("implementation", "dtype"),
+    [
+        ("xla", jnp.float32),
+        pytest.param(
+            "cudnn", jnp.bfloat16,
+            marks=pytest.mark.skipif(nn_fused_implementation(jnp.bfloat16) is None, reason="no fused kernel here"),
+        ),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("case", list(FUSED_CASES))
+def test_the_fused_kernel_computes_the_dense_formula(
+    monkeypatch: pytest.MonkeyPatch, implementation: str, dtype: Any, case: str
+) -> None:
+    # The bias as one more feature, features padded to 8, values narrower than keys, a mask, a row with no
+    # key left, padding: against the generic definition in float64, forward and gradient, under jit.
+    run, x = FUSED_CASES[case]
+    monkeypatch.setitem(dense.FUSED, jax.default_backend(), (implementation, (jnp.dtype(dtype).name,)))
+    calls: list[str | None] = []
+    kernel = jax.nn.dot_product_attention
+
+    def counted(*args: Any, implementation: str | None = None, **kwargs: Any) -> jax.Array:
+        calls.append(implementation)
+        return kernel(*args, implementation=implementation, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jax.nn, "dot_product_attention", counted)
+    tol = float32(2e-5) if dtype == jnp.float32 else Tolerance(rtol=5e-2, atol=5e-2)
+    with generic_only():
+        spec = run(x, jnp.float64)
+    fast = jax.jit(run, static_argnums=1)(x, dtype)
+    assert calls == [implementation]
+    for got, expected in zip(values(fast), values(spec), strict=True):
+        np.testing.assert_allclose(np.asarray(got, np.float64), expected, **tol)
+    weights = [rng.normal(size=np.shape(leaf)) for leaf in values(spec)]
+
+    def loss(elements: Any, dtype: Any) -> jax.Array:
+        out = run(x.with_elements(elements), dtype)
+        return sum((jnp.sum(leaf * w) for leaf, w in zip(values(out), weights, strict=True)), jnp.zeros(()))
+
+    with generic_only():
+        spec_grad = jax.grad(loss)(x.elements(), jnp.float64)
+    grad = jax.jit(jax.grad(loss), static_argnums=1)(x.elements(), dtype)
+    for got, expected in zip(jax.tree_util.tree_leaves(grad), jax.tree_util.tree_leaves(spec_grad), strict=True):
+        np.testing.assert_allclose(np.asarray(got, np.float64), expected, **tol)
+
+
+@pytest.mark.parametrize(
+    ("backend", "dtype", "implementation"),
+    [("gpu", "bfloat16", "cudnn"), ("gpu", "float16", "cudnn"), ("gpu", "float32", None), ("cpu", "bfloat16", None),
+     ("tpu", "bfloat16", None)],
+)  # fmt: skip
+def test_the_fused_kernel_is_taken_where_the_backend_has_one(
+    monkeypatch: pytest.MonkeyPatch, backend: str, dtype: str, implementation: str | None
+) -> None:
+    monkeypatch.setattr(jax, "default_backend", lambda: backend)
+    assert nn_fused_implementation(jnp.dtype(dtype)) == implementation
+
+
+def test_a_fused_kernel_that_refuses_its_operands_leaves_them_to_the_formula(monkeypatch: pytest.MonkeyPatch) -> None:
+    # cuDNN's kernel asked for on the CPU refuses as it is traced ("cuDNN is not detected"), as it refuses sizes
+    # or a GPU it does not support: the dense formula answers, the same as the generic definition.
+    monkeypatch.setitem(dense.FUSED, jax.default_backend(), ("cudnn", ("float64",)))
+    run, x = FUSED_CASES["a tree and its padding"]
+    with pytest.raises(RuntimeError):
+        dense.fused_attention(*(jnp.ones((4, 3)),) * 3, None, None, jnp.ones(()), "cudnn")
+    with record_fast_paths() as taken:
+        fast = jax.jit(run, static_argnums=1)(x, jnp.float64)
+    assert "attention" in taken
+    with generic_only():
+        spec = run(x, jnp.float64)
+    same(fast, spec)

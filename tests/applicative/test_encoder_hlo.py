@@ -8,13 +8,16 @@ the CPU, it compiled to a copy of every head's query, key and value weights more
 XLA did not fuse.) Here both compile on the CPU at a small size, forward
 and forward+backward (``value_and_grad`` of mean(out^2)), and the generic one's optimised HLO must hold
 no more fusions, copies, transposes or kernels in all (``bench/_hlo.py``'s ``kernels``) than the
-hand-written one's. XLA fuses otherwise on a GPU; ``python bench/transformer.py --hlo`` prints the
-counts on the backend that runs it.
+hand-written one's, on whatever backend runs the test. For a GPU, the programs XLA:GPU starts from are
+compared here too, lowered for CUDA on any machine: the same matrix products, no more transposes.
+``python bench/transformer.py --hlo`` prints the kernel counts on the backend that runs it.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -116,3 +119,32 @@ def test_the_generic_encoder_compiles_to_no_more_kernels_than_the_hand_written(
         assert g[opcode] <= h[opcode], message
     assert sum(g.values()) <= sum(h.values()), message
     assert g["fusion"] + g["dot"] + g["custom-call"] > 0, message  # the counting found the kernels
+
+
+def lowered_for_a_gpu(f: Callable[[Any, jax.Array], Any], params: Any, xs: jax.Array) -> str:
+    """The StableHLO program that XLA:GPU would start from: JAX lowers for any platform on any machine
+    (compiling it, and so the optimised HLO, needs the GPU)."""
+    return str(jax.jit(f).trace(params, xs).lower(lowering_platforms=("cuda",)).as_text())
+
+
+@pytest.mark.parametrize("pass_", ["forward", "forward+backward"])
+def test_for_a_gpu_the_generic_encoder_lowers_to_the_same_products(
+    operands: tuple[nn.Encoder[Any, Any, Any, Any], dict[str, Any], jax.Array], pass_: str
+) -> None:
+    # What a GPU is given, found without one: the same matrix products (each dot_general's result type,
+    # forward and backward) and no more transposes; the generic program's other extra operations are
+    # reductions of constants (a structure's measure), which XLA folds on every backend.
+    model, params, xs = operands
+    wrap = (lambda f: f) if pass_ == "forward" else forward_and_backward
+    programs = {
+        "generic": lowered_for_a_gpu(wrap(generic), model, xs),
+        "hand-written": lowered_for_a_gpu(wrap(HANDWRITTEN.ref_forward), params, xs),
+    }
+    products = {
+        name: Counter(re.findall(r"stablehlo\.dot_general .*-> (tensor<[^>]*>)", program))
+        for name, program in programs.items()
+    }
+    assert products["generic"] == products["hand-written"], products
+    assert sum(products["generic"].values()) >= (6 if pass_ == "forward" else 18)  # the products were found
+    transposes = {name: program.count("stablehlo.transpose") for name, program in programs.items()}
+    assert transposes["generic"] <= transposes["hand-written"], transposes

@@ -394,7 +394,9 @@ def test_no_node_sees_a_deeper_one() -> None:
         moved = nodes._replace(
             first=np.where(deeper, rng.integers(0, len(fragment.tokens), band.nodes), nodes.first),
             last=np.where(deeper, rng.integers(0, len(fragment.tokens), band.nodes), nodes.last),
-            extras=np.where(deeper[:, None], rng.normal(size=np.shape(nodes.extras)), nodes.extras),
+            extras=np.where(deeper[:, None], rng.normal(size=np.shape(nodes.extras)), nodes.extras).astype(
+                nodes.extras.dtype
+            ),  # float32 as the first pass's: a float64 pass would differ by a GPU's TF32 products
         )
         other_labels, other_scores = (np.asarray(a) for a in build(parser, memory, lengths[0], moved))
         kept = ~deeper & (np.arange(band.nodes) < real)
