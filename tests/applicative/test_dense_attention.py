@@ -369,3 +369,43 @@ def test_a_fused_kernel_that_refuses_its_operands_leaves_them_to_the_formula(mon
     with generic_only():
         spec = run(x, jnp.float64)
     same(fast, spec)
+
+
+class Head(Dim):
+    """An attention head."""
+
+
+def test_the_fused_kernel_serves_every_head_of_an_encoder_under_vmap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Multi-head attention maps the dense path over the heads (and here over a batch): the kernel's call
+    # vmapped, forward and gradient, as the generic definition gives them.
+    def template(n: int, tag: type[Dim]) -> Vec[Any, jax.Array]:
+        return Vec.from_array(np.zeros(n, np.float32), tag)
+
+    options = nn.AttentionOptions(heads=template(2, Head), model=template(8, Hidden), head_features=template(4, Key))
+    encoder = nn.init_encoder(jax.random.key(0), options, inputs=template(8, Hidden), hidden=template(16, Value),
+                              layers=1, outputs=None, positions=None)  # fmt: skip
+    xs = jnp.asarray(rng.normal(size=(3, 11, 8)), jnp.float32)
+
+    def loss(model: Any, xs: jax.Array) -> jax.Array:
+        out = jax.vmap(lambda x: to_array(model.encode(Vec.from_array(x, Seq, Hidden))))(xs)
+        return jnp.sum(out * jnp.cos(jnp.arange(out.size).reshape(out.shape)))
+
+    with generic_only():
+        spec, spec_grad = jax.value_and_grad(loss)(encoder, xs)
+    monkeypatch.setitem(dense.FUSED, jax.default_backend(), ("xla", ("float32",)))
+    calls: list[str | None] = []
+    kernel = jax.nn.dot_product_attention
+
+    def counted(*args: Any, implementation: str | None = None, **kwargs: Any) -> jax.Array:
+        calls.append(implementation)
+        return kernel(*args, implementation=implementation, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jax.nn, "dot_product_attention", counted)
+    fast, fast_grad = jax.jit(jax.value_and_grad(loss))(encoder, xs)
+    assert calls == ["xla"]  # traced once, for every head and example
+    tol = float32(1e-4)
+    np.testing.assert_allclose(fast, spec, **tol)
+    largest = max(float(np.abs(leaf).max()) for leaf in jax.tree_util.tree_leaves(spec_grad))
+    for got, expected in zip(jax.tree_util.tree_leaves(fast_grad), jax.tree_util.tree_leaves(spec_grad), strict=True):
+        # (the key bias's gradient is 0 in exact arithmetic: each leaf to the largest gradient's scale)
+        np.testing.assert_allclose(got, expected, rtol=tol["rtol"], atol=tol["atol"] * largest)
