@@ -45,7 +45,7 @@ from funcformer import parameter_count
 from funcformer.fno_darcy import data, fno, generate, load
 from funcformer.fno_darcy.data import grid_points
 from funcformer.fno_darcy.model import ImageConfig
-from funcformer.fno_darcy.recipes import Recipe, predict_image, solver_part, train_image
+from funcformer.fno_darcy.recipes import IMAGE, Recipe, predict_image, solver_part, train_image
 from funcformer.fno_darcy.vit import ViTConfig
 from funcformer.learning import default_cache
 from funcformer.learning.metric import mean_values_relative_l2
@@ -110,7 +110,7 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--runs", type=Path, default=None, help="checkpoints (default: DATA/runs)")
     parser.add_argument(
-        "--epochs", type=int, default=Recipe().epochs,
+        "--epochs", type=int, default=IMAGE.epochs,
         help="the image-to-function model's epochs (0: neither it nor its corrections are trained)",
     )  # fmt: skip
     parser.add_argument(
@@ -148,10 +148,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             directory = Path(tmp)
             generate(directory, SMOKE["train"], SMOKE["test"], SMOKE["stored"], workers=1, progress=False)
-            recipe = Recipe(model=SMOKE_MODEL, epochs=SMOKE["epochs"], batch=4, warmup=0)
+            recipe = Recipe(model=SMOKE_MODEL, epochs=SMOKE["epochs"], batch=4, warmup=0, augment=False)
             run = fno.TrainConfig(epochs=SMOKE["fno_epochs"], batch=4)
             ours = ours_and_corrected(recipe, SMOKE["epochs"], (SMOKE["s"],))
-            ours["vit"] = Recipe(model=SMOKE_VIT, epochs=SMOKE["epochs"], batch=4, warmup=0)
+            ours["vit"] = Recipe(model=SMOKE_VIT, epochs=SMOKE["epochs"], batch=4, warmup=0, augment=False)
             s, more = SMOKE["s"], tuple(args.solver_nodes)
             report(directory, directory / "runs", ours, SMOKE_FNO, run, s, (15, 29), SMOKE["test"], 1, None, more,
                    budget=Budget(args.seconds, args.curve_every, args.figure or directory / "curves.png"))  # fmt: skip
@@ -161,7 +161,7 @@ def main() -> None:
         generate(args.data, 1000, 200)  # makes only what is missing
     ours = {}
     if args.epochs:
-        ours = ours_and_corrected(dataclasses.replace(Recipe(), epochs=args.epochs), args.corrected_epochs, (85, 127))
+        ours = ours_and_corrected(dataclasses.replace(IMAGE, epochs=args.epochs), args.corrected_epochs, (85, 127))
     if args.vit_epochs:
         vit = Recipe(model=ViTConfig(), epochs=args.vit_epochs, batch=VIT_BATCH, augment=args.augment)
         ours["vit-symmetries" if args.augment else "vit"] = vit

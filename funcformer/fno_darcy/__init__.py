@@ -15,12 +15,13 @@ and the models trained on them (bench/fno_darcy.py prints the table):
                 library's encoder and cross attention between them
     vit         ``ViTToFunction``: a vision transformer, a token a cell of the image (with its neighbours), the
                 answer per cell projected onto a Chebyshev series; self-attention and learned kernel integrals
-    recipes     ``Recipe``, ``train_image``, ``solve_image``, ``solver_part``, ``predict_image``: its training
-                and its answers at any of the benchmark's grids, alone or correcting the recipe's solver run
-                on the model's input (``data.coarse_solution``, the baseline a numerical analyst tries first)
+    recipes     ``Recipe`` (by default the best learned model: the ViT with the square's symmetries; ``IMAGE``
+                the attending model's), ``train_image``, ``solve_image``, ``solver_part``, ``predict_image``: its
+                training and its answers at any of the benchmark's grids, alone or correcting the recipe's solver
+                run on the model's input (``data.coarse_solution``, the baseline a numerical analyst tries first)
     fno         the FNO paper's model and training protocol, ported to JAX: the sanity check on the data
 both trained by ``applicative.training.fit`` (the loop, the checkpoints and the run directories of every
-model; ``python -m funcformer.fno_darcy train --model image|fno``), measured by
+model; ``python -m funcformer.fno_darcy train [--model vit|image|fno]``), measured by
 ``funcformer.learning.metric.values_relative_l2`` (the benchmark's metric).
 
 The directory holds ``dataset.json`` (what was asked for) and the shards ``train-00000.npz``, ...,
@@ -57,9 +58,10 @@ from funcformer.fno_darcy.data import (
     subsample,
 )
 from funcformer.fno_darcy.model import ImageConfig, ImageToFunction
-from funcformer.fno_darcy.recipes import Recipe, predict_image, solve_image, solver_part, train_image
+from funcformer.fno_darcy.recipes import IMAGE, Recipe, predict_image, solve_image, solver_part, train_image
 
 __all__ = [
+    "IMAGE",
     "SHARD_SIZE",
     "SPLITS",
     "TEST_SEED",

@@ -1,10 +1,12 @@
 """``python -m funcformer.fno_darcy``: the FNO paper's Darcy benchmark as a task (docs/fno_darcy.md).
 
     generate --out DATA                        the data, made once into DATA (run again: finishes a killed run)
-    train --model image|fno --data DATA --out DIR [--epochs E] [--seconds S] [--resume]
+    train --data DATA --out DIR [--model vit|image|fno] [--epochs E] [--seconds S] [--resume]
                                                a model trained at s = 85 (``applicative.training.fit``: a line an
                                                epoch, the error on a held-out slice of the test set every
-                                               --validate-every epochs, a checkpoint an epoch), then evaluated
+                                               --validate-every epochs, a checkpoint an epoch), then evaluated;
+                                               by default the best learned model (``recipes.Recipe()``: the ViT
+                                               with the square's symmetries, 50 epochs)
     evaluate DIR --data DATA                   the test error of DIR's model, written to DIR/metrics.json
     export --data DATA --out FILE [--s 85]     the dataset at one grid in one file (``export``), which --data takes
     plot DIR --data DATA [--sample K]          DIR/loss.png (the loss an epoch, the held-out errors) and
@@ -16,6 +18,7 @@ The image-to-function model reads the coefficient between the data's two values 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import sys
@@ -36,7 +39,7 @@ from funcformer import parameter_count
 from funcformer.fno_darcy import SHARD_SIZE, export, fno, generate, load
 from funcformer.fno_darcy.data import LOW, NODES
 from funcformer.fno_darcy.model import ImageConfig
-from funcformer.fno_darcy.recipes import Recipe, image_learner, predict_image, train_image
+from funcformer.fno_darcy.recipes import IMAGE, Recipe, image_learner, predict_image, train_image
 from funcformer.fno_darcy.vit import ViTConfig
 from funcformer.learning.metric import mean_values_relative_l2
 from funcformer.learning.plots import plot_values
@@ -65,15 +68,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     copy.add_argument("--s", type=int, default=85, help="the grid (default 85)")
     learn = commands.add_parser("train", help="train a model into DIR, then evaluate it")
     learn.add_argument(
-        "--model", choices=MODELS, required=True,
-        help="image: Chebyshev queries attending to patches (model.py); vit: a token a cell (vit.py); fno: the FNO",
+        "--model", choices=MODELS, default="vit",
+        help="vit (the default, the best): a token a cell (vit.py); image: Chebyshev queries attending to patches "
+        "(model.py); fno: the FNO",
     )  # fmt: skip
     learn.add_argument("--data", type=Path, required=True, help="the dataset's directory (generate), or an export")
     command.add_flags(learn)  # --out, --resume, --seconds, --quiet: every training command line's
     learn.add_argument("--s", type=int, default=85, help="the training grid (default 85)")
     learn.add_argument("--train", type=int, default=1000, help="training samples, the first of the set")
-    learn.add_argument("--epochs", type=int, default=None, help="default: the recipe's (image 40, FNO 500)")
-    learn.add_argument("--batch", type=int, default=20)
+    learn.add_argument("--epochs", type=int, default=None, help="default: the recipe's (vit 50, image 40, FNO 500)")
+    learn.add_argument("--batch", type=int, default=None, help="default: the recipe's (vit 10, image and FNO 20)")
     learn.add_argument("--held-out", type=int, default=50, help="test samples of the per-epoch error (default 50)")
     learn.add_argument("--validate-every", type=int, default=1, help="epochs between held-out errors")
     learn.add_argument(
@@ -81,7 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the model's settings as JSON, fields of ImageConfig, ViTConfig or FNOConfig (default: theirs)",
     )  # fmt: skip
     learn.add_argument(
-        "--augment", action="store_true", help="image and vit: minibatches moved by the square's symmetries"
+        "--augment", action=argparse.BooleanOptionalAction, default=None,
+        help="image and vit: minibatches moved by the square's symmetries (default: the recipe's, vit yes, image no)",
     )
     draw = commands.add_parser("plot", help="figures of a trained run: DIR/loss.png and DIR/prediction.png")
     draw.add_argument("run", type=Path, help="the run's directory")
@@ -123,16 +128,18 @@ def train(args: argparse.Namespace) -> None:
     if args.model in ("image", "vit"):
         values = {"low": float(a.min()), "high": float(a.max())}  # the data's two values
         kind = ImageConfig if args.model == "image" else ViTConfig
-        epochs = args.epochs or Recipe().epochs
-        model = kind(**{**values, **args.architecture})
-        recipe = Recipe(model=model, epochs=epochs, batch=args.batch, augment=args.augment)
+        default = IMAGE if args.model == "image" else Recipe()
+        recipe = dataclasses.replace(
+            default, model=kind(**{**values, **args.architecture}), epochs=args.epochs or default.epochs,
+            batch=args.batch or default.batch, augment=default.augment if args.augment is None else args.augment,
+        )
         train_image(
             recipe, a, u, args.out, resume=args.resume, progress=progress, log=True, seconds=args.seconds,
             validate=lambda model: mean_values_relative_l2(predict_image(model, held_a), held_u), validate_every=every,
         )  # fmt: skip
     else:
         epochs = args.epochs or fno.TrainConfig().epochs  # fewer than 500: the schedule compressed, halved 5 times
-        run = fno.TrainConfig(epochs=epochs, batch=args.batch, step_size=max(1, epochs // 5))
+        run = fno.TrainConfig(epochs=epochs, batch=args.batch or fno.TrainConfig().batch, step_size=max(1, epochs // 5))
         config = fno.FNOConfig(**args.architecture)
         fno.train(
             a, u, args.out, config, run, resume=args.resume, progress=progress, log=True,

@@ -32,7 +32,15 @@ from funcformer.fno_darcy.model import (
     sampler,
     values,
 )
-from funcformer.fno_darcy.recipes import Recipe, image_loss, predict_image, solve_image, solver_part, train_image
+from funcformer.fno_darcy.recipes import (
+    IMAGE,
+    Recipe,
+    image_loss,
+    predict_image,
+    solve_image,
+    solver_part,
+    train_image,
+)
 from funcformer.fno_darcy.vit import ViTConfig
 from funcformer.learning.metric import mean_values_relative_l2
 from funcformer.model import Channel, X, Y
@@ -163,7 +171,7 @@ def test_the_input_is_read_between_the_datas_two_values(tmp_path: Path) -> None:
     np.testing.assert_allclose(solve_image(model4, np.where(a == 3.0, 4.0, a)), solve_image(model3, a), rtol=1e-6)
     assert not np.allclose(solve_image(model4, a), solve_image(model3, a), rtol=1e-3)
     with pytest.raises(ValueError, match=r"span \[3, 12\], outside the model's \[low, high\] = \[4, 12\]"):
-        train_image(Recipe(model=dataclasses.replace(SMALL, low=4.0), epochs=1, batch=2), a, a, tmp_path)
+        train_image(Recipe(model=dataclasses.replace(SMALL, low=4.0), epochs=1, batch=2, augment=False), a, a, tmp_path)
     with pytest.raises(ValueError, match=r"low = 12\.0 and high = 12\.0 must rise"):
         ImageConfig(low=12.0)
 
@@ -181,7 +189,7 @@ def test_a_short_training_beats_the_mean_solution(tmp_path: Path) -> None:
     (measured: 0.173 against 0.246)."""
     a, test_a = data.coefficients(0, 256, s=15), data.coefficients(1, 32, s=15)
     u, test_u = (np.stack([data.solution(x) for x in batch]) for batch in (a, test_a))
-    recipe = Recipe(model=SMALL, epochs=30, batch=32, learning_rate=3e-3, warmup=20)
+    recipe = Recipe(model=SMALL, epochs=30, batch=32, learning_rate=3e-3, warmup=20, augment=False)
     fitted = train_image(recipe, a, u, tmp_path)
     error = mean_values_relative_l2(predict_image(fitted.model, test_a), test_u)
     baseline = mean_values_relative_l2(np.broadcast_to(u.mean(axis=0), test_u.shape), test_u)
@@ -312,3 +320,25 @@ def test_the_augmented_vits_unit_is_the_symmetric_datas(tmp_path: Path) -> None:
 def test_a_wrong_vit_setting_is_refused_by_name(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         ViTConfig(**fields)  # type: ignore[arg-type]
+
+
+def test_the_default_recipe_and_command_train_the_best_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The best learned model (docs/fno_darcy.md) is what Recipe() and the command without --model train: the ViT
+    # with the square's symmetries, 50 epochs of 10; the attending model's recipe is IMAGE's.
+    recipe = Recipe()
+    assert (type(recipe.model), recipe.augment, recipe.epochs, recipe.batch) == (ViTConfig, True, 50, 10)
+    assert recipe.model == ViTConfig()
+    assert (type(IMAGE.model), IMAGE.augment, IMAGE.epochs, IMAGE.batch) == (ImageConfig, False, 40, 20)
+    data, out = tmp_path / "data", tmp_path / "run"
+    generate(data, 8, 4, 29, workers=1, progress=False, shard_size=4)
+    command = ["train", "--data", str(data), "--out", str(out), "--s", "15", "--train", "8", "--epochs", "1",
+               "--batch", "4", "--held-out", "4", "--architecture", TINY_VIT, "--quiet"]  # fmt: skip
+    assert main(command) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["model"] == "vit"
+    assert config["recipe"]["augment"] is True
+    assert main([*command[:4], str(tmp_path / "plain"), *command[5:], "--no-augment"]) == 0
+    assert json.loads((tmp_path / "plain" / "config.json").read_text())["recipe"]["augment"] is False
+    capsys.readouterr()
