@@ -12,7 +12,6 @@ from typing import Any, TypedDict
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax._src.interpreters import mlir
 
 EMULATE_TF32 = "APPLICATIVE_EMULATE_TF32"
 """The environment variable that, set to 1, makes the suite's CPU products TF32's (tests/conftest.py)."""
@@ -58,6 +57,8 @@ def emulate_tf32() -> None:
     ``jax.default_matmul_precision``). It replaces the CPU lowering of ``dot_general`` and
     ``conv_general_dilated`` (JAX's internal lowering table: a test harness's tool, not the library's), so
     it acts on what is compiled after, jitted or eager, differentiated or not."""
+    from jax._src.interpreters import mlir  # here: the suite does not depend on JAX's internals unless emulating
+
     rounded = mlir.lower_fun(tf32, multiple_results=False)
     for primitive in (lax.dot_general_p, lax.conv_general_dilated_p):
         entry = mlir._platform_specific_lowerings["cpu"].get(primitive) or mlir._lowerings[primitive]
