@@ -44,7 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the repository root
 
-from _timing import DoesNotFit, device_memory, does_not_fit, race  # bench/, the script's directory
+from _timing import DoesNotFit, device_memory, or_does_not_fit, race  # bench/, the script's directory
 
 from applicative import Cheb, DenseTree, Dim, Vec, nn, to_array
 from applicative.examples.trees import data as tree_data
@@ -111,14 +111,9 @@ def trained(f: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]) -> Callab
     return jax.jit(jax.value_and_grad(lambda q, k, v, w: jnp.sum(f(q, k, v) * w), argnums=(0, 1, 2)))
 
 
-def temporaries(call: Callable[..., Any], args: tuple[jax.Array, ...]) -> float | DoesNotFit:
-    """MB of the compiled call's temporary buffers, by XLA's account; DoesNotFit if it fails to compile."""
-    try:
-        analysis = call.lower(*args).compile().memory_analysis()  # type: ignore[attr-defined]
-    except Exception as error:
-        if (failure := does_not_fit(error)) is None:
-            raise
-        return failure
+def temporaries(call: Callable[..., Any], args: tuple[jax.Array, ...]) -> float:
+    """MB of the compiled call's temporary buffers, by XLA's account (nan where it gives none)."""
+    analysis = call.lower(*args).compile().memory_analysis()  # type: ignore[attr-defined]
     return float("nan") if analysis is None else analysis.temp_size_in_bytes / 1e6
 
 
@@ -156,43 +151,36 @@ def rows(n: int, dtype: Any, heads: int, features: int, repeats: int, function_u
     """The table's rows at n positions: each path's time and memory, and their ratios to the fused path's."""
     rng = np.random.default_rng(n)
     args = tuple(jnp.asarray(rng.standard_normal((heads, n, features)), dtype) for _ in range(4))
-    paths: dict[str, Callable[[jax.Array, jax.Array, jax.Array], jax.Array] | None] = {
+    paths: dict[str, Callable[[jax.Array, jax.Array, jax.Array], jax.Array]] = {
         "fused": fused, "Vec": on_vec("default"), "Vec, materialised": on_vec(None), "tree": on_tree(n),
-        "function": on_function if n <= function_up_to else None,
+        **({"function": on_function} if n <= function_up_to else {}),
     }  # fmt: skip
-    memory: dict[str, float | DoesNotFit | None] = {}
+    fits = 600 * device_memory()  # MB: 60% of the device's memory
+    memory: dict[str, float | DoesNotFit] = {}
     cases: dict[str, Callable[[], Any]] = {}
     for name, f in paths.items():
-        if f is None:
-            memory[name] = None
-            continue
         call = trained(f)
-        memory[name] = temporaries(call, args)
-        if isinstance(memory[name], float) and memory[name] <= 600 * device_memory():  # MB: 60% of it
+        memory[name] = or_does_not_fit(lambda call=call: temporaries(call, args))
+        if isinstance(memory[name], float) and memory[name] <= fits:
             cases[name] = lambda call=call: call(*args)
     torch = torch_case(args)
     if torch is not None:
         cases["torch"] = torch[0]
-    try:
-        times = race(cases, warmup=1, repeats=repeats)
-    except Exception as error:
-        if does_not_fit(error) is None:
-            raise
-        times = {}
+    timed = or_does_not_fit(lambda: race(cases, warmup=1, repeats=repeats)) if cases else {}
+    times = {} if isinstance(timed, DoesNotFit) else timed
     if torch is not None:
         memory["torch"] = torch[1]()
     lines = []
-    for name in [*paths, *(["torch"] if torch is not None else [])]:
-        ms = 1e3 * times[name] if name in times else None
-        fused_ms = 1e3 * times["fused"] if "fused" in times else None
-        mb, fused_mb = memory.get(name), memory.get("fused")
-        time_ratio = ms / fused_ms if ms is not None and fused_ms else None
+    for name in [*paths, *(["function"] if "function" not in paths else []), *(["torch"] if torch else [])]:
+        ms, mb = times.get(name), memory.get(name)
+        time_ratio = ms / times["fused"] if ms is not None and "fused" in times else None
+        fused_mb = memory.get("fused")
         memory_ratio = mb / fused_mb if isinstance(mb, float) and isinstance(fused_mb, float) and fused_mb else None
-        why = "not run (above --function-up-to)" if paths.get(name, fused) is None else cell(memory.get(name), ".1f")
-        if name in paths and paths[name] is not None and name not in times and not isinstance(mb, DoesNotFit):
-            why += " (not timed: above 60% of the device's memory)" if name not in cases else " (not timed)"
-        cells = [str(n), name, jnp.dtype(dtype).name, cell(ms, ".2f"), cell(time_ratio, ".2f"), why,
-                 cell(memory_ratio, ".2f")]  # fmt: skip
+        why = cell(mb, ".1f") if name in memory else "not run (above --function-up-to)"
+        if ms is None and isinstance(mb, float):
+            why += " (not timed)" if name in cases else " (not timed: above 60% of the device's memory)"
+        cells = [str(n), name, jnp.dtype(dtype).name, cell(None if ms is None else 1e3 * ms, ".2f"),
+                 cell(time_ratio, ".2f"), why, cell(memory_ratio, ".2f")]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

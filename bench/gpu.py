@@ -117,7 +117,7 @@ def pytest_counts(done: subprocess.CompletedProcess[str]) -> str:
     for line in reversed(lines):
         counts = re.findall(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)", line)
         if counts and re.search(r" in [\d.]+s", line):
-            failed = [m[1].rsplit("/", 1)[-1] for line in lines if (m := re.match(r"(?:FAILED|ERROR) (\S+)", line))]
+            failed = [m[1].rsplit("/", 1)[-1] for text in lines if (m := re.match(r"(?:FAILED|ERROR) (\S+)", text))]
             summary = ", ".join(f"{number} {what}" for number, what in counts)
             return summary + (": " + "; ".join(failed) if failed else "")
     raise ValueError("no pytest summary line")

@@ -299,6 +299,18 @@ def test_trees_prints_a_size_that_does_not_fit_and_goes_on_to_the_chunked_row(
 # The GPU machine's checks
 
 
+def test_attention_measures_the_memory_of_a_path_too_large_to_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    attention = script(monkeypatch, "attention")
+    monkeypatch.setattr(attention, "device_memory", lambda: 0.0)  # nothing fits: every path compiled, none timed
+    table = [line.strip("|").split("|") for line in attention.rows(8, jax.numpy.dtype("float32"), 1, 8, 1, 4)]
+    cells = [[cell.strip() for cell in row] for row in table]
+    assert [row[1] for row in cells] == ["fused", "Vec", "Vec, materialised", "tree", "function"]
+    for _, path, _, ms, time_ratio, memory, _ in cells[:-1]:
+        assert (ms, time_ratio) == ("", ""), path
+        assert re.fullmatch(rf"{NUMBER} \(not timed: above 60% of the device's memory\)", memory), memory
+    assert cells[-1][3:6] == ["", "", "not run (above --function-up-to)"]
+
+
 def test_gpu_checks_make_a_row_of_a_failure_a_timeout_and_a_check_without_time(monkeypatch: pytest.MonkeyPatch) -> None:
     gpu = script(monkeypatch, "gpu")
     log: list[str] = []

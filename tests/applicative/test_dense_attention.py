@@ -298,6 +298,21 @@ FUSED_CASES: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {
 }  # fmt: skip
 
 
+def fused_kernel(monkeypatch: pytest.MonkeyPatch, implementation: str, dtype: Any) -> list[str | None]:
+    """The dense path takes ``jax.nn.dot_product_attention`` of ``implementation`` for ``dtype`` on this
+    backend until the test ends; the list of the implementations it is called with (as traced)."""
+    monkeypatch.setitem(dense.FUSED, jax.default_backend(), (implementation, (jnp.dtype(dtype).name,)))
+    calls: list[str | None] = []
+    kernel = jax.nn.dot_product_attention
+
+    def counted(*args: Any, implementation: str | None = None, **kwargs: Any) -> jax.Array:
+        calls.append(implementation)
+        return kernel(*args, implementation=implementation, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jax.nn, "dot_product_attention", counted)
+    return calls
+
+
 @pytest.mark.parametrize(
     ("implementation", "dtype"),
     [
@@ -315,15 +330,7 @@ def test_the_fused_kernel_computes_the_dense_formula(
     # The bias as one more feature, features padded to 8, values narrower than keys, a mask, a row with no
     # key left, padding: against the generic definition in float64, forward and gradient, under jit.
     run, x = FUSED_CASES[case]
-    monkeypatch.setitem(dense.FUSED, jax.default_backend(), (implementation, (jnp.dtype(dtype).name,)))
-    calls: list[str | None] = []
-    kernel = jax.nn.dot_product_attention
-
-    def counted(*args: Any, implementation: str | None = None, **kwargs: Any) -> jax.Array:
-        calls.append(implementation)
-        return kernel(*args, implementation=implementation, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(jax.nn, "dot_product_attention", counted)
+    calls = fused_kernel(monkeypatch, implementation, dtype)
     tol = float32(2e-5) if dtype == jnp.float32 else Tolerance(rtol=5e-2, atol=5e-2)
     with generic_only():
         spec = run(x, jnp.float64)
@@ -392,15 +399,7 @@ def test_the_fused_kernel_serves_every_head_of_an_encoder_under_vmap(monkeypatch
 
     with generic_only():
         spec, spec_grad = jax.value_and_grad(loss)(encoder, xs)
-    monkeypatch.setitem(dense.FUSED, jax.default_backend(), ("xla", ("float32",)))
-    calls: list[str | None] = []
-    kernel = jax.nn.dot_product_attention
-
-    def counted(*args: Any, implementation: str | None = None, **kwargs: Any) -> jax.Array:
-        calls.append(implementation)
-        return kernel(*args, implementation=implementation, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(jax.nn, "dot_product_attention", counted)
+    calls = fused_kernel(monkeypatch, "xla", jnp.float32)
     fast, fast_grad = jax.jit(jax.value_and_grad(loss))(encoder, xs)
     assert calls == ["xla"]  # traced once, for every head and example
     tol = float32(1e-4)
