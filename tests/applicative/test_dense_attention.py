@@ -351,6 +351,20 @@ def test_the_fused_kernel_computes_the_dense_formula(
         np.testing.assert_allclose(np.asarray(got, np.float64), expected, **tol)
 
 
+def test_the_fused_kernel_takes_a_tree_of_trees_measure(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Keys on a Compose of a tree of trees: two axes whose weights are data, the bias the sum of their logs, in
+    # the kernel's extra feature. Eagerly: under jit, a Compose of trees passed as an argument (their shapes
+    # tracers) takes the generic definition, which test_on_a_grid_of_trees checks against it.
+    grid = Compose(DenseTree.of((None, (None, None)), [tree((None, ((None, None), None)), 6) for _ in range(3)], 4))
+    calls = fused_kernel(monkeypatch, "xla", jnp.float32)
+    fast = cast_attend(QUERIES, jnp.float32, source=grid)
+    assert calls == ["xla"]
+    with generic_only():
+        spec = cast_attend(QUERIES, jnp.float64, source=grid)
+    for got, expected in zip(values(fast), values(spec), strict=True):
+        np.testing.assert_allclose(np.asarray(got, np.float64), expected, **float32(2e-5))
+
+
 @pytest.mark.parametrize(
     ("backend", "dtype", "implementation"),
     [("gpu", "bfloat16", "cudnn"), ("gpu", "float16", "cudnn"), ("gpu", "float32", None), ("cpu", "bfloat16", None),
