@@ -6,7 +6,8 @@ axis of length n on every leaf: a Vec of 3 scalars holds one array of shape
 (3,), a Vec of 3 Vecs of 4 scalars one of shape (3, 4), a Vec of 3 pairs a
 pair of arrays. Then
 
-    fmap f    = jax.vmap(f) on the stacked elements
+    fmap f    = vmap(f, data): jax.vmap on the stacked elements, keeping what a stack of
+                structures whose shape is data shares (``vmap`` below)
     pair      = the tuple of the two stacked pytrees
     pure b    = b broadcast along a new leading axis (for a sampled structure: a Vec,
                 a grid, a tree's leaves; a coefficient structure's pure is the constant
@@ -22,7 +23,10 @@ tree's layout, or its ``pair`` is not a zip, as a distribution's) subclasses
 ``Shaped`` (``ProductPairing`` for the latter): its shape is never an element.
 Sums of it are never taken leaf by leaf, and a linear map along a structure
 (``along``: a Chebyshev transform, a pad, an evaluation) reaches it through its
-own ``restack``, which keeps its shape and maps its values only.
+own ``restack``, which keeps its shape and maps its values only; ``stack`` builds a stack of it
+through its ``stacked_from``, and ``vmap`` maps a stack of it through its ``unstacked`` and
+``stacking``, so that what its elements share (trees of one shape) is kept where JAX would
+have rebuilt it from leaves.
 
 Nested inputs need no knowledge of this layout: ``stack(elements)`` stacks a
 list of equal-shaped elements (structures, arrays, numbers) into the stacked
@@ -75,6 +79,7 @@ __all__ = [
     "sums_leafwise",
     "tangent",
     "to_host",
+    "vmap",
     "weighted_sum",
 ]
 
@@ -166,31 +171,111 @@ def stack(elements: Sequence[T], what: str = "stack") -> T:
     """The stacked pytree of ``elements`` (the inverse of ``element``): every leaf gains a leading axis
     of length len(elements). The elements must have one pytree structure (tags and sizes included)
     and equal leaf shapes; a clear error names the first that differs. Elements all on the host
-    (numbers, numpy arrays) are stacked there and moved to the device once. A stack of ``Shaped``
-    structures records what they share (``Shaped.stacked_from``: trees of one shape, that shape)."""
+    (numbers, numpy arrays) are stacked there and moved to the device once. A ``Shaped`` structure
+    among them stacks itself (``Shaped.stacked_from``): trees stack as a stack that knows what they
+    provably share (one shape), whatever each of them knew."""
     if isinstance(elements, jax.Array | str) or not isinstance(elements, Sequence):
         raise ValueError(f"{what}: needs a list of elements, got {type(elements).__name__}")
     if not elements:
         raise ValueError(f"{what}: needs at least one element, got an empty list")
     host = not any(isinstance(leaf, jax.Array) for x in elements for leaf in jax.tree_util.tree_leaves(x))
     elements = [jax.tree_util.tree_map(lambda leaf: numeric(leaf, what, host=host), x) for x in elements]
-    first = jax.tree_util.tree_structure(elements[0])
+    first = jax.tree_util.tree_structure(elements[0], is_leaf=_shaped)  # (a Shaped structure checks its own)
     shapes = [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(elements[0])]
     for i, x in enumerate(elements[1:], start=1):
-        if str(structure := jax.tree_util.tree_structure(x)) != str(first):
+        if str(structure := jax.tree_util.tree_structure(x, is_leaf=_shaped)) != str(first):
             raise ValueError(f"{what}: element {i} is {structure}, element 0 is {first}")
         if (other := [jnp.shape(leaf) for leaf in jax.tree_util.tree_leaves(x)]) != shapes:
             raise ValueError(f"{what}: element {i} has leaf shapes {other}, element 0 has {shapes}")
-    if host:
-        stacked = jax.tree_util.tree_map(lambda *leaves: jnp.asarray(np.stack(leaves)), *elements)
-    else:
-        stacked = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *elements)
-    # A stack of structures whose shape is data records what its elements share (trees of one shape).
-    return cast(T, jax.tree_util.tree_map(_stacked_from, stacked, *elements, is_leaf=_shaped))
+    return cast(T, _stacked(list(elements), what, host))
 
 
-def _stacked_from(stacked: Any, *elements: Any) -> Any:
-    return stacked.stacked_from(elements) if isinstance(stacked, Shaped) else stacked
+def _stacked(elements: list[Any], what: str, host: bool) -> Any:
+    """``stack``'s recursion: the elements' structure level by level, a ``Shaped`` structure by its own hook."""
+    first = elements[0]
+    if isinstance(first, Shaped) and (built := first.stacked_from(elements, what)) is not None:
+        return built
+    structure: jax.tree_util.PyTreeDef
+    parts, structure = jax.tree_util.tree_flatten(first, is_leaf=functools.partial(_inner_shaped, first))
+    if jax.tree_util.treedef_is_leaf(structure) and parts and parts[0] is first:
+        return jnp.asarray(np.stack(elements)) if host else jnp.stack(elements)
+    columns: list[list[Any]] = [[] for _ in parts]
+    for i, x in enumerate(elements):
+        other: jax.tree_util.PyTreeDef
+        own, other = jax.tree_util.tree_flatten(x, is_leaf=functools.partial(_inner_shaped, x))
+        if other != structure:
+            whole = [jax.tree_util.tree_structure(e) for e in (x, first)]
+            raise ValueError(f"{what}: element {i} is {whole[0]}, element 0 is {whole[1]}")
+        for column, part in zip(columns, own, strict=True):
+            column.append(part)
+    return jax.tree_util.tree_unflatten(structure, [_stacked(column, what, host) for column in columns])
+
+
+def vmap(f: Callable[..., T], *stacks: Any, size: int | None = None) -> T:
+    """``jax.vmap(f, axis_size=size)(*stacks)``: ``f`` on every element of stacked elements, the results
+    stacked (a structure's ``fmap``), where what a ``Shaped`` structure's elements all share stays one
+    value. A stack of trees of one shape is mapped tree by tree on that shape (``Shaped.unstacked``), and
+    outputs that all hold one layout are stacked knowing it (``Shaped.stacking``): inside the map and out
+    of it, such trees meet the tree they came from in the dense formulas and pair with it as a zip. A
+    leaf that two inputs share (one layout in two trees) enters the map as one leaf, so what is one
+    object outside is one inside. Without ``Shaped`` structures this is exactly ``jax.vmap``.
+
+    What varies along the map is decided as JAX decides it: a leaf varies if it is traced by this map
+    (computed from a mapped value); a value ``f`` closes over, or computes from such values alone, does
+    not (JAX would broadcast it)."""
+    leaves: list[Any] = []
+    build_inputs = _plan(stacks, _unstacked, leaves, {})
+    built: list[Callable[[list[Any], int], Any]] = []
+
+    def body(*sliced: Any) -> list[Any]:
+        out = f(*build_inputs(list(sliced), 1))
+        trace = next((x._trace for x in sliced if isinstance(x, jax.core.Tracer)), None)
+
+        def varies(leaf: Any) -> bool:
+            return trace is not None and isinstance(leaf, jax.core.Tracer) and leaf._trace is trace
+
+        out_leaves: list[Any] = []
+        built.append(_plan(out, lambda x: x.stacking(varies), out_leaves, {}))
+        return out_leaves
+
+    stacked = jax.vmap(body, axis_size=size)(*leaves)
+    n = size if size is not None else stacked_size(leaves, "stacked.vmap")
+    return cast(T, built[-1](stacked, n))
+
+
+def _unstacked(x: Shaped) -> tuple[Any, Callable[[Any, int], Any]] | None:
+    """``Shaped.unstacked`` in ``_plan``'s form (a build that takes the stack's size too, unused)."""
+    if (split := x.unstacked()) is None:
+        return None
+    varying, build = split
+    return varying, lambda row, _: build(row)
+
+
+Hook = Callable[[Shaped], tuple[Any, Callable[[Any, int], Any]] | None]
+"""A ``Shaped`` structure's split for ``vmap``: what goes through the map, and how to build it back."""
+
+
+def _plan(x: Any, hook: Hook, leaves: list[Any], seen: dict[int, int]) -> Callable[[list[Any], int], Any]:
+    """How to build ``x`` back from ``leaves`` mapped (sliced going in, stacked n times coming out), to which
+    ``x``'s leaves that go through the map are added, each object once: through ``hook`` where a ``Shaped``
+    structure has a split of its own, as JAX flattens everything else."""
+    if isinstance(x, Shaped) and (split := hook(x)) is not None:
+        varying, build = split
+        inner = _plan(varying, hook, leaves, seen)
+        return lambda mapped, n: build(inner(mapped, n), n)
+    children, treedef = jax.tree_util.tree_flatten(x, is_leaf=functools.partial(_inner_shaped, x))
+    if jax.tree_util.treedef_is_leaf(treedef) and children and children[0] is x:
+        i = seen.setdefault(id(x), len(leaves))
+        if i == len(leaves):
+            leaves.append(x)
+        return lambda mapped, n: mapped[i]
+    parts = [_plan(child, hook, leaves, seen) for child in children]
+    return lambda mapped, n: jax.tree_util.tree_unflatten(treedef, [part(mapped, n) for part in parts])
+
+
+def _inner_shaped(outer: object, x: object) -> bool:
+    """Whether ``x`` is a ``Shaped`` structure inside ``outer`` (a pytree flattened one level of them deep)."""
+    return x is not outer and isinstance(x, Shaped)
 
 
 def element(data: T, i: int) -> T:
@@ -238,8 +323,8 @@ def to_host(leaf: object) -> np.ndarray:
 def tangent(x: T) -> T:
     """``x`` as a tangent for ``jax.jvp`` (or a cotangent): every leaf whose values are not real or complex
     numbers (a tree's layout, an integer) replaced by JAX's tangent of it, float0 zeros of its shape, so that
-    ``jax.jvp(f, (t,), (stacked.tangent(dt),))`` takes a tree ``dt = t.with_elements(values)``; the rebuilt
-    tree still knows its shape (``DenseTree``'s module docstring, "Gradients")."""
+    ``jax.jvp(f, (t,), (stacked.tangent(dt),))`` takes a tree ``dt = t.with_elements(values)`` (a tangent tree
+    holds no shape: it is read on its tree, ``DenseTree``'s module docstring, "Gradients")."""
 
     def one(leaf: Any) -> Any:
         if isinstance(leaf, jax.Array | np.ndarray) and not jnp.issubdtype(leaf.dtype, jnp.inexact):

@@ -60,10 +60,14 @@ TEST_SM_MEASURES = (TSM + "test_two_measures_of_one_tag_and_size_never_meet_in_a
 TEST_SM_APART = (TSM + "test_functions_whose_values_are_trees_of_one_shape_built_apart_are_one_structure",)
 TEST_DT_RECORDED = (
     TDT + "test_a_shape_recorded_inside_a_trace_is_kept_there_and_dropped_outside_it",
-    TDT + "test_a_shape_recorded_inside_a_trace_is_known_in_a_vmap_inside_it",
+    TDT + "test_a_stack_the_librarys_vmap_makes_knows_its_shape_inside_the_trace",
 )
 TEST_DT_ADD_KINDS = (TDT + "test_add_takes_trees_of_different_capacities_as_one_kind_of_element_and_names_others",)
 TEST_DT_JIT_VALUES = (TDT + "test_a_jit_serves_stacks_of_every_shape_with_their_own",)
+TMV = TA + "test_trees_moved_by_jax.py::"
+TEST_MOVED_WHERE = (TMV + "test_a_where_with_a_predicate_per_tree_picks_each_whole_tree",)
+TEST_MOVED_BATCH = (TMV + "test_a_batch_of_sequences_each_of_one_shape_is_one_shape_sequence_by_sequence",)
+TEST_MOVED_GRID = (TMV + "test_a_where_that_mixes_the_trees_of_one_sequence_of_a_batch_is_read_or_refused",)
 TEST_GRADIENTS = (TA + "test_tree_gradients.py",)
 TMO = TA + "test_maps_over_trees.py::"
 TEST_MOVES = (TMO + "test_a_map_that_moves_whole_slots_moves_each_interval_with_its_value",)

@@ -108,7 +108,8 @@ def pytest(copy: Path, tests: Iterable[str], timeout: float) -> tuple[int | None
             "PYTHONDONTWRITEBYTECODE": "1",  # a mutant of the original's size and mtime must not hit a stale .pyc
             "FUNCFORMER_CACHE": str(Path(scratch) / "cache"),  # a mutated generator never feeds another run
         }
-        command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+        # (-m: the tests named run whether or not they are marked slow, which the default run leaves out)
+        command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "slow or not slow",
                    f"--basetemp={scratch}/pytest", *tests]  # fmt: skip
         process = subprocess.Popen(
             command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -108,7 +108,7 @@ MUTANTS = [
            'stack += [(s[0], depth + 1, f"{at}[0]"), (s[1], depth + 1, f"{at}[1]")]',
            "depths_of lists the leaves right to left", *TEST_DYADIC),
     mutant("dense-tree-valid", "applicative/instances/dense_tree.py",
-           "return dyadic.intervals(self._slots()).depth >= 0", "return dyadic.intervals(self._slots()).depth > 0",
+           'intervals(self._own("valid")).depth >= 0', 'intervals(self._own("valid")).depth > 0',
            "valid() excludes a root leaf", TA + "test_dense_tree.py"),
     mutant("dense-tree-pair-zip", "applicative/instances/dense_tree.py",
            "if mine is theirs:", "if self.capacity == other.capacity:",

@@ -1,46 +1,61 @@
-"""The provenance of a ``DenseTree``'s shape: which trees provably share one layout, and the pytree
-metadata that carries it through JAX's transformations.
+"""Which trees provably share one layout, read only off what JAX moves with their values.
 
-A shape is data, so it cannot be compared at trace time; its provenance can
-(``applicative.instances.dense_tree``, "Sharing a shape"). A tree knows its one layout as its own (a
-single tree's ``layout``), as its ``origin`` (the one layout of every tree of a stack, or the primal's
-of a tangent), or, for a stack known to be one shape (``_claimed``), as its first row, read once per
-trace that asks (``_first_row``). JAX rebuilds a tree from its two pytree leaves, its values and its
-layout, and its static metadata (``_Meta``), which it compares by the capacity and, for a stack, whether
-it is one shape: never by the provenance, so a tree is one pytree structure inside and outside every
-trace. The layout a tree records rides along uncompared, and a rebuilt tree takes it back only where it
-can be vouched for (``_visible``): a concrete layout where no leaf is staged (a jit, a scan's body: a
-computation that will serve other values), a traced one where a leaf runs in its trace.
+A shape is data, so it cannot be compared at trace time; three facts about it can
+(``applicative.instances.dense_tree``, "Sharing a shape"):
 
-    _Provenance            ``DenseTree``'s base. ``_shape(op)``: the one layout (own, origin, or a
-                           claimed stack's first row); None (``op`` None) or a ValueError naming ``op``
-                           for a stack of trees of different shapes or a tangent of no known shape.
-                           ``_one_shape(what)``: the same, or a concrete stack's alike rows. ``_slots()``:
-                           every slot's layout (a tangent's tree's). ``_single(op)``, ``_concrete(op)``:
-                           a ValueError naming ``op`` unless one tree (concrete); ``_stacked()``
+- identity: two trees that hold the very same layout array (the same tracer inside a trace, the same
+  concrete array outside) have one shape. A JAX transformation that rebuilds a tree from its leaves
+  (``cond``, ``where``, ``tree_map``, ``scan``) gives it a new array, which shares nothing;
+- value: concrete layouts are compared on the host (``dyadic.canonical``: one object per value);
+- construction: a stack the library built knowing that its trees share one layout (``stacked.vmap``'s
+  output whose trees all held one, a Chebyshev transform's, ``stacked.stack`` of trees of one shape)
+  holds it as ``origin``, a Python attribute of that object, never pytree metadata.
+
+What crosses JAX's transformations is one number, a stack's pytree metadata beside its capacity:
+along how many of its innermost stack axes its trees are one shape (``_one_axes``: all of them for a
+sequence of trees of one shape, one for a batch of such sequences of different shapes). JAX compares
+it, so it never mixes a stack of one shape with one of several (a ``cond``, a ``tree_map`` of two, a
+``scan``'s carry), and a ``jit`` compiles once for the first kind and once for the second. It is about
+the stack's own rows: the shape is always read off them, never lent by another value. A stack JAX
+rebuilds with such a claim is checked: on the host where its layout is concrete (a claim its rows
+contradict, as after a ``where`` that picks rows of two stacks, is dropped), and at run time where it
+is traced (``_checked``: a ValueError naming it, and NaN values, where a row differs from its block's
+first), so that a transformation that mixes rows within a block (a per-row ``where``, a
+concatenation, a ``vmap`` along an inner axis) is never read with the wrong shape.
+
+    _Provenance            ``DenseTree``'s base. ``_shape(op)``: the one layout of the tree (its own) or
+                           of the stack (its origin, or its first row where it is one shape along every
+                           axis); None (``op`` None) or a ValueError naming ``op`` otherwise (a stack of
+                           several shapes, a tangent). ``_one_axes()``: the count above. ``_single(op)``,
+                           ``_concrete(op)``: a ValueError naming ``op`` unless one tree (concrete).
+                           ``Shaped``'s hooks for ``applicative.stacked``: ``stacked_from`` (a stack of
+                           trees knows what they provably share), ``element``, ``unstacked`` and
+                           ``stacking`` (``stacked.vmap`` maps a stack of one shape on that shape, and
+                           stacks trees that all hold one layout knowing it); ``__reduce__`` (pickle)
     _check_layout(layout, capacity, what)   a ValueError naming ``what`` unless ``layout`` is an array
                            of ``dyadic.LAYOUT`` (or float0: a tangent's) whose shape ends in the
                            ``capacity`` slots; JAX's placeholders (not arrays) pass
-    _alike_rows(layout)    the one canonical layout of a concrete stack whose rows are all equal; None
-                           for a single layout, a traced one, a tangent's, or rows that differ
+    _alike_axes(layout)    along how many innermost stack axes a concrete stack's rows are alike
     _equal(a, b)           equal concrete layouts (read on the host); False where either is traced
     _Shared(layout)        a layout as an ``Axis.shape``: equal only to the same array object
-    _flatten, _unflatten   the pytree registration: leaves (data, layout), metadata a ``_Meta``; a
-                           rebuilt layout is checked (``_check_layout``), naming the rebuilt tree
+    _flatten, _unflatten   the pytree registration: leaves (data, layout), metadata a ``_Meta`` (the
+                           capacity and ``_one_axes``); a rebuilt layout is checked (``_check_layout``),
+                           and so is a rebuilt claim (above)
 
 This module never imports ``dense_tree``, which imports it: ``_unflatten`` is given the class it rebuilds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src.interpreters import partial_eval
 
+from applicative import stacked
 from applicative.instances import dyadic
 from applicative.instances.dyadic import Layout
 from applicative.stacked import check_stacked
@@ -49,9 +64,9 @@ T = TypeVar("T")
 
 
 class _Provenance:
-    """``DenseTree``'s base: the reading of its one layout from its provenance (``_shape``, ``_one_shape``,
-    ``_slots``) and the checks, run first by its operations, that it is one tree, a stack or concrete. The
-    fields are ``DenseTree``'s, named here for the type checker."""
+    """``DenseTree``'s base: the reading of its one layout (``_shape``, ``_one_axes``) and the checks,
+    run first by its operations, that it is one tree, a stack or concrete. The fields are
+    ``DenseTree``'s, named here for the type checker."""
 
     data: Any
     layout: Layout
@@ -59,46 +74,59 @@ class _Provenance:
     origin: Layout | None
 
     def _shape(self, op: str | None) -> Layout:
-        """The one layout of this tree (its own; the origin of a stack of trees that share one, read off
-        its first row if only that is known; the primal's of a tangent); None (``op`` None) or a
-        ValueError naming ``op`` for a stack of trees of different shapes or a tangent of no known shape."""
+        """The one layout of this tree (its own) or of this stack (its origin; its first row where it is
+        declared one shape along every stack axis; its rows where they are concrete and alike), canonical
+        where concrete (``dyadic.canonical``: the one object of its value); None (``op`` None) or a
+        ValueError naming ``op`` for a stack of trees of several shapes, or a tangent (its layout float0).
+        What is read off concrete values is kept apart from the declared (``_one_axes``), so that it never
+        changes the pytree metadata: a batch whose trees happen to share a shape is the same kind of value."""
         if self.origin is not None:
             return self.origin
-        if jnp.ndim(self.layout) == 1 and dyadic.is_layout(self.layout):
-            return self.layout
-        if _claimed(self) and dyadic.is_layout(self.layout):
-            return _first_row(self)
+        if (seen := getattr(self, "_seen", None)) is not None:
+            return cast(Layout, seen)
+        if dyadic.is_layout(self.layout):
+            axes, traced = jnp.ndim(self.layout) - 1, isinstance(self.layout, jax.core.Tracer)
+            if axes == 0 and traced:
+                return self.layout
+            if axes == 0 or (axes == self._one_axes() and not traced):
+                with jax.ensure_compile_time_eval():  # (a constant, even inside a trace)
+                    row = dyadic.canonical(self.layout[(0,) * axes])
+                object.__setattr__(self, "_seen", row)  # (one object per value: trees built or read apart meet)
+                return row
+            if axes == self._one_axes():
+                object.__setattr__(self, "_seen", row := self.layout[(0,) * axes])  # (read once: its rows meet)
+                return row
+            if not traced and _alike_axes(self.layout) == axes:
+                with jax.ensure_compile_time_eval():
+                    row = dyadic.canonical(self.layout[(0,) * axes])
+                object.__setattr__(self, "_seen", row)
+                return row
         if op is None:
             return None  # type: ignore[return-value]
         if not dyadic.is_layout(self.layout):
             raise ValueError(
-                f"DenseTree.{op}: a tangent of a tree whose shape is not known here (a jit's output holds no shape "
-                "but its leaves, and a tangent's layout is float0); read it on its tree: "
-                "tree.with_elements(tangent.data)"
+                f"DenseTree.{op}: a tangent of a tree (its layout is float0, JAX's tangent of a shape, which holds "
+                "none); read it on its tree: tree.with_elements(tangent.data)"
             )
         raise ValueError(
-            f"DenseTree.{op}: a stack of trees of different shapes (layout {jnp.shape(self.layout)}); map over "
-            "the stack"
+            f"DenseTree.{op}: a stack of trees of different shapes (layout {jnp.shape(self.layout)}), or, inside "
+            "jit, of shapes not known to be one (a stack JAX built, as jax.vmap or lax.scan do: "
+            "applicative.stacked.vmap keeps its trees' one shape); map over the stack"
         )
 
-    def _slots(self) -> Layout:
-        """The layout of every slot: this tree's or stack's own, or that of the tree it is a tangent of."""
+    def _one_axes(self) -> int:
+        """Along how many of its innermost stack axes this stack's trees are declared one shape (0 for one
+        tree): all where it has an origin; as the library built it or JAX rebuilt it (checked there); never
+        read off its values, so that it is pytree metadata a batch of trees holds whatever their shapes."""
+        if self.origin is not None:
+            return max(jnp.ndim(self.layout) - 1, 0)
+        return int(getattr(self, "_one", 0))
+
+    def _own(self, op: str) -> Layout:
+        """The layout of every slot, this tree's or stack's own; a ValueError naming ``op`` for a tangent."""
         if dyadic.is_layout(self.layout):
             return self.layout
-        return jnp.broadcast_to(self._shape("weights"), jnp.shape(self.layout))
-
-    def _one_shape(self, what: str) -> Layout:
-        """The one layout of this tree, or of every tree of this stack (its origin, or its rows when
-        concrete and all alike); a ValueError naming ``what`` otherwise."""
-        if (shape := self._shape(None)) is not None:
-            return shape
-        if (shape := _alike_rows(self.layout)) is not None:
-            return shape
-        raise ValueError(
-            f"{what}: a stack of trees of different shapes (or, inside jit, of shapes not known to be one); "
-            "a map along the stack combines their values, so they need one shape: build them on one tree "
-            "(tree.with_elements(values)) or refine them to one first"
-        )
+        return self._shape(op)  # (a tangent's message)
 
     def _stacked(self) -> bool:
         """Whether this is a stack of trees (its layout has axes in front of the slots)."""
@@ -119,6 +147,121 @@ class _Provenance:
         if isinstance(shape, jax.core.Tracer):
             raise ValueError(f"DenseTree.{op}: needs a concrete tree (read it outside jit, vmap and grad)")
         return shape
+
+    # A stack of trees as the library stacks, maps and pickles it (``Shaped``'s hooks): what its trees provably
+    # share is kept, never lent.
+
+    def _new(self, data: Any, layout: Layout, origin: Layout | None = None) -> Any:
+        """A tree (or stack) of this class and capacity: ``DenseTree(data, layout, capacity, origin)``."""
+        return type(self)(data, layout, self.capacity, origin)  # type: ignore[call-arg]
+
+    def stacked_from(self, elements: Sequence[Any], what: str) -> Any:
+        """``Shaped``'s hook for ``applicative.stacked.stack``: the stack of the trees (or stacks of trees)
+        ``elements``, which records their one shape where they provably have one (one layout object, or
+        equal concrete layouts), else how many inner axes every element is one shape along."""
+        for i, e in enumerate(elements):
+            if not isinstance(e, type(self)) or e.capacity != self.capacity or e.layout.shape != self.layout.shape:
+                kind = f"a DenseTree of layout {e.layout.shape}" if isinstance(e, type(self)) else type(e).__name__
+                raise ValueError(f"{what}: element {i} is {kind}, element 0 a DenseTree of layout {self.layout.shape}")
+        data, layout = stacked.stack([e.data for e in elements], what), jnp.stack([e.layout for e in elements])
+        shapes = [e._shape(None) for e in elements]
+        if all(s is not None and (s is shapes[0] or _equal(s, shapes[0])) for s in shapes):  # (stops at the first
+            return self._new(data, layout, dyadic.canonical(shapes[0]))  # that differs)
+        return _claimed(self._new(data, layout), min(e._one_axes() for e in elements))
+
+    def element(self, i: int) -> Any:
+        """``Shaped``'s hook for ``applicative.stacked.element``: the i-th tree of this stack of trees, on the
+        stack's one shape where the stack knows it (the rows of one stack then pair as a zip)."""
+        if not self._stacked():
+            raise ValueError(f"DenseTree.element: one tree (layout of shape {jnp.shape(self.layout)}), not a stack")
+        return self._row(stacked.element(self.data, i), lambda: self.layout[i])
+
+    def unstacked(self) -> tuple[Any, Callable[[Any], Any]] | None:
+        """``Shaped``'s hook for ``applicative.stacked.vmap``: a stack of one known shape varies in its values
+        only, each tree built on that shape; a stack of one shape along some inner axes keeps that for its
+        rows; any other varies in every leaf (None: JAX's slicing)."""
+        if not self._stacked() or not self._one_axes():
+            return None
+        if self._shape(None) is not None:
+            return self.data, lambda data: self._row(data, None)
+        return (self.data, self.layout), lambda rows: self._row(rows[0], lambda: rows[1])
+
+    def stacking(self, varies: Callable[[Any], bool]) -> tuple[Any, Callable[[Any, int], Any]] | None:
+        """``Shaped``'s hook for ``applicative.stacked.vmap``: trees that all hold this one layout (it does not
+        vary along the map) stack into a stack of that shape, which knows it; stacks of one shape along
+        some inner axes into a stack that keeps that; others as JAX stacks them (None)."""
+        if not dyadic.is_layout(self.layout) or (varies(self.layout) and not self._one_axes()):
+            return None
+        one, shape, layout = self._one_axes(), self._shape(None), self.layout
+        if varies(self.layout):
+            return (self.data, self.layout), lambda rows, n: _claimed(self._new(rows[0], rows[1]), one)
+
+        def build(data: Any, n: int) -> Any:
+            copies = jnp.broadcast_to(layout, (n, *jnp.shape(layout)))
+            return self._new(data, copies, shape) if shape is not None else _claimed(self._new(data, copies), one)
+
+        return self.data, build
+
+    def _row(self, data: Any, sliced: Callable[[], Layout] | None) -> Any:
+        """A tree (or stack) of this stack holding ``data``: on its one shape where it knows it, else on its
+        own row of the stack's layout (``sliced()``), one shape along as many inner axes as the stack is."""
+        shape, rest = self._shape(None), jnp.shape(self.layout)[1:]
+        if shape is None:
+            assert sliced is not None
+            return _claimed(self._new(data, sliced()), min(self._one_axes(), len(rest) - 1))
+        if len(rest) == 1:
+            return self._new(data, shape)
+        return self._new(data, jnp.broadcast_to(shape, rest), shape)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and deep-copied) by value: the layout, whose element type no pickle knows, as its stored
+        words, read back as the one layout object of its value, so that an unpickled tree pairs with trees
+        of its shape as a zip (a tangent's float0 layout as it is). A traced tree is not picklable."""
+        layout = dyadic.host_words(self.layout) if dyadic.is_layout(self.layout) else np.asarray(self.layout)
+        return _unpickled, (type(self), self.data, layout, self.capacity, self._one_axes())
+
+
+def _claimed(t: T, one: int) -> T:
+    """``t``, a stack the library built from one whose trees are one shape along ``one`` innermost stack axes
+    (its rows, or a stack of such stacks): so is it."""
+    object.__setattr__(t, "_one", one)
+    return t
+
+
+def _unpickled(cls: type[T], data: Any, layout: np.ndarray, capacity: int, one: int) -> T:
+    """``_Provenance.__reduce__``'s inverse: the tree, declared one shape along as many axes as it was where its
+    rows show it (as JAX's rebuilding checks it)."""
+    words = dyadic.from_words(layout) if layout.dtype == np.uint32 else cast(Layout, layout)
+    tree = cls(data, words, capacity)  # type: ignore[call-arg]
+    if not dyadic.is_layout(words) or (one and _alike_axes(words) >= one):
+        _claimed(tree, one)
+    return tree
+
+
+def _checked(data: T, layout: Layout, axes: int, what: str) -> T:
+    """``data``, whose stack's layout (traced) is claimed one shape along its ``axes`` innermost stack axes,
+    where every row is its block's first; else, at run time, a ValueError naming ``what`` (through
+    ``jax.debug.callback``) and NaN in every floating value, so that no tree is read with another's shape."""
+    words = jax.random.key_data(layout)
+    blocks = words.reshape(-1, math.prod(jnp.shape(layout)[-1 - axes : -1]), *words.shape[-2:])
+    alike = jnp.all(blocks == blocks[:, :1])
+
+    def refuse(ok: np.ndarray) -> None:
+        if not np.all(ok):
+            raise ValueError(
+                f"{what}: a stack of trees said to be one shape along its last {axes} stack axes holds trees of "
+                "several shapes there (a map that mixed the rows of two stacks: a where, a concatenation, a vmap "
+                "along an inner axis); stack them with applicative.stacked.stack, or build them on one tree"
+            )
+
+    jax.debug.callback(refuse, alike)
+
+    def poison(leaf: Any) -> Any:
+        if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact):
+            return jnp.where(alike, leaf, jnp.nan)
+        return leaf
+
+    return cast(T, jax.tree_util.tree_map(poison, data))
 
 
 def _check_layout(layout: object, capacity: int, what: str) -> None:
@@ -141,23 +284,23 @@ def _check_layout(layout: object, capacity: int, what: str) -> None:
     )
 
 
-def _alike_rows(layout: Layout) -> Layout | None:
-    """The one layout of a concrete stack of layouts whose every row is the same (canonical); None for a
-    single layout, a traced one, a tangent's, or rows that differ."""
-    if jnp.ndim(layout) < 2 or isinstance(layout, jax.core.Tracer) or not dyadic.is_layout(layout):
-        return None
-    words = np.asarray(jax.random.key_data(layout))
-    rows = words.reshape(-1, *words.shape[-2:])
-    if not (rows == rows[:1]).all():
-        return None
-    return dyadic.canonical(layout[(0,) * (jnp.ndim(layout) - 1)])
+def _alike_axes(layout: Layout) -> int:
+    """Along how many innermost stack axes the rows of a concrete stack of layouts are alike: the largest k
+    such that, for every index of the other axes, the rows over the last k are one layout."""
+    words = dyadic.host_words(layout)
+    stack = words.shape[:-2]
+    for k in range(len(stack), 0, -1):
+        blocks = words.reshape(-1, math.prod(stack[len(stack) - k :]), *words.shape[-2:])
+        if (blocks == blocks[:, :1]).all():
+            return k
+    return 0
 
 
 def _equal(a: Layout, b: Layout) -> bool:
     """Equal concrete layouts (values, read on the host); False where either is traced."""
     if isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer) or jnp.shape(a) != jnp.shape(b):
         return False
-    return bool(np.array_equal(np.asarray(jax.random.key_data(a)), np.asarray(jax.random.key_data(b))))
+    return bool(np.array_equal(dyadic.host_words(a), dyadic.host_words(b)))
 
 
 class _Shared:
@@ -175,135 +318,48 @@ class _Shared:
         return id(self.layout)
 
 
-# Provenance: which trees provably share one layout, as static pytree metadata (see the module docstring).
+# The pytree registration: the leaves are the values and the layout; the metadata the capacity and along
+# how many innermost stack axes the trees are one shape, which JAX compares.
 
 
 class _Meta:
-    """A DenseTree's static pytree metadata. JAX compares it (a jit's cache, the cotangents of a vjp, a
-    scan's carry) by the capacity and, for a stack, ``one``: whether every tree of the stack is one shape.
-    Carried, never compared (so never different inside and outside a trace): ``one`` of a single tree,
-    whether every tree of a stack JAX builds from its leaves (a vmap's or scan's output) has its shape,
-    and ``shape``, the layout that shape is where known (a single tree's own), from which a tangent or a
-    row of the stack rebuilt from these leaves knows it."""
+    """A DenseTree's static pytree metadata, compared by JAX as a whole: its capacity and ``one``, along how
+    many innermost stack axes its trees are one shape (0 for one tree)."""
 
-    __slots__ = ("capacity", "one", "shape", "stacked")
+    __slots__ = ("capacity", "one")
 
-    def __init__(self, capacity: int, stacked: bool, one: bool, shape: Layout | None) -> None:
-        self.capacity, self.stacked, self.one, self.shape = capacity, stacked, one, shape
-
-    def _key(self) -> tuple[int, bool]:
-        return self.capacity, self.stacked and self.one
+    def __init__(self, capacity: int, one: int) -> None:
+        self.capacity, self.one = capacity, one
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Meta) and self._key() == other._key()
+        return isinstance(other, _Meta) and (self.capacity, self.one) == (other.capacity, other.one)
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return hash((self.capacity, self.one))
 
     def __repr__(self) -> str:
-        return f"({self.capacity}{', one shape' if self.stacked and self.one else ''})"
-
-
-def _claimed(t: _Provenance) -> bool:
-    """Whether ``t`` is a stack known to be one shape, whose shape is read off its first row."""
-    return getattr(t, "_one", False)
-
-
-def _first_row(t: _Provenance) -> Layout:
-    """The first row of a stack's layout (canonical where concrete), read once per trace that asks: a row
-    read inside a trace that has since finished (a vmap's, an inner jit's) is read again."""
-    if (row := _read_row(t)) is None:
-        row = dyadic.canonical(t.layout[(0,) * (jnp.ndim(t.layout) - 1)])
-        object.__setattr__(t, "_row", row)
-    return row
-
-
-def _host_row(t: _Provenance) -> Layout | None:
-    """A concrete stack's first row, read where JAX flattens it; None where no computation may run there
-    (JAX 0.12 flattens a transformation's outputs outside any trace). A traced stack's is never read there:
-    its trace may not be the one running."""
-    try:
-        return _first_row(t)
-    except AttributeError:  # (no trace to run the read in: "'NoneType' object has no attribute ...")
-        return None
-
-
-def _read_row(t: _Provenance) -> Layout | None:
-    """The first row ``_first_row`` read, if it still can be used (its trace has not finished)."""
-    row: Any = getattr(t, "_row", None)
-    trace: Any = getattr(row, "_trace", None)  # (a traced row's)
-    return None if trace is not None and not trace.is_valid() else row
+        one = f", trees of one shape along the last {self.one} stack axes" if self.one else ""
+        return f"({self.capacity} slots{one})"
 
 
 def _flatten(t: _Provenance) -> tuple[tuple[tuple[Any, Any], ...], _Meta]:
     children = ((jax.tree_util.GetAttrKey("data"), t.data), (jax.tree_util.GetAttrKey("layout"), t.layout))
-    if (meta := getattr(t, "_meta", None)) is not None:  # (a placeholder tree: its metadata as JAX gave it)
-        return children, meta
-    if t._stacked():
-        shape = t.origin if t.origin is not None else _read_row(t)
-        if shape is None and _claimed(t) and dyadic.is_layout(t.layout) and not isinstance(t.layout, jax.core.Tracer):
-            shape = _host_row(t)
-        return children, _Meta(t.capacity, True, shape is not None or _claimed(t), shape)
-    # One tree: a stack JAX builds of its values (a vmap's output) is one shape if it has an origin (a row
-    # of a stack of one shape) or its values were traced apart from its layout (JAX broadcasts the layout).
-    one = t.origin is not None or _apart(t.data, t.layout)
-    return children, _Meta(t.capacity, False, one, t._shape(None))
+    return children, _Meta(t.capacity, t._one_axes())
 
 
 def _unflatten(cls: type[T], meta: _Meta, children: Any) -> T:
     data, layout = children
-    _check_layout(layout, meta.capacity, "DenseTree (rebuilt from its pytree leaves)")
+    what = "DenseTree (rebuilt from its pytree leaves)"
+    _check_layout(layout, meta.capacity, what)
+    one = meta.one  # (placeholders, a tangent's float0: kept as given, so that they flatten back alike)
+    if dyadic.is_layout(layout) and one:
+        one = min(one, jnp.ndim(layout) - 1)
+        if not isinstance(layout, jax.core.Tracer):
+            one = one if _alike_axes(layout) >= one else 0  # (a claim its rows contradict is dropped)
+        elif one:
+            data = _checked(data, layout, one, what)
     tree = object.__new__(cls)
-    for name, value in (("data", data), ("layout", layout), ("capacity", meta.capacity)):
+    for name, value in (("data", data), ("layout", layout), ("capacity", meta.capacity), ("origin", None)):
         object.__setattr__(tree, name, value)
-    origin: Layout | None = None
-    if not isinstance(layout, jax.Array | np.ndarray):
-        object.__setattr__(tree, "_meta", meta)  # JAX's placeholders (axis specs): flattened back as they were
-    else:
-        stacked, tangent = jnp.ndim(layout) > 1, not dyadic.is_layout(layout)
-        if meta.shape is not None and (tangent or meta.one) and _visible(meta.shape, (data, layout)):
-            # A concrete stack reads its shape off its own first row (canonical: the recorded object where that
-            # was canonical), as its structure may have been flattened from another value (JAX keeps a jit's
-            # output structure from its first call's value).
-            origin = None if stacked and not tangent and not isinstance(layout, jax.core.Tracer) else meta.shape
-        if meta.one and origin is None and stacked:
-            object.__setattr__(tree, "_one", True)  # (its one shape read off its first row when asked)
-        elif meta.one and meta.stacked and origin is None and not tangent:
-            origin = cast(Layout, layout)  # a row of a stack of one shape: stacks of its values are one too
-    object.__setattr__(tree, "origin", origin)
+    object.__setattr__(tree, "_one", one)
     return tree
-
-
-def _apart(data: object, layout: Layout) -> bool:
-    """Whether some value is traced by a transformation that the layout is not traced by (a ``vmap``
-    or ``grad`` of the values alone, the layout closed over): whatever rebuilds the tree from that
-    transformation's outputs (a stack of the vmapped trees) holds this one layout. Values and layout
-    traced together (a ``jit``'s arguments, a ``scan``'s carry) record nothing."""
-    own = layout._trace if isinstance(layout, jax.core.Tracer) else None
-    return any(isinstance(leaf, jax.core.Tracer) and leaf._trace is not own for leaf in jax.tree_util.tree_leaves(data))
-
-
-def _visible(shape: Layout, leaves: object) -> bool:
-    """Whether a recorded shape can be vouched for where a tree of these leaves is rebuilt: concrete where
-    no leaf is staged (a jit, a scan's body: a computation that will serve other values, for which the
-    shape of the value it was traced with would be wrong; an eager vmap, jvp or grad computes now), or
-    traced by the trace of one of the traced leaves or one that trace runs inside (a vmap within a jit
-    sees the jit's values). A shape from a finished trace (a jit's output, an inner jit's body) is not."""
-    traced = [leaf for leaf in jax.tree_util.tree_leaves(leaves) if isinstance(leaf, jax.core.Tracer)]
-    if not isinstance(shape, jax.core.Tracer):
-        return not any(_staged(leaf) for leaf in traced)
-    return any(trace is shape._trace for leaf in traced for trace in _traces(leaf))
-
-
-def _staged(leaf: Any) -> bool:
-    """Whether a tracer's computation is staged out to run again on other values (a jit, the body of a scan,
-    cond or while, a checkpoint: a jaxpr's trace, which JAX does not export), not computed now."""
-    return any(isinstance(trace, (partial_eval.DynamicJaxprTrace, partial_eval.JaxprTrace)) for trace in _traces(leaf))
-
-
-def _traces(leaf: Any) -> Iterator[Any]:
-    """The traces of a tracer: its own and those it runs inside (a vmap's or a grad's parent)."""
-    trace: Any = leaf._trace
-    while trace is not None:
-        yield trace
-        trace = getattr(trace, "parent_trace", None)

@@ -97,6 +97,7 @@ from applicative.stacked import (
     stack,
     stacked_size,
     sums_leafwise,
+    vmap,
     weighted_sum,
 )
 
@@ -201,7 +202,7 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co], VectorSpace):
         self._check("fmap")
         what = f"Cheb[{self.tag.__name__}].fmap"
         values = along(self.data, lambda leaf: chebyshev.to_values(leaf, self.points), what)
-        mapped = jax.vmap(f)(values)
+        mapped = vmap(f, values)
         coefficients = along(mapped, lambda leaf: chebyshev.to_coefficients(leaf, self.size), what)
         return Cheb(coefficients, self.tag, self.size, self.points)
 
@@ -252,7 +253,7 @@ class Cheb(Dense[ChebOf[N], A_co], Counit[ChebOf[N], A_co], VectorSpace):
                 raise ValueError(f"Cheb[{self.tag.__name__}]: evaluation outside [-1, 1] (max |x| {jnp.abs(a).max()})")
         shape = jnp.broadcast_shapes(*(a.shape for a in arrays))
         flat = [jnp.broadcast_to(a, shape).ravel() for a in arrays]
-        values = jax.vmap(self._at)(*flat)
+        values = vmap(self._at, *flat)
         return jax.tree_util.tree_map(lambda leaf: leaf.reshape(shape + leaf.shape[1:]), values)
 
     def _at(self, x: jax.Array, *rest: jax.Array) -> Any:

@@ -22,7 +22,10 @@ them, and ``vmap`` maps over a batch of trees of different shapes.
     restack   ``Shaped``'s hook: a map along a stack of trees of one shape (a Cheb's DCT of a
               function whose values are trees) maps their values and keeps the one layout;
               a stack of trees of different shapes is refused, never transformed as numbers
-    stacked_from  ``Shaped``'s hook for ``stacked.stack``: trees of one shape stacked record it
+    stacked_from  ``Shaped``'s hook for ``stacked.stack``: trees of one shape stack knowing it
+    unstacked, stacking   ``Shaped``'s hooks for ``stacked.vmap``: a stack of one shape is mapped tree
+              by tree on that shape, and trees that all hold one layout stack knowing it (these
+              hooks, and the reading of which trees share a shape, are ``_tree_meta``'s)
     a stack   met as a value (the coefficients of a function whose values are trees, added by
               ordinary arithmetic), ``fmap`` maps every tree and ``pair`` pairs two stacks of as
               many trees tree by tree
@@ -33,37 +36,34 @@ them, and ``vmap`` maps over a batch of trees of different shapes.
 Sharing a shape. Attention pairs a tree's projections with each other, and
 contracts scores with values over the keys' tree: those trees all have one
 shape, and they must pair and contract for free. A shape is data, so it cannot
-be compared at trace time; its *provenance* can. Trees made from one tree
+be compared at trace time; its identity can. Trees made from one tree
 (``fmap``, ``pure``, a zip, the linear algebra's results) hold the very same
-layout array (and origin), and trees stacked inside another structure (the
-rows of a score matrix, a tree per attention head) remember the one layout they
-all have (``origin``). ``pair`` zips two trees whose layout (or origin) is the
-same object and merges any others; the linear algebra contracts trees of the
-same layout by its dense formula and takes the generic definition (which
-refines) for any others. Correct either way, fast where it matters. Trees built
-on the host of one shape and capacity hold one layout object (layouts are
-interned by value), so they zip and meet too; inside a trace, give a second
-tree a known shape by building it on the first: ``tree.with_elements(values)``.
+layout array; concrete layouts of one value are one object (``dyadic.canonical``);
+and a stack the library builds knowing its trees share one layout (the rows of
+a score matrix, a tree per attention head: ``stacked.vmap``'s output, which is
+every structure's ``fmap``; ``stacked.stack`` of trees of one shape) holds it
+as ``origin``. ``pair`` zips two trees of one shape and merges any others; the
+linear algebra contracts trees of one shape by its dense formula and takes the
+generic definition (which refines) for any others. Correct either way, fast
+where it matters. Inside a trace, give a second tree a known shape by building
+it on the first: ``tree.with_elements(values)``.
 
-What JAX compares of a tree's pytree metadata (its jit cache, a vjp's
-cotangents, a scan's carry, ``tree_map`` of two structures) is its capacity
-and whether a stack of trees is one shape, never the provenance, so a tree is
-one pytree structure inside and outside every trace. The provenance rides
-along uncompared: a vmap of values traced apart from their layout builds a
-stack whose rows are that layout, and a tangent knows its tree's shape. Where
-it cannot be vouched for (a trace that has finished, or a concrete shape seen
-inside a jit, which will serve other values) a stack known to be one shape
-reads its shape off its first row. (This machinery, the provenance and the
-pytree metadata, is ``_tree_meta``'s; the leaves read off nested pairs and the
-gather of values at slots, ``_tree_slots``'s.)
+What crosses JAX's transformations is what JAX moves with the values: the
+layout leaf, and a stack's pytree metadata, which JAX compares: its capacity
+and along how many inner stack axes its trees are one shape (``_tree_meta``).
+No shape is ever lent by one value's metadata to another's leaves (a ``cond``,
+a ``where``, a ``tree_map`` of two, a ``scan``'s carry): a claim JAX rebuilds
+around other leaves is checked, on the host or at run time, and a tangent
+(whose layout is float0) is read on its tree. Pickle (and ``copy.deepcopy``)
+keeps a tree whole, its layout as its words.
 
 Gradients. A layout's element type is not a float, so JAX gives it a float0
 tangent: ``jax.jvp`` and ``jax.vjp`` of functions of trees run, their tangents
-and cotangents are trees whose layout leaf is float0 and whose shape is the
-primal's (``origin``); ``jax.grad`` with respect to a tree takes
+and cotangents are trees whose layout leaf is float0, read on their tree
+(``tree.with_elements(tangent.data)``); ``jax.grad`` with respect to a tree takes
 ``allow_int=True``, JAX's rule for any pytree with a non-float leaf (a PRNG
-key, an integer), and returns such a tree. ``jax.linear_transpose`` admits
-float leaves only: transpose a function of the values, the tree closed over
+key, an integer), and returns such a tree. ``jax.linear_transpose`` and
+``jax.jacrev`` take a function of the values, the tree closed over
 (``lambda v: f(t.with_elements(v))``).
 
 Why this layout. The shapes a user meets are deep and unbalanced: the binarised
@@ -120,22 +120,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from applicative.instances import dyadic
-from applicative.instances._tree_meta import (
-    _alike_rows,
-    _check_layout,
-    _equal,
-    _flatten,
-    _Provenance,
-    _Shared,
-    _unflatten,
-)
+from applicative.instances._tree_meta import _check_layout, _flatten, _Provenance, _Shared, _unflatten
 from applicative.instances._tree_slots import _take, _walk
 from applicative.instances.dyadic import Layout
 from applicative.instances.tree import Leaf, Nested, Node, Shape, Tree
@@ -145,7 +137,7 @@ from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Measured
 from applicative.protocols.operators import VectorSpace
-from applicative.stacked import ProductPairing, check_stacked, element, largest, numeric, stack, weighted_sum
+from applicative.stacked import ProductPairing, check_stacked, element, largest, numeric, stack, vmap, weighted_sum
 
 __all__ = ["DenseTree", "DenseTreeOf", "as_dense_tree"]
 
@@ -157,7 +149,7 @@ class DenseTreeOf(Measured):
 
 
 @dataclass(frozen=True, eq=False)
-class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPairing, VectorSpace, _Provenance):
+class DenseTree(_Provenance, Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPairing, VectorSpace):
     """A binary tree of at most ``capacity`` leaves with values of type ``A``, its shape as an array.
 
     ``DenseTree(data, layout, capacity)`` itself is unchecked but for its layout's type and size (JAX
@@ -169,8 +161,10 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
     """The shape: a ``dyadic.Layout`` of ``capacity`` slots (float0 in a tangent: see the module docstring)."""
     capacity: int
     origin: Layout | None = None
-    """The one layout of every tree of a stack (rows of a score matrix), or of the tree a tangent is of,
-    when known; static."""
+    """The one layout of every tree of a stack (the rows of a score matrix), where the library built the
+    stack knowing it; else None (a tree's shape is its layout, and a shape read off a stack's concrete rows
+    is kept apart: it is never declared). Never pytree metadata: a tree JAX rebuilds from its leaves knows
+    its shape only from them (``_tree_meta``)."""
 
     def __post_init__(self) -> None:
         _check_layout(self.layout, self.capacity, "DenseTree")
@@ -206,6 +200,12 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         what = "DenseTree.from_shape"
         depths = dyadic.depths_of(shape, what)
 
+        def shaped(x: object) -> bool:
+            return isinstance(x, Shaped)
+
+        if any(shaped(x) for x in jax.tree_util.tree_leaves(value, is_leaf=shaped)):
+            return _build(what, [value] * len(depths), depths, capacity)  # (stacked as one: trees of one shape)
+
         def repeated(leaf: Any) -> Any:  # one value per leaf, as a broadcast view: no copy per leaf
             x = numeric(leaf, what, host=True)
             return (np.broadcast_to if isinstance(x, np.ndarray) else jnp.broadcast_to)(x, (len(depths), *x.shape))
@@ -219,7 +219,7 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         if self._stacked():
             return _each_tree(lambda t: t.fmap(f), self)
         self._single("fmap")
-        return _tree(jax.vmap(f, axis_size=self.capacity)(self.data), self.layout, self.capacity, self.origin)
+        return _tree(vmap(f, self.data, size=self.capacity), self.layout, self.capacity)
 
     def pair(self, other: Applicative[DenseTreeOf, B]) -> DenseTree[tuple[A_co, B]]:
         """The common refinement, values paired: a zip if both trees have one known layout. Two stacks of as
@@ -238,7 +238,7 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
         other._single("pair")
         mine, theirs = self._shape("pair"), other._shape("pair")
         if mine is theirs:
-            return _tree((self.data, other.data), self.layout, self.capacity, self.origin)
+            return _tree((self.data, other.data), self.layout, self.capacity)
         fine, in_self, in_other = dyadic.refine(mine, theirs)
         fine = dyadic.canonical(fine)  # (a concrete layout is the one object of its value: rows read off it meet)
         return _tree((_take(self.data, in_self), _take(other.data, in_other)), fine, jnp.shape(fine)[0])
@@ -267,38 +267,18 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
     def restack(self, f: Callable[[Any], Any], what: str) -> DenseTree[Any]:
         """This tree or stack of trees holding ``f(data)`` (``f`` maps the stack's leading axes: a
         Chebyshev transform of a function whose values are trees), on the one layout every tree of
-        the stack has: its values are mapped, never its layout. A stack whose trees differ in shape,
-        or cannot be shown to share one (traced, of no known origin), is a ValueError naming ``what``."""
-        shape = self._one_shape(what)
+        the stack has: its values are mapped, never its layout. A stack of trees of several shapes (or,
+        inside jit, not known to be one) is a ValueError naming ``what``."""
+        shape = self._shape(what)
         before, data = jax.tree_util.tree_leaves(self.data), f(self.data)
         after = jax.tree_util.tree_leaves(data)
         if not before:
             return _tree(data, self.layout, self.capacity, self.origin)
         # The element axes (after the slots) are kept; the new stack axes are those in front of the slots.
         stack_axes = after[0].shape[: jnp.ndim(after[0]) - (jnp.ndim(before[0]) - jnp.ndim(self.layout)) - 1]
+        if not stack_axes:
+            return _tree(data, shape, self.capacity)
         return _tree(data, jnp.broadcast_to(shape, (*stack_axes, self.capacity)), self.capacity, shape)
-
-    def stacked_from(self, elements: Sequence[Any]) -> DenseTree[A_co]:
-        """``Shaped``'s hook for ``applicative.stacked.stack``: this stack, built from the trees ``elements``,
-        records their one shape if they provably have one (one layout object, or equal concrete layouts),
-        so that it is one shape inside ``jit`` too; else it is left a stack of trees of any shapes."""
-        if self.origin is not None or not self._stacked():
-            return self
-        shapes: list[Layout] = []
-        for e in elements:
-            if not isinstance(e, DenseTree) or (shape := e._shape(None)) is None:
-                return self  # (a stack of trees of different shapes among the elements)
-            shapes.append(shape)
-        if shapes and all(s is shapes[0] or _equal(s, shapes[0]) for s in shapes):  # (stops at the first
-            return _tree(self.data, self.layout, self.capacity, dyadic.canonical(shapes[0]))  # that differs)
-        return self
-
-    def element(self, i: int) -> DenseTree[A_co]:
-        """``Shaped``'s hook for ``applicative.stacked.element``: the i-th tree of this stack of trees, which
-        knows the stack's one shape where the stack does (the rows of one stack then pair as a zip)."""
-        if not self._stacked():
-            raise ValueError(f"DenseTree.element: one tree (layout of shape {jnp.shape(self.layout)}), not a stack")
-        return _tree(element(self.data, i), self.layout[i], self.capacity, self._shape(None))
 
     def refine(self, other: DenseTree[object]) -> DenseTree[A_co]:
         """The same function on the common refinement of both shapes: fmap(fst, pair(self, other))."""
@@ -308,8 +288,7 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
     # leaves' measures 2^-depth, and data. Trees meet in a product only when they share a layout.
 
     def axes(self) -> tuple[Axis] | None:
-        shape = self._shape(None)
-        if shape is None and (shape := _alike_rows(self.layout)) is None:
+        if (shape := self._shape(None)) is None:
             return None  # a stack of trees of different shapes (or not known to be one): no one axis
         return (Axis("DenseTree", None, self.capacity, dyadic.weights(shape), _Shared(shape), nodal=True),)
 
@@ -323,11 +302,11 @@ class DenseTree(Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPair
 
     def valid(self) -> jax.Array:
         """Which slots hold leaves (bool, ``capacity``): False on padding."""
-        return dyadic.intervals(self._slots()).depth >= 0
+        return dyadic.intervals(self._own("valid")).depth >= 0
 
     def weights(self) -> jax.Array:
         """The measure of each slot, 2^-depth (0 on padding): the Gram matrix's diagonal."""
-        return dyadic.weights(self._slots())
+        return dyadic.weights(self._own("weights"))
 
     def largest(self) -> jax.Array:
         """The largest value over the leaves, padding excluded (a softmax's shift: ``nn.Sampled``), of every
@@ -411,29 +390,15 @@ def _build(what: str, values: Sequence[T] | T, depths: list[int], capacity: int 
         data: Any = stack([values[i] for i in slots], what)
     else:
         data = jax.tree_util.tree_map(lambda leaf: _take(numeric(leaf, what, host=True), slots), values)
-    return DenseTree(_shared(data), lay, capacity)  # (trees of one shape built apart share ``lay``)
-
-
-def _shared(data: T) -> T:
-    """Stacked values in which every tree of a stack of trees has one shape know it (a tree of trees
-    whose rows share their shape, as a matrix's do): such rows then meet in the dense formulas."""
-
-    def share(x: Any) -> Any:
-        if not isinstance(x, DenseTree) or x.origin is not None or (row := _alike_rows(x.layout)) is None:
-            return x
-        return DenseTree(x.data, x.layout, x.capacity, row)
-
-    return cast(T, jax.tree_util.tree_map(share, data, is_leaf=lambda x: isinstance(x, DenseTree)))
+    return DenseTree(data, lay, capacity)  # (trees of one shape built apart share ``lay``)
 
 
 def _each_tree(f: Callable[..., DenseTree[Any]], *stacks: DenseTree[Any]) -> DenseTree[Any]:
-    """``f`` on every tree of stacks of as many trees (one ``vmap`` per stack axis), the results stacked. A
-    stack's one shape is read first, so that its trees know it (and two trees of one stack pair as a zip)."""
-    for s in stacks:
-        s._shape(None)
-    for _ in range(jnp.ndim(stacks[0].layout) - 1):
-        f = jax.vmap(f)
-    return f(*stacks)
+    """``f`` on every tree of stacks of as many trees (``stacked.vmap`` per stack axis), the results stacked:
+    a stack's trees are built on its one shape where it knows it (two trees of one stack pair as a zip)."""
+    if not stacks[0]._stacked():
+        return f(*stacks)
+    return vmap(lambda *rows: _each_tree(f, *rows), *stacks)
 
 
 jax.tree_util.register_pytree_with_keys(DenseTree, _flatten, functools.partial(_unflatten, DenseTree))

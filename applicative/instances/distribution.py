@@ -105,7 +105,7 @@ __all__ = [
     "Weights",
     "mixture",
 ]
-from applicative.stacked import ProductPairing, element, largest, numeric, stacked_size, weighted_sum
+from applicative.stacked import ProductPairing, element, largest, numeric, stacked_size, vmap, weighted_sum
 
 TOLERANCE = 1e-6
 """How far the total probability (or squared norm) may be from one at construction."""
@@ -215,7 +215,7 @@ class _Finite(ProductPairing, Generic[A_co]):
             shapes = jax.eval_shape(f, jax.tree_util.tree_map(lambda leaf: leaf[0], self.outcomes))
             mapped = jax.tree_util.tree_map(lambda s: jnp.zeros((0, *s.shape), s.dtype), shapes)
             return type(self)._raw(mapped, self.weights)
-        mapped = jax.vmap(f, axis_size=n)(self.outcomes)
+        mapped = vmap(f, self.outcomes, size=n)
         if _is_traced(mapped):
             return type(self)._raw(mapped, self.weights)
         return type(self)._raw(*_merge(mapped, self.weights))

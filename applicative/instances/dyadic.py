@@ -70,6 +70,8 @@ __all__ = [
     "depths",
     "depths_of",
     "encode",
+    "from_words",
+    "host_words",
     "intervals",
     "is_layout",
     "layout",
@@ -172,8 +174,22 @@ def canonical(lay: Layout) -> Layout:
     and ``pair`` recognise at trace time."""
     if isinstance(lay, jax.core.Tracer):
         return lay
-    words = np.asarray(jax.random.key_data(lay), np.uint32)
+    words = host_words(lay)
     return _interned(words.tobytes(), words.shape)
+
+
+def from_words(words: np.ndarray) -> Layout:
+    """The layout of these stored words (``host_words``' inverse: uint32, shape (..., capacity, 3)), the one
+    object of its value (``canonical``). Unchecked, as ``encode``: words read off a layout."""
+    words = np.ascontiguousarray(words, np.uint32)
+    return _interned(words.tobytes(), words.shape)
+
+
+def host_words(lay: Layout) -> np.ndarray:
+    """The stored words of a concrete layout (uint32, its shape and 3), on the host: read even inside a trace,
+    where a concrete layout is a constant (any operation on it there would be staged)."""
+    with jax.ensure_compile_time_eval():
+        return np.asarray(jax.random.key_data(lay), np.uint32)
 
 
 def layout(depths: Sequence[int] | np.ndarray, capacity: int, what: str = "layout") -> Layout:

@@ -50,7 +50,7 @@ from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Dim, K, M, Measured, N, check_tag
 from applicative.protocols.operators import VectorSpace
 from applicative.records import record, static
-from applicative.stacked import check_stacked, element, nested, numeric, stack, stacked_size, weighted_sum
+from applicative.stacked import check_stacked, element, nested, numeric, stack, stacked_size, vmap, weighted_sum
 
 __all__ = ["Vec", "VecOf", "as_vec"]
 
@@ -103,7 +103,7 @@ class Vec(Dense[VecOf[N], A_co], Counit[VecOf[N], A_co], VectorSpace):
 
     def fmap(self, f: Callable[[A_co], B]) -> Vec[N, B]:
         check_stacked(self.data, self.size, f"Vec[{self.tag.__name__}].fmap")
-        return Vec(jax.vmap(f, axis_size=self.size)(self.data), self.tag, self.size)
+        return Vec(vmap(f, self.data, size=self.size), self.tag, self.size)
 
     def pair(self, other: Applicative[VecOf[N], B]) -> Vec[N, tuple[A_co, B]]:
         if not isinstance(other, Vec):

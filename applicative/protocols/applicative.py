@@ -66,8 +66,10 @@ class Shaped:
     weights). Shape is never an element: a structure that holds such structures (a Cheb whose values
     are trees, a Vec of distributions) never adds, scales, transforms or sums their leaves. It reaches
     them through their own operations: ``fmap`` and ``pair`` (ordinary arithmetic adds and scales
-    them through these, as ``Pointwise`` does), and ``restack`` for a linear map along a stack of them
-    (``applicative.stacked.along``: a Chebyshev transform of tree values)."""
+    them through these, as ``Pointwise`` does), ``restack`` for a linear map along a stack of them
+    (``applicative.stacked.along``: a Chebyshev transform of tree values), and the hooks through which
+    ``applicative.stacked`` stacks them (``stacked_from``) and maps them (``unstacked``, ``stacking``)
+    keeping what a stack of them shares."""
 
     def restack(self, f: Callable[[Any], Any], what: str) -> Any:
         """This structure, or this stack of structures (a leading axis on every leaf), holding
@@ -86,12 +88,29 @@ class Shaped:
         default takes every leaf's i-th row."""
         return jax.tree_util.tree_map(lambda leaf: leaf[i], self)
 
-    def stacked_from(self, elements: Sequence[Any]) -> Any:
-        """This stack of structures, just built by ``applicative.stacked.stack`` from ``elements`` (the
-        structures at this place of each element, in order), with what they provably share recorded: a
-        stack of trees of one shape records that shape, so that a map along the stack (``restack``)
-        knows it inside ``jit`` too. The default records nothing."""
-        return self
+    def unstacked(self) -> tuple[Any, Callable[[Any], Any]] | None:
+        """For ``applicative.stacked.vmap`` mapping along this stack's leading axis: what varies along it (a
+        pytree with that axis in front of every leaf) and how to build one structure of the stack from a
+        slice of it, on what every structure of the stack shares (a stack of trees of one shape: that
+        shape, not a slice of it). None, the default: every leaf varies, sliced as ``jax.vmap`` slices it."""
+        return None
+
+    def stacking(self, varies: Callable[[Any], bool]) -> tuple[Any, Callable[[Any, int], Any]] | None:
+        """For ``applicative.stacked.vmap``, this structure as the mapped function's output: what varies
+        along the map (``varies(leaf)`` tells, at trace time, whether a leaf does) and how to build the
+        stack of ``n`` such structures from it stacked, on what they all share (trees that all hold one
+        layout: a stack of that shape, which knows it). None, the default: every leaf stacked, as
+        ``jax.vmap`` stacks it."""
+        return None
+
+    def stacked_from(self, elements: Sequence[Any], what: str) -> Any:
+        """The stack of ``elements`` (this structure first: the structures at one place of the elements
+        ``applicative.stacked.stack`` stacks), built by the structure where it knows what they provably
+        share: trees stack as a stack that records their one shape, or how far each of them was one
+        shape (a stack of sequences of trees), whatever each claimed. None, the default: every leaf
+        stacked, as ``jax.numpy.stack`` stacks it (the elements must then be one pytree structure);
+        ``what`` names the caller in errors."""
+        return None
 
 
 class ProductPairing(Shaped):

@@ -60,6 +60,7 @@ It states it as data too, ``Axis.exact``, and the law suite checks the hook
 
 from __future__ import annotations
 
+import functools
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ import numpy as np
 
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import A_co, B, F
+from applicative.stacked import vmap
 
 __all__ = ["Axis", "Dense", "nest", "to_array"]
 
@@ -85,7 +87,7 @@ class Axis:
     weights, a tree's 2^-depth), a ``shape`` equal exactly when the measures are equal: a hashable
     value (the mesh's nodes as a tuple of floats, kept as static pytree metadata so that no other
     structure's operation ever transforms them), or an identity that the data carries with it (a
-    ``DenseTree``'s layout provenance). A constant Gram matrix (a Vec's, a Cheb's) leaves ``shape``
+    ``DenseTree``'s layout, by identity). A constant Gram matrix (a Vec's, a Cheb's) leaves ``shape``
     None and is compared itself, by object (a cached array: free) or by value."""
 
     kind: str
@@ -162,7 +164,8 @@ class Dense(Applicative[F, A_co]):
 def nest(shells: Sequence[Dense[Any, Any]], elements: Any) -> Any:
     """The nested structure of ``shells`` (outermost first, each with one level's shape) holding
     ``elements``, whose leaves carry every level's axes in front. An inner shell is built under
-    ``jax.vmap`` over the outer axes when its shape is data, so its shape carries them too."""
+    ``stacked.vmap`` over the outer axes when its shape is data, so its shape carries them too (and the
+    stack knows it: a stack of trees of one shape)."""
     if not shells:
         return elements
     outer, inner = shells[0], shells[1:]
@@ -173,7 +176,7 @@ def nest(shells: Sequence[Dense[Any, Any]], elements: Any) -> Any:
 
         if any(axis.shape is not None for shell in inner for axis in shell.axes() or ()):
             for _ in outer.axes() or ():
-                build = jax.vmap(build)
+                build = functools.partial(vmap, build)
         elements = build(elements)
     return outer.with_elements(elements)
 

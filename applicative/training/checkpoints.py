@@ -6,6 +6,11 @@ the loss history, the held-out errors so far, the training time and the run's ou
 takes them against a template of the run's shapes from ``jax.eval_shape`` (no weight is drawn, nothing is
 compiled): every array's shape, kind and finiteness is checked, and the file's description must be the
 run's (a different one is refused naming the settings that differ).
+
+``save_pytree`` and ``load_pytree`` keep any pytree in the same format, checked the same way: a batch of
+trees, a structure holding trees, a dataset to cache or hand to another process. A leaf that is a typed
+key array (a tree's layout, a PRNG key: JAX's extended dtypes, which numpy cannot hold) is stored as its
+key data and rebuilt with the template's implementation, so a tree comes back of its shape.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from applicative import stacked
 from applicative.training.files import CHECKPOINT, CONFIG, atomic_file
 from applicative.training.learner import Learner
 
-__all__ = ["State", "history", "read", "restore", "save", "stored", "template"]
+__all__ = ["State", "history", "load_pytree", "read", "restore", "save", "save_pytree", "stored", "template"]
 
 P = TypeVar("P")
+T = TypeVar("T")
 
 
 @dataclass
@@ -68,8 +75,7 @@ _FIELDS = {"run", "step", "seconds", "losses", "output_scale", "held_out"}
 def save(directory: Path, description: str, state: State[P]) -> None:
     """Write the checkpoint of the run ``description`` (its config.json text) atomically: a temporary file
     in ``directory``, then ``os.replace``."""
-    leaves = jax.tree_util.tree_leaves((state.model, state.opt_state))
-    arrays = {f"leaf_{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
+    arrays = _arrays((state.model, state.opt_state))
     arrays.update(run=np.asarray(description), step=np.asarray(state.step), seconds=np.asarray(state.seconds))
     arrays.update(losses=np.asarray(state.losses), output_scale=np.asarray(state.scale, np.float64))
     arrays.update(held_out=np.asarray(state.held_out, np.float64).reshape(-1, 2))
@@ -128,16 +134,78 @@ def read(
         raise ValueError(f"{path} was written by a different run configuration ({_difference(saved, description)})")
     if extra:
         raise ValueError(f"{path} holds arrays the configuration has no place for: {', '.join(extra)}")
-    for i, (leaf, array) in enumerate(zip(leaves, arrays, strict=True)):
-        if leaf.shape != array.shape:
-            raise ValueError(f"{path}: array {i} has shape {array.shape}, the configuration needs {leaf.shape}")
-        if array.dtype.kind != leaf.dtype.kind:
-            raise ValueError(f"{path}: array {i} is {array.dtype}, the configuration needs {leaf.dtype}")
-        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
-            raise ValueError(f"{path}: array {i} holds NaN or infinite values; a checkpoint's weights are finite")
-    restored = [jnp.asarray(a, leaf.dtype) for a, leaf in zip(arrays, leaves, strict=True)]
-    model, opt_state = jax.tree_util.tree_unflatten(treedef, restored)
+    model, opt_state = jax.tree_util.tree_unflatten(treedef, _leaves(arrays, leaves, path, "the configuration"))
     return State(model, opt_state, step, losses, stored_scale, seconds, held_out)
+
+
+def save_pytree(path: str | Path, x: object, description: str = "") -> None:
+    """``x``, any pytree of arrays (structures holding trees included), in one file of the checkpoint format
+    at ``path`` (an .npz): its leaves in pytree order and ``description``, written atomically."""
+    arrays = _arrays(x)
+    arrays.update(run=np.asarray(description))
+    with atomic_file(Path(path)) as file:
+        np.savez(file, allow_pickle=False, **arrays)
+
+
+def load_pytree(path: str | Path, like: T, description: str = "") -> T:
+    """The pytree ``save_pytree`` wrote at ``path``, rebuilt on ``like`` (a value of its structure, or
+    ``jax.eval_shape`` of one: its pytree structure, shapes and dtypes). A ValueError names the file and what
+    differs: another description, another number of arrays, an array's shape or kind, a file that is not
+    one of these; FileNotFoundError if there is none."""
+    path = Path(path)
+    leaves, treedef = jax.tree_util.tree_flatten(like)
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            saved = str(stored["run"])
+            count = sum(name.startswith("leaf_") for name in stored.files)
+            arrays = [stored[f"leaf_{i}"] for i in range(count)]
+    except (ValueError, KeyError, EOFError, zipfile.BadZipFile, AttributeError) as error:
+        raise ValueError(f"{path} is corrupt or not a saved pytree ({type(error).__name__}: {error})") from error
+    if saved != description:
+        raise ValueError(f"{path} holds {saved!r}, not {description!r}")
+    if count != len(leaves):
+        raise ValueError(f"{path} holds {count} arrays, the structure it is read into has {len(leaves)}")
+    restored: T = jax.tree_util.tree_unflatten(treedef, _leaves(arrays, leaves, path, "the structure"))
+    return restored
+
+
+def _arrays(x: object) -> dict[str, np.ndarray]:
+    """The leaves of ``x`` as host arrays named ``leaf_0``, ``leaf_1``, ... in pytree order; a typed key array
+    (a tree's layout, a PRNG key) as its key data."""
+    return {f"leaf_{i}": stacked.to_host(leaf) for i, leaf in enumerate(jax.tree_util.tree_leaves(x))}
+
+
+def _leaves(arrays: list[np.ndarray], template: list[Any], path: Path, needs: str) -> list[jax.Array]:
+    """The stored ``arrays`` as the leaves of ``template`` (arrays or ``jax.ShapeDtypeStruct``s), checked:
+    each array's shape and kind, finite floats; a typed key array rebuilt from its key data."""
+    restored = []
+    for i, (leaf, array) in enumerate(zip(template, arrays, strict=True)):
+        keys = jnp.issubdtype(leaf.dtype, jax.dtypes.extended)
+        shape = jax.eval_shape(jax.random.key_data, leaf).shape if keys else leaf.shape
+        if shape != array.shape:
+            raise ValueError(f"{path}: array {i} has shape {array.shape}, {needs} needs {shape}")
+        if array.dtype.kind != ("u" if keys else np.dtype(leaf.dtype).kind):
+            raise ValueError(f"{path}: array {i} is {array.dtype}, {needs} needs {leaf.dtype}")
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+            raise ValueError(f"{path}: array {i} holds NaN or infinite values; stored weights are finite")
+        if keys:
+            restored.append(jax.random.wrap_key_data(jnp.asarray(array), impl=_key_impl(leaf)))
+        else:
+            restored.append(jnp.asarray(array, leaf.dtype))
+    return restored
+
+
+def _key_impl(leaf: Any) -> Any:
+    """The implementation of a typed key array or of its ``jax.ShapeDtypeStruct`` (JAX reads it off arrays
+    only: here off a placeholder of that type, traced by ``jax.eval_shape``)."""
+    found: list[Any] = []
+
+    def probe(key: jax.Array) -> int:
+        found.append(jax.random.key_impl(key))
+        return 0
+
+    jax.eval_shape(probe, leaf)
+    return found[0]
 
 
 def _difference(saved: str, description: str) -> str:

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from applicative import Applicative, Axis, Counit, Dense, Dim, Measured, Module, arithmetic, record, static
-from applicative.stacked import along, largest, stack, weighted_sum
+from applicative.stacked import along, largest, stack, vmap, weighted_sum
 
 __all__ = ["Fourier", "FourierOf", "basis", "gram", "transform"]
 
@@ -101,12 +101,12 @@ class Fourier(Dense[FourierOf[N], A], Counit[FourierOf[N], A]):
         """The first ``size`` coefficients of f, a map from a point to an element, at 2 size points."""
         _, project = transform(size, 2 * size)
         x = 2 * np.pi * np.arange(2 * size) / (2 * size)
-        return Fourier(_along_coefficients(project, jax.vmap(f)(jnp.asarray(x)), "Fourier"), tag, size, 2 * size)
+        return Fourier(_along_coefficients(project, vmap(f, jnp.asarray(x)), "Fourier"), tag, size, 2 * size)
 
     def fmap(self, f: Callable[[A], B]) -> Fourier[N, B]:
         values, project = transform(self.size, self.points)
         at_points = _along_coefficients(values, self.data, f"{self}.fmap")
-        mapped = jax.vmap(f, axis_size=self.points)(at_points)
+        mapped = vmap(f, at_points, size=self.points)
         return Fourier(_along_coefficients(project, mapped, f"{self}.fmap"), self.tag, self.size, self.points)
 
     def pair(self, other: Applicative[FourierOf[N], B]) -> Fourier[N, tuple[A, B]]:

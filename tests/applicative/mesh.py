@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from applicative import Applicative, Axis, Counit, Dense, Dim, Measured, Module, arithmetic, record, static
-from applicative.stacked import stack, weighted_sum
+from applicative.stacked import stack, vmap, weighted_sum
 
 __all__ = ["Mesh", "MeshOf", "trapezoid_weights"]
 
@@ -80,14 +80,14 @@ class Mesh(Dense[MeshOf[N], A], Counit[MeshOf[N], A]):
     def from_function(f: Callable[[jax.Array], B], tag: type[T], nodes: Sequence[float]) -> Mesh[T, B]:
         """f, a map from a point to an element, sampled at the nodes."""
         x = _checked(nodes, f"Mesh.from_function[{tag.__name__}]")
-        return Mesh(jax.vmap(f)(jnp.asarray(x)), tag, x)
+        return Mesh(vmap(f, jnp.asarray(x)), tag, x)
 
     @property
     def size(self) -> int:
         return len(self.nodes)
 
     def fmap(self, f: Callable[[A], B]) -> Mesh[N, B]:
-        return Mesh(jax.vmap(f, axis_size=self.size)(self.data), self.tag, self.nodes)
+        return Mesh(vmap(f, self.data, size=self.size), self.tag, self.nodes)
 
     def pair(self, other: Applicative[MeshOf[N], B]) -> Mesh[N, tuple[A, B]]:
         if not isinstance(other, Mesh):

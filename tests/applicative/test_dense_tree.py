@@ -36,6 +36,7 @@ from applicative import (
     outer,
     record_fast_paths,
     scale,
+    stacked,
     strategies,
     sum_mul_mmt,
     to_array,
@@ -345,31 +346,32 @@ def test_trees_are_carried_through_scan_cond_and_loops(mode: str) -> None:
         agree((jax.jit(layers) if mode == "jit" else layers)(x), expected)
 
 
-def test_a_stack_made_in_a_trace_is_one_shape_only_where_its_rows_are() -> None:
+def test_a_stack_made_in_a_trace_is_one_shape_only_where_it_can_be_shown() -> None:
     """A scan's outputs stacked from trees of the shapes its body computes (here two shapes, alternating) are
-    trees of several shapes, each contracted on its own; those of a body that maps one tree's values, closed
-    over, are one shape, contracted as one."""
+    trees of several shapes, each contracted on its own. Those of a body that maps one tree's values, closed
+    over, are one shape: eagerly, read off their concrete rows, they meet that tree in the dense formula;
+    under jit, where JAX stacked them from traced leaves, nothing shows it and the generic definition gives
+    the same values (``stacked.vmap`` stacks such trees knowing it: the test above)."""
     (a, a_spec), (b, b_spec) = pair_of(SHAPES[3]), pair_of(SHAPES[5])
     probe, probe_spec = pair_of(SHAPES[4])
-    values = jnp.asarray(rng.normal(size=64))
 
     def alternating(_: Any, i: jax.Array) -> tuple[None, DenseTree[Any]]:
         return None, jax.lax.cond(i % 2 == 0, lambda: a.fmap(jnp.sin), lambda: b.fmap(jnp.cos))
 
-    # (the tree an argument: a concrete tree closed over is a value the compiled function does not vouch for)
     def products(a: DenseTree[Any], values: jax.Array) -> Any:
         _, ys = jax.lax.scan(lambda _, s: (None, a.fmap(lambda x: s * x)), None, jnp.array([1.0, -2.0]))
         return mul_mv(Vec(ys, Seq, 2), a.with_elements(values))
 
-    for run in (lambda f: f, jax.jit):
+    values = jnp.asarray(rng.normal(size=64))
+    on_a = a.with_elements(values)
+    for run, formula in ((lambda f: f, ["mul_mv"]), (jax.jit, [])):
         _, ys = run(lambda: jax.lax.scan(alternating, None, jnp.arange(3)))()
         sine, cosine = a_spec.fmap(jnp.sin), b_spec.fmap(jnp.cos)
         expected = [dot(spec, probe_spec) for spec in (sine, cosine, sine)]
         np.testing.assert_allclose(to_array(run(mul_mv)(Vec(ys, Seq, 3), probe)), expected, **TOL)
         with record_fast_paths() as taken:
             by_formula = run(products)(a, values)
-        assert taken == ["mul_mv"]
-        on_a = a.with_elements(values)
+        assert taken == formula
         np.testing.assert_allclose(to_array(by_formula), [s * float(dot(a, on_a)) for s in (1.0, -2.0)], **TOL)
 
 
@@ -641,22 +643,26 @@ def test_a_jit_serves_stacks_of_every_shape_with_their_own() -> None:
     assert products._cache_size() == 2  # type: ignore[attr-defined]  # (one shape, several: two kinds)
 
 
-def test_a_shape_recorded_inside_a_trace_is_known_in_a_vmap_inside_it() -> None:
-    # The rows of a stack made inside a jit record the jit's traced layout; mapped by a vmap inside that jit,
-    # each row is seen to share it (through the vmap's parent trace), so it meets the tree it came from in
-    # the dense formula.
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_a_stack_the_librarys_vmap_makes_knows_its_shape_inside_the_trace(jitted: bool) -> None:
+    # stacked.vmap of a tree's values alone (the tree closed over) stacks trees that know they hold its layout;
+    # mapped by stacked.vmap again, each row meets the tree it came from in the dense formula. jax.vmap
+    # stacks the same values knowing nothing (JAX built the stack): the generic definition, the same values.
     a, a_spec = pair_of(SHAPES[3])
     scales = jnp.array([1.0, -2.0])
+    expected = np.asarray(scales) * dot(a_spec, a_spec)
+    run = jax.jit if jitted else (lambda f: f)
+    for vmap, formula in ((stacked.vmap, ["dot"]), (lambda f, x: jax.vmap(f)(x), [])):
 
-    def rows_dot(t: DenseTree[jax.Array]) -> jax.Array:
-        stack = jax.vmap(lambda s: t.fmap(lambda x: s * x))(scales)
-        dots: jax.Array = jax.vmap(lambda row: dot(row, t))(stack)
-        return dots
+        def rows_dot(t: DenseTree[jax.Array]) -> jax.Array:
+            stack = vmap(lambda s: t.fmap(lambda x: s * x), scales)  # noqa: B023
+            dots: jax.Array = vmap(lambda row: dot(row, t), stack)  # noqa: B023
+            return dots
 
-    with record_fast_paths() as taken:
-        out = jax.jit(rows_dot)(a)
-    assert taken == ["dot"]
-    np.testing.assert_allclose(out, np.asarray(scales) * dot(a_spec, a_spec), **TOL)
+        with record_fast_paths() as taken:
+            out = run(rows_dot)(a)
+        assert taken == formula
+        np.testing.assert_allclose(out, expected, **TOL)
 
 
 def test_a_subclass_of_ordinary_arithmetic_is_respected_by_a_trees_counit() -> None:

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from applicative import DenseTree
 from applicative.examples.trees import random_shape
 from applicative.instances import dyadic
 from applicative.instances.tree import Shape
@@ -105,6 +106,36 @@ def test_the_layouts_words_hold_each_start_exactly_down_to_depth_60() -> None:
     assert np.asarray(dyadic.weights(lay, np.dtype(np.float64))).tolist() == [2.0**-d for d in depths] + [0.0, 0.0]
     with pytest.raises(ValueError, match="a leaf at depth 61, deeper than the 60"):
         dyadic.layout(comb(61), 70)
+
+
+@pytest.mark.parametrize("deepest", [31, 32, 45, 59, 60])
+def test_a_deep_tree_keeps_its_leaves_order_and_shape(deepest: int) -> None:
+    """Leaves deeper than 30 to the left of shallower ones (the left comb, and a random tree hung below it):
+    their starts differ in the low word while the high word repeats, so the leaves read left to right only
+    if the high word sorts first. Depths, leaf values and the nested shape round trip, with the slots in
+    order and reversed (no operation reads the slots' order), up to the deepest a layout holds."""
+    left: Shape = None
+    for _ in range(deepest):
+        left = (left, None)  # depths deepest, deepest, deepest - 1, ..., 1: deepest first
+    shapes: list[Shape] = [left]
+    if deepest < 60:
+        hung: Shape = random_shape(RNG, 6)
+        for _ in range(deepest - 5):
+            hung = (hung, None)
+        shapes.append((hung, random_shape(RNG, 5)))
+    for shape in shapes:
+        depths = dyadic.depths_of(shape)
+        if max(depths) > 60:
+            continue
+        n = len(depths)
+        tree = DenseTree.of(shape, list(jnp.arange(n, dtype=jnp.float32)), n + 3)
+        reversed_slots = jax.tree_util.tree_map(lambda leaf: leaf[::-1], tree)
+        for t in (tree, reversed_slots):
+            assert t.depths() == depths
+            assert np.asarray(t.leaves()).tolist() == list(range(n))
+            assert t.shape == shape
+            assert DenseTree.from_nested(t.to_nested(), n).depths() == depths
+        assert dyadic.depths(dyadic.layout(depths, n)) == depths
 
 
 def test_a_tree_that_fills_its_capacity_exactly_is_laid_out() -> None:
