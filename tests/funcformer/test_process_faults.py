@@ -205,14 +205,16 @@ def test_a_process_killed_is_named_by_the_other_which_ends_within_seconds(
     began = time.monotonic()
     status, _, err = _finish([running[1 - killed]])[0]
     assert time.monotonic() - began < 10
-    assert status == 1, err
     named = (
         f"error: process {killed} (at 127.0.0.1) of the run is gone (killed, crashed, or its host lost): process "
         f"{1 - killed} stops too; continue the run from its last checkpoint with --resume"
     )
-    if killed == 0 and named not in err:  # JAX's runtime, which loses its coordinator with process 0, came first
+    if killed == 0 and named not in err:  # JAX's runtime, which loses its coordinator with process 0, came first:
+        # it ends the process with a fatal log line, SIGABRT (-6) where the last gloo call was still in flight
         assert "Either the leader task was preempted/died/restarted unexpectedly" in err, err
+        assert status in (1, -signal.SIGABRT), err
     else:
+        assert status == 1, err
         assert named in err.splitlines(), err  # a line of its own, amid gloo's traceback if there is one
 
 
