@@ -3,7 +3,7 @@
 The protocol layer (``Functor``, ``Applicative``, ``Counit``, ``Module``,
 ``Ring``, and ``Dense``, the hook of the fast paths), the structures that
 instantiate it (``Vec``, ``Cheb``, ``Compose``, ``Tree``, ``DenseTree``,
-``Distribution``, ``Quantum``), and the linear algebra written once over them (``dot``,
+``Graph``, ``Distribution``, ``Quantum``), and the linear algebra written once over them (``dot``,
 ``mul_mm``, ...). Neural networks are in ``applicative.nn``, the law suite in
 ``applicative.laws`` (its strategies in ``applicative.strategies``).
 """
@@ -17,6 +17,8 @@ from applicative.instances import DenseTree as DenseTree
 from applicative.instances import DenseTreeOf as DenseTreeOf
 from applicative.instances import Distribution as Distribution
 from applicative.instances import DistributionOf as DistributionOf
+from applicative.instances import Graph as Graph
+from applicative.instances import GraphOf as GraphOf
 from applicative.instances import Leaf as Leaf
 from applicative.instances import Node as Node
 from applicative.instances import Quantum as Quantum
@@ -27,6 +29,7 @@ from applicative.instances import Vec as Vec
 from applicative.instances import VecOf as VecOf
 from applicative.instances import as_cheb as as_cheb
 from applicative.instances import as_dense_tree as as_dense_tree
+from applicative.instances import as_graph as as_graph
 from applicative.instances import as_tree as as_tree
 from applicative.instances import as_vec as as_vec
 from applicative.instances import mixture as mixture
@@ -61,6 +64,7 @@ from applicative.protocols import Pointwise as Pointwise
 from applicative.protocols import Real as Real
 from applicative.protocols import Ring as Ring
 from applicative.protocols import Shaped as Shaped
+from applicative.protocols import SparseMask as SparseMask
 from applicative.protocols import VectorSpace as VectorSpace
 from applicative.protocols import ap as ap
 from applicative.protocols import arithmetic as arithmetic
@@ -87,6 +91,8 @@ __all__ = [
     "Distribution",
     "DistributionOf",
     "Functor",
+    "Graph",
+    "GraphOf",
     "Leaf",
     "Measured",
     "Module",
@@ -97,6 +103,7 @@ __all__ = [
     "Real",
     "Ring",
     "Shaped",
+    "SparseMask",
     "Tree",
     "TreeOf",
     "Vec",
@@ -107,6 +114,7 @@ __all__ = [
     "arithmetic",
     "as_cheb",
     "as_dense_tree",
+    "as_graph",
     "as_tree",
     "as_vec",
     "causal_mask",

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from applicative.instances import Cheb, Compose, DenseTree, Distribution, Leaf, Node, Quantum, Vec, dyadic
+from applicative.instances import Cheb, Compose, DenseTree, Distribution, Graph, Leaf, Node, Quantum, Vec, dyadic
 from applicative.instances.tree import Shape
 from applicative.laws import Maps, Triple, leafwise
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
@@ -39,6 +39,7 @@ __all__ = [
     "compose_triples",
     "dense_tree_triples",
     "distribution_triples",
+    "graph_triples",
     "matrix_triples",
     "quantum_triples",
     "shapes",
@@ -180,6 +181,30 @@ def dense_tree_triples(max_leaves: int = 8, capacities: tuple[int, ...] = (8,)) 
     return st.tuples(tree, tree, tree)
 
 
+def graph_triples(max_nodes: int = 6, capacity: int = 8, edge_capacity: int = 16) -> st.SearchStrategy[Triple]:
+    """Triples of ``Graph`` of float64 scalars on one drawn graph (1 to ``max_nodes`` nodes, any edges
+    among them up to ``edge_capacity``, a measure of 1 or a drawn weight per node), padded to the
+    capacities: the three hold its one layout (``pair`` zips values of one graph)."""
+
+    @st.composite
+    def draw(draw: st.DrawFn) -> Triple:
+        n = draw(st.integers(1, max_nodes))
+        pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=edge_capacity))
+        weights = draw(st.none() | hnp.arrays(np.float64, (n,), elements=st.floats(0.25, 4.0, width=32)))
+        edges = np.array(pairs, np.int64).reshape(-1, 2).T
+        values = hnp.arrays(np.float64, (n,), elements=st.floats(-10, 10, allow_nan=False, width=64))
+        g = Graph.from_edges(edges, draw(values), capacity=capacity, edge_capacity=edge_capacity, weights=weights)
+        y, z = (g.with_elements(jnp.asarray(_laid(draw(values), capacity))) for _ in range(2))
+        return g, y, z
+
+    return draw()
+
+
+def _laid(values: np.ndarray, capacity: int) -> np.ndarray:
+    """Node values at the capacity's slots, padding a copy of node 0's (as ``Graph`` lays them out)."""
+    return np.concatenate([values, np.full(capacity - len(values), values[0])])
+
+
 # Finite distributions: 1 to 3 outcomes each.
 
 
@@ -235,6 +260,7 @@ INSTANCES: dict[str, tuple[Callable[[], st.SearchStrategy[Triple]], Maps]] = {
     "Compose Cheb Vec": (cheb_vec_triples, AFFINE),
     "Tree": (tree_triples, Maps()),
     "DenseTree": (dense_tree_triples, Maps()),
+    "Graph": (graph_triples, Maps()),
     "Distribution": (distribution_triples, Maps()),
     "Quantum": (quantum_triples, Maps()),
 }

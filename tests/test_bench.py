@@ -206,6 +206,19 @@ def test_attention_times_every_path_beside_the_fused_kernel(shared: Path) -> Non
             positive(memory_ratio)
 
 
+def test_graphs_times_attention_over_the_edges_beside_the_dense_mask(shared: Path) -> None:
+    out = bench(shared, "graphs.py", "--nodes", "16", "48", "--edges-per-node", "2", "--smoke")
+    table = rows(out, "| nodes | edges |")
+    sizes = (("16", "32"), ("48", "96"))
+    assert [cells[:3] for cells in table] == [[n, e, p] for n, e in sizes for p in ("sparse", "dense")]
+    for _, _, path, ms, time_ratio, memory, memory_ratio in table:
+        positive(ms)
+        assert float(memory) >= 0
+        if path == "sparse":
+            positive(time_ratio)
+            positive(memory_ratio)
+
+
 @pytest.mark.slow
 def test_trees_times_a_dense_tree_step_against_a_vec_step_materialised_and_in_chunks(shared: Path) -> None:
     out = bench(shared, "trees.py", "--sizes", "8", "16", "--chunk", "3", "--time-up-to", "8")

@@ -1,6 +1,7 @@
 """The guides as users' programs: docs/new_structure.md (a sampled structure, Periodic),
 docs/legendre.md (a coefficient structure, Legendre), docs/typing.md (mypy's messages and the
-mistakes behind them) and docs/learning.md (a user's model trained by ``applicative.training.fit``).
+mistakes behind them), docs/learning.md (a user's model trained by ``applicative.training.fit``) and
+docs/graphs.md (graphs built, batched, attended over and trained on).
 Each guide's Python blocks, in order, run (the program checks its own results) and pass mypy --strict, and its
 blocks of mistakes are rejected by mypy with exactly the errors they mark (``# error: <message>``).
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).parent.parent / "docs"
-MISTAKES = {"new_structure.md": 3, "legendre.md": 5, "typing.md": 6, "learning.md": 1}
+MISTAKES = {"new_structure.md": 3, "legendre.md": 5, "typing.md": 6, "learning.md": 1, "graphs.md": 1}
 """Each guide, and how many mistakes its blocks of mistakes mark."""
 STRUCTURES = ("new_structure.md", "legendre.md")
 """The guides that write a structure (a long program, in float64)."""

@@ -40,7 +40,8 @@ TEST_LOOP = (
     TF + "test_poisson_train.py::test_the_progress_bar_is_tqdms_and_counts_from_the_resumed_step",
 )
 DT, LW, PD = "applicative/instances/dense_tree.py", "applicative/laws/_dense.py", "applicative/protocols/dense.py"
-TM, TS = "applicative/instances/_tree_meta.py", "applicative/instances/_tree_slots.py"  # dense_tree's
+TM, TS = "applicative/instances/_layouts.py", "applicative/instances/_tree_slots.py"  # dense_tree's
+TP = "applicative/instances/_layout_pytree.py"  # and its pytree registration
 ST, LA = "applicative/stacked.py", "applicative/linalg.py"
 FP, OP = "applicative/fast_paths.py", "applicative/operands.py"
 TDT, TSM, TLW = TA + "test_dense_tree.py::", TA + "test_shape_and_measure.py::", TA + "test_laws.py::"

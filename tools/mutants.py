@@ -57,14 +57,15 @@ from pathlib import Path
 from mutant_records import Mutant
 from mutants_examples import MUTANTS as EXAMPLES
 from mutants_funcformer import MUTANTS as FUNCFORMER
+from mutants_graphs import MUTANTS as GRAPHS
 from mutants_library import MUTANTS as LIBRARY
 from mutants_trees import MUTANTS as TREES
 from mutants_users import MUTANTS as USERS
 
 ROOT = Path(__file__).resolve().parent.parent
-MUTANTS = [*LIBRARY, *FUNCFORMER, *TREES, *USERS, *EXAMPLES]
+MUTANTS = [*LIBRARY, *FUNCFORMER, *TREES, *USERS, *EXAMPLES, *GRAPHS]
 """Every mutant, in the order of the report (the records: mutants_library.py, mutants_funcformer.py,
-mutants_trees.py, mutants_users.py, mutants_examples.py)."""
+mutants_trees.py, mutants_users.py, mutants_examples.py, mutants_graphs.py)."""
 
 
 

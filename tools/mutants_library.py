@@ -113,7 +113,7 @@ MUTANTS = [
     mutant("dense-tree-pair-zip", "applicative/instances/dense_tree.py",
            "if mine is theirs:", "if self.capacity == other.capacity:",
            "pair zips trees of one capacity, whatever their shapes", TA + "test_dense_tree.py"),
-    mutant("dense-tree-largest-padding", "applicative/instances/dense_tree.py",
+    mutant("dense-tree-largest-padding", "applicative/instances/_layouts.py",
            "return jnp.max(jnp.where(mask, leaf, -jnp.inf))", "return jnp.max(leaf)",
            "the softmax shift includes padding slots",
            TA + "test_dense_tree.py::test_attention_on_64_leaves_is_the_softmax_against_the_dyadic_measure",

@@ -1,4 +1,4 @@
-"""Mutants of the dense tree (dense_tree, _tree_meta, _tree_slots), laws.check_dense, Axis equality, along, the dense
+"""Mutants of the dense tree (dense_tree, _layouts, _tree_slots), laws.check_dense, Axis equality, along, the dense
 formulas (``tools/mutants.py`` runs them)."""
 
 from __future__ import annotations
@@ -28,13 +28,14 @@ from mutant_records import (
     TEST_US_ONE_SHAPE,
     TLW,
     TM,
+    TP,
     TS,
     TSM,
     mutant,
 )
 
 MUTANTS = [
-    # dense_tree with _tree_meta and _tree_slots (pair's zip, a stack's one shape, restack, provenance, the Dense
+    # dense_tree with _layouts and _tree_slots (pair's zip, a stack's one shape, restack, provenance, the Dense
     # hook), laws.check_dense, Axis equality, along and sums_leafwise, linalg's meeting levels, coordinates and
     # alike elements
     # (docs/mutants.md, "The dense tree and the Dense hook")
@@ -46,42 +47,43 @@ MUTANTS = [
     mutant("dt-interned-uncached", DY,
            "@functools.lru_cache(maxsize=4096)\n", "",
            "layouts of one shape are not interned (stacks built apart: two origins)", *TEST_SM_APART),
-    mutant("dt-restack-element-axes-after", DT,
+    mutant("dt-restack-element-axes-after", TM,
            "(jnp.ndim(before[0]) - jnp.ndim(self.layout))", "(jnp.ndim(after[0]) - jnp.ndim(self.layout))",
            "the element axes counted on the mapped values (an evaluation drops a stack axis)", *TEST_SM_REFUSED),
-    mutant("dt-restack-unbroadcast", DT,
-           "jnp.broadcast_to(shape, (*stack_axes, self.capacity)), self.capacity, shape)",
-           "shape, self.capacity, shape)",
+    mutant("dt-restack-unbroadcast", TM,
+           "self._new(data, jnp.broadcast_to(shape, (*stack_axes, self._slots())), shape)",
+           "self._new(data, shape, shape)",
            "the layout is not broadcast along the new stack axes", *TEST_SM_REFUSED),
-    mutant("dt-restack-origin-dropped", DT,
-           "jnp.broadcast_to(shape, (*stack_axes, self.capacity)), self.capacity, shape)",
-           "jnp.broadcast_to(shape, (*stack_axes, self.capacity)), self.capacity)",
+    mutant("dt-restack-origin-dropped", TM,
+           "self._new(data, jnp.broadcast_to(shape, (*stack_axes, self._slots())), shape)",
+           "self._new(data, jnp.broadcast_to(shape, (*stack_axes, self._slots())))",
            "a restacked stack forgets its one shape (inside jit: the next transform refuses it)", *TEST_SM_ATTEND),
     # which trees share a shape, read off what JAX moves with their values (issue 62; docs/mutants.md, "What
     # decides a formula travels with the values")
-    mutant("tm-meta-ignores-one", TM,
-           "return isinstance(other, _Meta) and (self.capacity, self.one) == (other.capacity, other.one)",
-           "return isinstance(other, _Meta) and self.capacity == other.capacity",
+    mutant("tm-meta-ignores-one", TP,
+           "return isinstance(other, _Meta) and (self.static, self.one) == (other.static, other.one)",
+           "return isinstance(other, _Meta) and self.static == other.static",
            "a stack of one shape and a stack of several are one kind of pytree (one jit serves both; a cond "
            "mixes them)", *TEST_DT_JIT_VALUES, *TEST_MOVED_WHERE),
-    mutant("tm-flatten-declares-nothing", TM,
-           "return children, _Meta(t.capacity, t._one_axes())", "return children, _Meta(t.capacity, 0)",
+    mutant("tm-flatten-declares-nothing", TP,
+           "_Meta(type(t), t._static(), t._one_axes())", "_Meta(type(t), t._static(), 0)",
            "no claim crosses a transformation (a jit's argument of one shape: its rows refine, its sum grows)",
            *TEST_DT_JIT_VALUES, TA + "test_tree_gradients.py::test_vjp_and_jvp_of_a_function_of_trees_agree_with"
            "_finite_differences[a sequence of trees-jit]"),
-    mutant("tm-traced-claim-unchecked", TM,
-           "        elif one:\n            data = _checked(data, layout, one, what)\n", "",
+    mutant("tm-traced-claim-unchecked", TP,
+           "            object.__setattr__(t, \"data\", _checked(data, layout, one, what, cls.ELEMENT))\n",
+           "            pass\n",
            "a claim JAX rebuilds around traced leaves is trusted (a per-row where under jit: rows read with "
            "row 0's shape)", *TEST_MOVED_WHERE),
-    mutant("tm-concrete-claim-trusted", TM,
+    mutant("tm-concrete-claim-trusted", TP,
            "one = one if _alike_axes(layout) >= one else 0", "one = one",
            "a claim JAX rebuilds around concrete leaves is not checked on the host (an eager per-row where)",
            *TEST_MOVED_WHERE),
-    mutant("tm-claim-unclamped", TM,
+    mutant("tm-claim-unclamped", TP,
            "one = min(one, jnp.ndim(layout) - 1)", "one = one",
            "a row of a stack of one shape along every axis claims more axes than it has (vmapped: no shape)",
            *TEST_MOVED_BATCH),
-    mutant("tm-checked-first-block", TM,
+    mutant("tm-checked-first-block", TP,
            "alike = jnp.all(blocks == blocks[:, :1])", "alike = jnp.all(blocks[:1] == blocks[:1, :1])",
            "the run-time check reads the first block only (a batch mixed in its second sequence passes)",
            *TEST_MOVED_GRID),
@@ -143,7 +145,7 @@ MUTANTS = [
            "weighted_sum(m, self.valid().astype(jnp.result_type(float)), self.data, self.capacity)",
            "weighted_sum(m, None, self.data, self.capacity)",
            "plain_sum adds the padding slots too", TDT + "test_pair_is_the_common_refinement"),
-    mutant("dt-largest-padding-zero", DT,
+    mutant("dt-largest-padding-zero", TM,
            "jnp.where(mask, leaf, -jnp.inf)", "jnp.where(mask, leaf, 0.0)",
            "largest reads padding as 0 (leaves all negative: 0)",
            TDT + "test_the_largest_value_is_a_leafs_when_every_leaf_is_negative"),

@@ -1,5 +1,6 @@
 """The structures: ``Vec``, ``Cheb`` (and its functional core ``chebyshev``), ``Compose``, ``Tree``,
-``DenseTree`` (and its functional core ``dyadic``), ``Distribution`` and ``Quantum``; beside them
+``DenseTree`` (and its functional core ``dyadic``), ``Graph`` (and ``graph_layout``), ``Distribution`` and
+``Quantum``; beside them
 ``collocation``, the numpy float64 kit of the tasks' reference solvers (over ``chebyshev``). Instances
 import the protocols, never each other (``Compose`` composes any two), but for ``DenseTree``, which
 converts to and from ``Tree``, its specification."""
@@ -17,6 +18,10 @@ from applicative.instances.distribution import DistributionOf as DistributionOf
 from applicative.instances.distribution import Quantum as Quantum
 from applicative.instances.distribution import QuantumOf as QuantumOf
 from applicative.instances.distribution import mixture as mixture
+from applicative.instances.graph import EdgeMask as EdgeMask
+from applicative.instances.graph import Graph as Graph
+from applicative.instances.graph import GraphOf as GraphOf
+from applicative.instances.graph import as_graph as as_graph
 from applicative.instances.tree import Leaf as Leaf
 from applicative.instances.tree import Node as Node
 from applicative.instances.tree import Tree as Tree
@@ -35,6 +40,9 @@ __all__ = [
     "DenseTreeOf",
     "Distribution",
     "DistributionOf",
+    "EdgeMask",
+    "Graph",
+    "GraphOf",
     "Leaf",
     "Node",
     "Quantum",
@@ -45,6 +53,7 @@ __all__ = [
     "VecOf",
     "as_cheb",
     "as_dense_tree",
+    "as_graph",
     "as_tree",
     "as_vec",
     "mixture",

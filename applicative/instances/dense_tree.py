@@ -25,7 +25,7 @@ them, and ``vmap`` maps over a batch of trees of different shapes.
     stacked_from  ``Shaped``'s hook for ``stacked.stack``: trees of one shape stack knowing it
     unstacked, stacking   ``Shaped``'s hooks for ``stacked.vmap``: a stack of one shape is mapped tree
               by tree on that shape, and trees that all hold one layout stack knowing it (these
-              hooks, and the reading of which trees share a shape, are ``_tree_meta``'s)
+              hooks, and the reading of which trees share a shape, are ``_layouts``')
     a stack   met as a value (the coefficients of a function whose values are trees, added by
               ordinary arithmetic), ``fmap`` maps every tree and ``pair`` pairs two stacks of as
               many trees tree by tree
@@ -50,7 +50,7 @@ it on the first: ``tree.with_elements(values)``.
 
 What crosses JAX's transformations is what JAX moves with the values: the
 layout leaf, and a stack's pytree metadata, which JAX compares: its capacity
-and along how many inner stack axes its trees are one shape (``_tree_meta``).
+and along how many inner stack axes its trees are one shape (``_layouts``).
 No shape is ever lent by one value's metadata to another's leaves (a ``cond``,
 a ``where``, a ``tree_map`` of two, a ``scan``'s carry): a claim JAX rebuilds
 around other leaves is checked, on the host or at run time, and a tangent
@@ -117,7 +117,6 @@ functor, applicative and counit law, exactly as for ``Tree``.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -127,7 +126,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from applicative.instances import dyadic
-from applicative.instances._tree_meta import _check_layout, _flatten, _Provenance, _Shared, _unflatten
+from applicative.instances._layout_pytree import _check_layout, register
+from applicative.instances._layouts import Layouts, _Shared, each
 from applicative.instances._tree_slots import _take, _walk
 from applicative.instances.dyadic import Layout
 from applicative.instances.tree import Leaf, Nested, Node, Shape, Tree
@@ -137,7 +137,7 @@ from applicative.protocols.dense import Axis, Dense
 from applicative.protocols.integration import Counit
 from applicative.protocols.kinds import A_co, B, Measured
 from applicative.protocols.operators import VectorSpace
-from applicative.stacked import ProductPairing, check_stacked, element, largest, numeric, stack, vmap, weighted_sum
+from applicative.stacked import ProductPairing, check_stacked, element, numeric, stack, vmap, weighted_sum
 
 __all__ = ["DenseTree", "DenseTreeOf", "as_dense_tree"]
 
@@ -148,8 +148,9 @@ class DenseTreeOf(Measured):
     """Brand of ``DenseTree``: ``DenseTree[A]`` is an ``Applicative[DenseTreeOf, A]``."""
 
 
+@register
 @dataclass(frozen=True, eq=False)
-class DenseTree(_Provenance, Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPairing, VectorSpace):
+class DenseTree(Layouts, Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co], ProductPairing, VectorSpace):
     """A binary tree of at most ``capacity`` leaves with values of type ``A``, its shape as an array.
 
     ``DenseTree(data, layout, capacity)`` itself is unchecked but for its layout's type and size (JAX
@@ -164,10 +165,27 @@ class DenseTree(_Provenance, Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co]
     """The one layout of every tree of a stack (the rows of a score matrix), where the library built the
     stack knowing it; else None (a tree's shape is its layout, and a shape read off a stack's concrete rows
     is kept apart: it is never declared). Never pytree metadata: a tree JAX rebuilds from its leaves knows
-    its shape only from them (``_tree_meta``)."""
+    its shape only from them (``_layouts``)."""
+
+    NAME, ELEMENT, STATIC, LAYOUT_NAME = "DenseTree", "tree", ("capacity",), "dyadic.LAYOUT"
 
     def __post_init__(self) -> None:
-        _check_layout(self.layout, self.capacity, "DenseTree")
+        _check_layout(DenseTree, self.layout, self.capacity, "DenseTree")
+
+    @staticmethod
+    def _is_layout(x: object) -> bool:
+        return dyadic.is_layout(x)
+
+    @staticmethod
+    def _canonical(layout: Layout) -> Layout:
+        return dyadic.canonical(layout)
+
+    @staticmethod
+    def _from_words(words: np.ndarray) -> Layout:
+        return dyadic.from_words(words)
+
+    def _slots(self) -> int:
+        return self.capacity
 
     # Construction
 
@@ -217,7 +235,7 @@ class DenseTree(_Provenance, Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co]
     def fmap(self, f: Callable[[A_co], B]) -> DenseTree[B]:
         """Map every slot's value: one ``vmap`` (on a stack of trees, every tree's: one more per stack axis)."""
         if self._stacked():
-            return _each_tree(lambda t: t.fmap(f), self)
+            return each(lambda t: t.fmap(f), self)
         self._single("fmap")
         return _tree(vmap(f, self.data, size=self.capacity), self.layout, self.capacity)
 
@@ -233,7 +251,7 @@ class DenseTree(_Provenance, Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co]
                     f"DenseTree.pair: a stack of trees of shape {stacks[0]} paired with one of shape {stacks[1]}; "
                     "stacks pair tree by tree, so they need as many trees"
                 )
-            return _each_tree(lambda a, b: a.pair(b), self, other)
+            return each(lambda a, b: a.pair(b), self, other)
         self._single("pair")
         other._single("pair")
         mine, theirs = self._shape("pair"), other._shape("pair")
@@ -264,22 +282,6 @@ class DenseTree(_Provenance, Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co]
         m = module if module is not None else arithmetic()
         return weighted_sum(m, self.valid().astype(jnp.result_type(float)), self.data, self.capacity)
 
-    def restack(self, f: Callable[[Any], Any], what: str) -> DenseTree[Any]:
-        """This tree or stack of trees holding ``f(data)`` (``f`` maps the stack's leading axes: a
-        Chebyshev transform of a function whose values are trees), on the one layout every tree of
-        the stack has: its values are mapped, never its layout. A stack of trees of several shapes (or,
-        inside jit, not known to be one) is a ValueError naming ``what``."""
-        shape = self._shape(what)
-        before, data = jax.tree_util.tree_leaves(self.data), f(self.data)
-        after = jax.tree_util.tree_leaves(data)
-        if not before:
-            return _tree(data, self.layout, self.capacity, self.origin)
-        # The element axes (after the slots) are kept; the new stack axes are those in front of the slots.
-        stack_axes = after[0].shape[: jnp.ndim(after[0]) - (jnp.ndim(before[0]) - jnp.ndim(self.layout)) - 1]
-        if not stack_axes:
-            return _tree(data, shape, self.capacity)
-        return _tree(data, jnp.broadcast_to(shape, (*stack_axes, self.capacity)), self.capacity, shape)
-
     def refine(self, other: DenseTree[object]) -> DenseTree[A_co]:
         """The same function on the common refinement of both shapes: fmap(fst, pair(self, other))."""
         return self.pair(other).fmap(_first)
@@ -307,20 +309,6 @@ class DenseTree(_Provenance, Dense[DenseTreeOf, A_co], Counit[DenseTreeOf, A_co]
     def weights(self) -> jax.Array:
         """The measure of each slot, 2^-depth (0 on padding): the Gram matrix's diagonal."""
         return dyadic.weights(self._own("weights"))
-
-    def largest(self) -> jax.Array:
-        """The largest value over the leaves, padding excluded (a softmax's shift: ``nn.Sampled``), of every
-        tree of a stack; values that are trees answer by their own ``largest`` (``stacked.largest``)."""
-        keep = self.valid()
-
-        def top(leaf: Any) -> jax.Array:
-            if isinstance(leaf, Shaped):
-                return largest(leaf)
-            mask = jnp.reshape(keep, jnp.shape(keep) + (1,) * (jnp.ndim(leaf) - jnp.ndim(keep)))
-            return jnp.max(jnp.where(mask, leaf, -jnp.inf))
-
-        values = jax.tree_util.tree_leaves(self.data, is_leaf=lambda x: isinstance(x, Shaped))
-        return jnp.max(jnp.stack([top(leaf) for leaf in values]))
 
     def count(self) -> int:
         """The number of leaves."""
@@ -391,14 +379,3 @@ def _build(what: str, values: Sequence[T] | T, depths: list[int], capacity: int 
     else:
         data = jax.tree_util.tree_map(lambda leaf: _take(numeric(leaf, what, host=True), slots), values)
     return DenseTree(data, lay, capacity)  # (trees of one shape built apart share ``lay``)
-
-
-def _each_tree(f: Callable[..., DenseTree[Any]], *stacks: DenseTree[Any]) -> DenseTree[Any]:
-    """``f`` on every tree of stacks of as many trees (``stacked.vmap`` per stack axis), the results stacked:
-    a stack's trees are built on its one shape where it knows it (two trees of one stack pair as a zip)."""
-    if not stacks[0]._stacked():
-        return f(*stacks)
-    return vmap(lambda *rows: _each_tree(f, *rows), *stacks)
-
-
-jax.tree_util.register_pytree_with_keys(DenseTree, _flatten, functools.partial(_unflatten, DenseTree))

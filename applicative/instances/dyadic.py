@@ -189,7 +189,8 @@ def host_words(lay: Layout) -> np.ndarray:
     """The stored words of a concrete layout (uint32, its shape and 3), on the host: read even inside a trace,
     where a concrete layout is a constant (any operation on it there would be staged)."""
     with jax.ensure_compile_time_eval():
-        return np.asarray(jax.random.key_data(lay), np.uint32)
+        words: np.ndarray = np.asarray(jax.random.key_data(lay), np.uint32)
+    return words
 
 
 def layout(depths: Sequence[int] | np.ndarray, capacity: int, what: str = "layout") -> Layout:

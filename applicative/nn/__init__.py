@@ -48,7 +48,9 @@ from applicative.nn._normalisations import ReluAttention as ReluAttention
 from applicative.nn._normalisations import Sampled as Sampled
 from applicative.nn._normalisations import Softmax as Softmax
 from applicative.nn._options import AttentionOptions as AttentionOptions
+from applicative.nn._relational import RelationalAttention as RelationalAttention
 from applicative.nn._scores import Additive as Additive
+from applicative.nn._scores import Biased as Biased
 from applicative.nn._scores import DotProduct as DotProduct
 from applicative.nn._scores import Multiplicative as Multiplicative
 from applicative.nn._scores import Score as Score
@@ -72,6 +74,7 @@ __all__ = [
     "Additive",
     "AttentionHead",
     "AttentionOptions",
+    "Biased",
     "CoefficientSoftmax",
     "CrossAttentionBlock",
     "CrossLayer",
@@ -93,6 +96,7 @@ __all__ = [
     "Multiplicative",
     "Normalisation",
     "ReferenceSoftmax",
+    "RelationalAttention",
     "ReluAttention",
     "Sampled",
     "Score",

@@ -23,16 +23,19 @@ from __future__ import annotations
 
 from typing import TypeVar, cast
 
+from applicative.fast_paths import USE_FAST_PATHS
 from applicative.linalg import mul_mm
 from applicative.nn._base import Matrix, measure
 from applicative.nn._dense_attention import dense_attention
 from applicative.nn._normalisations import SOFTMAX, Normalisation, Softmax
 from applicative.nn._parts import Level, level
 from applicative.nn._scores import DOT_PRODUCT, DotProduct, Score
+from applicative.nn._sparse_attention import sparse_attention
 from applicative.operands import check_nesting, describe, nesting
 from applicative.protocols.algebra import ARITHMETIC, Pointwise
 from applicative.protocols.integration import counit
 from applicative.protocols.kinds import Measured
+from applicative.protocols.sparse import SparseMask
 
 __all__ = ["attention"]
 
@@ -51,9 +54,11 @@ def attention(
     *,
     score: Score[H] = DOT_PRODUCT,
     normalise: Normalisation = SOFTMAX,
-    mask: Matrix[I, F] | None = None,
+    mask: Matrix[I, F] | SparseMask | None = None,
 ) -> Matrix[I, G]:
-    """mul_mm(normalise(score(queries, keys), mask, d_k), values); ``mask`` is True where a query may see a key.
+    """mul_mm(normalise(score(queries, keys), mask, d_k), values); ``mask`` is True where a query may see a key
+    (a ``SparseMask``, a graph's edges, is its pairs: over nodal structures attention runs on them alone,
+    ``applicative.nn._sparse_attention``; otherwise on its dense form).
 
     With ``DotProduct`` and ``Softmax`` on structures whose measure is a weight per position, the dense
     formula (``applicative.nn._dense_attention``) computes the same, without the whole score matrix.
@@ -62,14 +67,22 @@ def attention(
     two structures, queries and keys of other features, a mask that is not one row per query over the
     keys (as far as their ``Dense`` levels show), or any mismatch the linear algebra meets inside, is a
     TypeError or ValueError that names ``attention`` and describes the queries, keys and values."""
-    _check_operands(queries, keys, values, mask)
+    formula = USE_FAST_PATHS.get() and type(score) is DotProduct and type(normalise) is Softmax
+    sparse = mask if isinstance(mask, SparseMask) else None
+    dense = cast(Matrix[I, F] | None, mask.dense() if isinstance(mask, SparseMask) and not formula else mask)
+    _check_operands(queries, keys, values, None if sparse is not None and formula else dense)
     try:
         d_k = measure(counit(keys, Pointwise(ARITHMETIC)))
-        if type(score) is DotProduct and type(normalise) is Softmax:
-            fast = dense_attention(queries, keys, values, mask, d_k, normalise.rows_per_chunk)
+        if formula and isinstance(normalise, Softmax):
+            if sparse is not None:
+                fast = sparse_attention(queries, keys, values, sparse, d_k)
+                if fast is not None:
+                    return cast(Matrix[I, G], fast)
+                dense = sparse.dense()
+            fast = dense_attention(queries, keys, values, dense, d_k, normalise.rows_per_chunk)
             if fast is not None:
                 return cast(Matrix[I, G], fast)
-        weights: Matrix[I, F] = normalise(score(queries, keys), mask, d_k)
+        weights: Matrix[I, F] = normalise(score(queries, keys), dense, d_k)
         return mul_mm(weights, values)
     except (TypeError, ValueError) as error:
         if type(error) not in (TypeError, ValueError) or str(error).startswith("attention"):

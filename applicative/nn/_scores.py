@@ -3,6 +3,7 @@
     DotProduct      s_ij = q_i . k_j                  (the default)
     Multiplicative  s_ij = q_i^T W k_j                (Luong)
     Additive        s_ij = u^T tanh(W1 k_j + W2 q_i)  (Bahdanau)
+    Biased          s_ij = score(q, k)_ij + b_ij      (a bias on each pair: a graph's edge values)
 
 ``H`` are the query/key features, summed over. The scores hold one row per query, over the keys (the
 reference's ``queries mulMMT keys`` is transposed; we use ``mul_mmt(keys, queries)``). A user's own is any
@@ -15,7 +16,7 @@ features are ``attention``'s error, which names them.
 
 from __future__ import annotations
 
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -28,7 +29,7 @@ from applicative.protocols.applicative import Applicative
 from applicative.protocols.kinds import Measured
 from applicative.records import record
 
-__all__ = ["Additive", "DotProduct", "Multiplicative", "Score", "ScoreInit"]
+__all__ = ["Additive", "Biased", "DotProduct", "Multiplicative", "Score", "ScoreInit"]
 
 # Brands. Those that a score sums over (key features, the inputs of linear maps) are bound to Measured.
 I = TypeVar("I")  # noqa: E741  (the queries' structure)
@@ -64,6 +65,20 @@ class DotProduct:
 
 
 DOT_PRODUCT = DotProduct()
+
+
+@record
+class Biased(Generic[H]):
+    """s_ij = score(q, k)_ij + b_ij: another score with a bias on each (query, key) pair, ``bias`` a structure
+    of the queries of structures of the keys of scalars (a graph's edge values, ``Graph.on_edges``, as
+    Graphormer's edge encoding is). The normalisation scales it with the score (softmax((q.k + b) /
+    sqrt(d_k))); a learned edge encoding is a function of edge features computed where the model runs."""
+
+    bias: Matrix[Any, Any]
+    score: Score[H] = DOT_PRODUCT
+
+    def __call__(self, queries: Matrix[I, H], keys: Matrix[F, H]) -> Matrix[I, F]:
+        return add(self.score(queries, keys), self.bias)
 
 
 @record

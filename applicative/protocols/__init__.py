@@ -22,6 +22,7 @@ from applicative.protocols.integration import counit as counit
 from applicative.protocols.kinds import Dim as Dim
 from applicative.protocols.kinds import Measured as Measured
 from applicative.protocols.operators import VectorSpace as VectorSpace
+from applicative.protocols.sparse import SparseMask as SparseMask
 
 __all__ = [
     "ARITHMETIC",
@@ -38,6 +39,7 @@ __all__ = [
     "Real",
     "Ring",
     "Shaped",
+    "SparseMask",
     "VectorSpace",
     "ap",
     "arithmetic",

@@ -139,10 +139,11 @@ def fit(
     (default: every epoch) and at the end; with ``resume``, continue from the directory's checkpoint.
     ``description`` (a JSON object: the run's settings) is written as config.json and stored in every
     checkpoint; a checkpoint of another description is refused, naming the settings that differ. ``scale`` is
-    stored with the run (``State.scale``). With ``log``, a line an epoch: its mean loss, its seconds, and every
-    ``validate_every`` epochs (and at the last) ``validate(parameters)``, the error on held-out samples, also
-    kept in the checkpoint (``State.held_out``). With ``seconds``, a budget: the call stops at the end of the
-    first epoch past it, with a checkpoint (the schedule stays that of ``steps``; ``resume`` goes on).
+    stored with the run (``State.scale``). Every ``validate_every`` epochs (and at the last),
+    ``validate(parameters)``, the error on held-out samples, kept in the checkpoint (``State.held_out``). With
+    ``log``, a line an epoch: its mean loss, its seconds and that error when there is one. With ``seconds``, a
+    budget: the call stops at the end of the first epoch past it, with a checkpoint (the schedule stays that of
+    ``steps``; ``resume`` goes on).
     ``block``: steps in one jitted call at most (``steps.make_block``, ``data.Arrays`` only: the host dispatches
     one call, not ``block``; the same updates, to rounding: XLA may order a sum otherwise inside its loop), a
     block ending at every epoch's end and checkpoint. The blocks follow from the step, so a resumed run with the
@@ -317,7 +318,7 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
             losses.append(value)
 
     def log_epoch(step: int) -> None:
-        """After the last step of an epoch: its line, and its held-out error when one is due."""
+        """After the last step of an epoch: its held-out error when one is due, and its line (with ``log``)."""
         nonlocal epoch_start, start
         epoch, last = step // per_epoch, (plan.steps - 1) // per_epoch
         read(len(pending))
@@ -330,7 +331,8 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
             held_out.append((epoch + 1, plan.validate(model)))
             start += time.perf_counter() - validating  # the training time leaves the held-out error out
             line += f", held-out error {held_out[-1][1]:.4e}"
-        bar.write(line)
+        if plan.log:
+            bar.write(line)
         epoch_start = time.perf_counter()
 
     # tqdm.auto: a text bar in a terminal, a widget in a notebook; the owner's alone. On several processes
@@ -355,7 +357,7 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
             pending.append(block_losses)
             step, last = end, end - 1
             epoch_done = end % per_epoch == 0
-            if plan.log and (epoch_done or end == plan.steps):
+            if (plan.log or plan.validate is not None) and (epoch_done or end == plan.steps):
                 log_epoch(last)
             spent = epoch_done and plan.seconds is not None and time.perf_counter() - session > plan.seconds
             stopped = preempted(end)  # every process asks at every block's end

@@ -25,6 +25,7 @@ from applicative import (
     DenseTree,
     Dim,
     Distribution,
+    Graph,
     Leaf,
     Node,
     Quantum,
@@ -321,6 +322,36 @@ CASES: dict[str, tuple[Callable[[], Any], Expected]] = {
     ),
     "Leaf: holding None": (lambda: Node(Leaf(1.0), Leaf(None)).counit(), Raises(ValueError, r"Tree.counit: a leaf")),
     "Node: a value for a child": (lambda: Node(bad(1.0), Leaf(2.0)), Raises(TypeError, r"Node: left must be a Tree")),
+    # Graph
+    "Graph.from_edges: no node": (
+        lambda: Graph.from_edges(np.zeros((2, 0), int), []),
+        Raises(ValueError, r"Graph.from_edges: .*a graph needs at least one node"),
+    ),
+    "Graph.from_edges: a missing node": (
+        lambda: Graph.from_edges([[0, 7], [1, 2]], [1.0, 2.0, 3.0]),
+        Raises(ValueError, r"Graph.from_edges .*edge 1 \(7 -> 2\) names a node that does not exist"),
+    ),
+    "Graph.from_edges: over capacity": (
+        lambda: Graph.from_edges([[0], [1]], [1.0, 2.0, 3.0], capacity=2),
+        Raises(ValueError, r"Graph.from_edges .*a graph of 3 nodes does not fit in capacity 2"),
+    ),
+    "Graph.from_edges: a cycle said acyclic": (
+        lambda: Graph.from_edges([[0, 1], [1, 0]], [1.0, 2.0], dag=True),
+        Raises(ValueError, r"Graph.from_edges: the graph is not acyclic"),
+    ),
+    "Graph.from_adjacency: not square": (
+        lambda: Graph.from_adjacency(np.ones((2, 3)), [1.0, 2.0]),
+        Raises(ValueError, r"Graph.from_adjacency: .*an adjacency matrix is square"),
+    ),
+    "Graph.pair: two shapes": (
+        lambda: dot(Graph.from_edges([[0], [1]], [1.0, 2.0]), Graph.from_edges([[1], [0]], [1.0, 2.0])),
+        Raises(ValueError, r"Graph.pair: two graphs of different shapes"),
+    ),
+    "Graph.counit: NaN": (lambda: Graph.from_edges([[0], [1]], [1.0, np.nan]).counit(), Equals(lambda: np.nan)),
+    "Graph.counit: weights": (
+        lambda: Graph.from_edges([[0], [1]], [1.0, 2.0], weights=[0.25, 4.0]).counit(),
+        Equals(lambda: 0.25 * 1.0 + 4.0 * 2.0),
+    ),
     # DenseTree
     "DenseTree.from_nested: None": (
         lambda: DenseTree.from_nested((1.0, None)),
@@ -733,9 +764,9 @@ def test_bad_input_raises_clearly_or_gives_the_right_value(name: str) -> None:
 # machinery, and the readers and combinators (as_vec, to_array, ap, ...) that act on built structures.
 NOT_ENTRY_POINTS = {
     "ARITHMETIC", "Applicative", "Arithmetic", "Axis", "ChebOf", "ComposeOf", "Counit", "Dense", "DenseTreeOf",
-    "Dim", "DistributionOf", "Functor", "Measured", "Module", "Pointwise", "QuantumOf", "Real", "Ring", "Shaped",
-    "TreeOf",
-    "VecOf", "VectorSpace", "ap", "arithmetic", "as_cheb", "as_dense_tree", "as_tree", "as_vec", "counit",
+    "Dim", "DistributionOf", "Functor", "GraphOf", "Measured", "Module", "Pointwise", "QuantumOf", "Real", "Ring",
+    "Shaped", "SparseMask", "TreeOf",
+    "VecOf", "VectorSpace", "ap", "arithmetic", "as_cheb", "as_dense_tree", "as_graph", "as_tree", "as_vec", "counit",
     "generic_only", "lift_a2", "record", "record_fast_paths", "static", "to_array",
 }  # fmt: skip
 

@@ -1,6 +1,6 @@
 """The composition sweep (issue 32, part 4): structures built from structures, as users build them.
 
-For every ordered pair (Outer, Inner) of the zoo (``Vec``, ``Cheb``, ``DenseTree``, ``Tree``,
+For every ordered pair (Outer, Inner) of the zoo (``Vec``, ``Cheb``, ``DenseTree``, ``Tree``, ``Graph``,
 ``Distribution``, ``Compose`` of a Vec and a Cheb) and two structures written the way the guides teach
 (``Mesh``, a user's nodal structure whose measure is data, tests/applicative/mesh.py, and ``Fourier``, a
 user's coefficient structure, not nodal, whose transforms map its values through ``stacked.along``,
@@ -59,6 +59,7 @@ from applicative import (
     DenseTree,
     Dim,
     Distribution,
+    Graph,
     Leaf,
     Node,
     Pointwise,
@@ -105,7 +106,7 @@ included, still run); only LLVM's optimisation of the generated code is skipped.
 # size is 4 (a Vec's, a Mesh's nodes, a DenseTree's capacity, a Cheb's coefficients): eager dispatch
 # compiles each small program once per shape, and shared shapes make the sweep a third cheaper.
 
-KINDS = ("Vec", "Cheb", "DenseTree", "Tree", "Distribution", "Compose", "Mesh", "Fourier")
+KINDS = ("Vec", "Cheb", "DenseTree", "Tree", "Graph", "Distribution", "Compose", "Mesh", "Fourier")
 PAIRS = [(o, i) for o in KINDS for i in KINDS]
 
 
@@ -164,13 +165,14 @@ COMPOSE = {"outer": (Chan, U), "inner": (Chan2, V)}  # Vec (2) of Cheb (4)
 MESH = {"outer": (S, (0.0, 0.2, 0.7, 1.0)), "inner": (T, (0.0, 0.4, 0.5, 1.0))}
 DENSE_TREE: dict[str, Shape] = {"outer": (None, (None, None)), "inner": ((None, None), None)}
 TREE: dict[str, Shape] = {"outer": ((None, None), None), "inner": (None, (None, None))}
-CAPACITY = 4  # DenseTrees of 3 leaves and a padding slot
+CAPACITY = 4  # DenseTrees of 3 leaves and a padding slot; Graphs of 3 nodes and a padding slot
+GRAPH = {"outer": [[0, 1, 2], [1, 2, 0]], "inner": [[0, 2], [1, 1]]}  # a directed cycle; two edges into node 1
 PROBABILITIES = {"outer": (0.25, 0.75), "inner": (0.6, 0.4)}
 
 
 def count(kind: str, role: str) -> int:
     """How many elements a structure of this kind holds (a Cheb: its 2 free coefficients)."""
-    fixed = {"Cheb": 2, "DenseTree": 3, "Tree": 3, "Distribution": 2, "Compose": 4, "Fourier": 4}
+    fixed = {"Cheb": 2, "DenseTree": 3, "Tree": 3, "Graph": 3, "Distribution": 2, "Compose": 4, "Fourier": 4}
     if kind == "Vec":
         return VEC[role][1]
     if kind == "Mesh":
@@ -209,6 +211,8 @@ def build(kind: str, role: str, elements: list[Any], spec: bool, constant: bool 
         return tree_of(DENSE_TREE[role], iter(elements)) if spec else DenseTree.of(DENSE_TREE[role], elements, CAPACITY)
     if kind == "Tree":
         return tree_of(TREE[role], iter(elements))
+    if kind == "Graph":  # (its own specification: no other structure gives its generic definitions)
+        return Graph.from_edges(GRAPH[role], elements, capacity=CAPACITY, edge_capacity=CAPACITY)
     if kind == "Distribution":
         return Distribution(elements, np.array(PROBABILITIES[role]))
     if kind == "Compose":
@@ -354,6 +358,8 @@ def canon(x: object) -> Any:
         return ("Node", canon(x.left), canon(x.right))
     if isinstance(x, Compose):
         return ("Compose", canon(x.outer))
+    if isinstance(x, Graph):
+        return ("Graph", x.edge_index().tolist(), [canon(element(x.data, i)) for i in range(x.num_nodes)])
     if isinstance(x, Vec | Cheb | Mesh | Fourier):
         size = x.size
         return (type(x).__name__, x.tag.__name__, size, [canon(element(x.data, i)) for i in range(size)])
@@ -434,6 +440,8 @@ def gram(kind: str, role: str) -> np.ndarray:
         return np.kron(np.eye(2), cheb_gram(4))
     if kind in ("DenseTree", "Tree"):
         return np.eye(GRID) / GRID
+    if kind == "Graph":
+        return np.eye(3)  # a measure of 1 a node, on the 3 nodes (padding has no coordinate)
     if kind == "Fourier":
         return np.diag(fourier_gram(4))  # the integrals of the squared basis functions: 2 pi, pi, pi, pi
     if kind == "Mesh":
@@ -456,6 +464,8 @@ def coordinates(x: object) -> np.ndarray:
             return cells(t.left, n // 2) + cells(t.right, n // 2)
 
         return np.stack(cells(x, GRID))
+    if isinstance(x, Graph):
+        return np.stack([coordinates(element(x.data, i)) for i in range(x.num_nodes)])
     if isinstance(x, Compose):
         a = coordinates(x.outer)
         return a.reshape(a.shape[0] * a.shape[1], *a.shape[2:])

@@ -53,7 +53,7 @@ def test_structure_laws(instance: str, run: str) -> None:
     not_claimed = ("counit additivity", "counit respects pairing") if instance == "Quantum" else ()
     # The Dense hook is checked where the structure is one of scalars (not a matrix: Vec of Vec).
     dense = laws.DENSE_LAWS if instance in ("Vec", "Compose Vec Vec", "Cheb", "Compose Vec Cheb",
-                                            "Compose Cheb Vec", "DenseTree") else ()  # fmt: skip
+                                            "Compose Cheb Vec", "DenseTree", "Graph") else ()  # fmt: skip
     assert checked == tuple(law for law in laws.LAWS if law not in not_claimed) + dense
 
 

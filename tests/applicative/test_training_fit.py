@@ -104,6 +104,12 @@ def test_a_line_an_epoch_and_the_held_out_error_every_k_epochs(
     assert lines[-1].endswith(f"held-out error {state.held_out[-1][1]:.4e}")
     stored = np.load(tmp_path / "checkpoint.npz")
     np.testing.assert_array_equal(stored["held_out"], np.asarray(state.held_out))
+    # Without log, nothing is printed, and the held-out errors are the same, kept in the checkpoint.
+    quiet = run(tmp_path / "quiet", log=False, validate=validate, validate_every=2)
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
+    assert quiet.held_out == state.held_out
+    stored = np.load(tmp_path / "quiet" / "checkpoint.npz")
+    np.testing.assert_array_equal(stored["held_out"], np.asarray(quiet.held_out))
 
 
 def test_a_budget_in_seconds_stops_at_an_epochs_end_and_a_resume_goes_on(tmp_path: Path) -> None:

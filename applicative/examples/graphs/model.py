@@ -1,0 +1,276 @@
+"""The model of the CLRS graph tasks: encode, process, decode, its processor the library's relational attention.
+
+A sample is a ``Graph`` of its n nodes (its edges the task's input graph) and a vector on every pair of nodes.
+Encoders: each node's inputs (its position i / n, whether it is the source) and each pair's (the weight A_ij
+and whether the edge runs, both ways) are linear maps to ``width`` and ``edge_width`` features. The
+processor is one ``nn.RelationalAttention`` block with pre-norms, a node MLP and residual connections, its
+weights shared by ``steps`` applications (the same number on the small training graphs and the large test
+ones: more steps than it was trained with, its state drifts), over every pair (``mask="all"``) or along the
+input graph's edges only (``mask="edges"``, each node with itself). Decoders, by the kind of each output:
+
+    node pointer    p_i(j) = softmax_j (W_a h_i . W_b h_j + w . e_ij)       (pi: i's parent is j)
+    node mask       sigmoid(w . h_i)
+    node mask_one   softmax_i (w . h_i)
+    edge mask       sigmoid(w . [e_ij + e_ji])                               (symmetric: undirected)
+    edge pointer    p_ij(k) = softmax_k (W_a e_ik . W_b e_kj)               (Floyd-Warshall's Pi)
+
+The loss is the sum over the outputs of cross entropies (a bridge's and a tree edge's over the pairs the
+benchmark counts). The processor is generic code on a ``Graph``; the heads read its coordinates
+(``to_array``), as a task's readout does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax import Array
+
+from applicative import Dim, Graph, Vec, nn, record, to_array
+from applicative.examples.graphs.clrs import ALGORITHMS, MASKED, Output, Sample
+from applicative.stacked import stack
+from applicative.training import Learner
+
+__all__ = ["Config", "GraphModel", "Inputs", "Targets", "batch_of", "init_model", "learner", "loss", "predict"]
+
+
+class NodeIn(Dim):
+    """A node's inputs: its position, whether it is the source."""
+
+
+class PairIn(Dim):
+    """A pair's inputs: A_ij, whether i -> j is an edge, and the same for j -> i."""
+
+
+class Model(Dim):
+    """Node features."""
+
+
+class Edge(Dim):
+    """Pair features."""
+
+
+class Key(Dim):
+    """Query/key features of attention and of the pointer heads."""
+
+
+class Hidden(Dim):
+    """The MLPs' hidden features."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The model's size and processing, and the optimiser's settings (with the algorithm, the steps and the
+    seed, a run's description)."""
+
+    width: int = 64
+    edge_width: int = 32
+    key_width: int = 32
+    hidden: int = 64
+    steps: int = 8  # the processor's steps, on every graph (more on larger graphs diverge: docs/graphs.md)
+    mask: Literal["all", "edges"] = "all"
+    batch: int = 16
+    learning_rate: float = 1e-3
+    train_samples: int = 1000  # CLRS-30's training set: the first 1000 graphs of 16 nodes of seed 1
+    train_nodes: int = 16
+    test_nodes: int = 64
+    test_samples: int = 32  # CLRS-30's test set: 32 graphs of 64 nodes of seed 3
+    held_out: int = 32  # its validation set: 32 graphs of 16 nodes of seed 2
+
+
+def _vec(n: int, tag: type[Dim]) -> Vec[Any, Array]:
+    return Vec.from_array(np.zeros(n, np.float32), tag)
+
+
+@record
+class GraphModel:
+    """Encoders, the shared processor, the decoders' maps (``Head``s, one an output)."""
+
+    node_in: nn.Linear[Any, Any]
+    pair_in: nn.Linear[Any, Any]
+    norm: nn.LayerNorm[Any]
+    pair_norm: nn.LayerNorm[Any]
+    attention: nn.RelationalAttention[Any, Any, Any, Any]
+    mlp: nn.MLP[Any, Any]
+    out_norm: nn.LayerNorm[Any]
+    out_pair_norm: nn.LayerNorm[Any]
+    heads: tuple[Head, ...]
+
+
+@record
+class Head:
+    """One output's decoder: two maps to keys (a pointer's two ends: of nodes, or of pairs for an edge
+    pointer) and a read of the node and of the pair features."""
+
+    first: nn.Linear[Any, Any]
+    second: nn.Linear[Any, Any]
+    node: nn.Linear[Any, Any]
+    pair: nn.Linear[Any, Any]
+
+
+class Inputs(NamedTuple):
+    """The inputs of a batch of samples of one size: their graphs (a stack of ``Graph``), node inputs (B, n, 2)
+    and pair inputs (B, n, n, 4)."""
+
+    graphs: Graph[Any]
+    nodes: Array
+    pairs: Array
+
+
+Targets = dict[str, Array]
+"""A batch's outputs, by name: (B, n) or (B, n, n) float32 (pointers as node indices)."""
+
+
+def init_model(key: Array, config: Config, outputs: Sequence[Output]) -> GraphModel:
+    keys = jax.random.split(key, 6 + len(outputs))
+    width, edge, k, hidden = (_vec(config.width, Model), _vec(config.edge_width, Edge), _vec(config.key_width, Key),
+                              _vec(config.hidden, Hidden))  # fmt: skip
+    one = _vec(1, Key)
+    heads = tuple(
+        Head(
+            nn.Linear.init(jax.random.fold_in(keys[6 + o], 0), width if out.location == "node" else edge, k),
+            nn.Linear.init(jax.random.fold_in(keys[6 + o], 1), width if out.location == "node" else edge, k),
+            nn.Linear.init(jax.random.fold_in(keys[6 + o], 2), width, one),
+            nn.Linear.init(jax.random.fold_in(keys[6 + o], 3), edge, one),
+        )
+        for o, out in enumerate(outputs)
+    )
+    return GraphModel(
+        nn.Linear.init(keys[0], _vec(2, NodeIn), width),
+        nn.Linear.init(keys[1], _vec(4, PairIn), edge),
+        nn.LayerNorm.init(width),
+        nn.LayerNorm.init(edge),
+        nn.RelationalAttention.init(keys[2], width, edge, k, hidden),
+        nn.MLP.init(keys[3], width, hidden),
+        nn.LayerNorm.init(width),
+        nn.LayerNorm.init(edge),
+        heads,
+    )
+
+
+def batch_of(samples: Sequence[Sample], name: str) -> tuple[Inputs, Targets]:
+    """The batch of these samples (of one size) for the task ``name``: its inputs and targets."""
+    n = samples[0].adjacency.shape[0]
+    graphs, nodes, pairs = [], [], []
+    for s in samples:
+        adj = (s.adjacency != 0).astype(np.float32)
+        graphs.append(Graph.from_adjacency(adj, np.zeros(n, np.float32), capacity=n, edge_capacity=n * n))
+        source = np.zeros(n, np.float32)
+        if s.source >= 0:
+            source[s.source] = 1.0
+        nodes.append(np.stack([np.arange(n) / n, source], -1))
+        a = s.adjacency.astype(np.float32)
+        pairs.append(np.stack([a, adj, a.T, adj.T], -1))
+    targets = {o.name: jnp.asarray(np.stack([s.outputs[o.name] for s in samples]).astype(np.float32))
+               for o in ALGORITHMS[name].outputs}  # fmt: skip
+    inputs = Inputs(stack(graphs), jnp.asarray(np.stack(nodes), jnp.float32), jnp.asarray(np.stack(pairs), jnp.float32))
+    return inputs, targets
+
+
+def _process(model: GraphModel, config: Config, g: Graph[Any], nodes: Array, pairs: Array) -> tuple[Array, Array]:
+    """The processor's node (n, width) and pair (n, n, edge_width) features of one graph: ``steps`` shared
+    steps, the state carried as arrays and rebuilt on the graph each step."""
+    x0 = to_array(g.with_elements(jax.vmap(lambda v: model.node_in(Vec.from_array(v, NodeIn)))(nodes)))
+    e0 = to_array(g.pairs(jax.vmap(jax.vmap(lambda v: model.pair_in(Vec.from_array(v, PairIn))))(pairs)))
+    mask = g.mask(1) if config.mask == "edges" else None
+
+    def nodes_of(x_arr: Array) -> Graph[Vec[Model, Array]]:
+        return g.with_elements(jax.vmap(lambda v: Vec.from_array(v, Model))(x_arr))
+
+    def step(_: int, state: tuple[Array, Array]) -> tuple[Array, Array]:
+        x_arr, e_arr = state
+        e = g.pairs(jax.vmap(jax.vmap(lambda v: Vec.from_array(v, Edge)))(e_arr))
+        y, e_next = model.attention(
+            nodes_of(x_arr).fmap(model.norm), e.fmap(lambda row: row.fmap(model.pair_norm)), mask
+        )
+        x_arr = x_arr + to_array(y)
+        x_arr = x_arr + to_array(nodes_of(x_arr).fmap(lambda v: model.mlp(model.norm(v))))
+        return x_arr, to_array(e_next)
+
+    out: tuple[Array, Array] = jax.lax.fori_loop(0, config.steps, step, (x0, e0))
+    return out
+
+
+def logits(model: GraphModel, config: Config, name: str, g: Graph[Any], nodes: Array, pairs: Array) -> dict[str, Array]:
+    """Each output's logits for one graph: a node pointer (n, n), a mask (n,), a mask_one (n,), an edge mask
+    (n, n), an edge pointer (n, n, n)."""
+    h, e = _process(model, config, g, nodes, pairs)
+    h = _apply(model.out_norm, h, Model)
+    e = _apply(model.out_pair_norm, e, Edge)
+    scale = 1.0 / np.sqrt(config.key_width)
+    out = {}
+    for head, output in zip(model.heads, ALGORITHMS[name].outputs, strict=True):
+        if output.location == "node" and output.kind == "pointer":
+            a, b = _apply(head.first, h, Model), _apply(head.second, h, Model)
+            out[output.name] = scale * (a @ b.T) + _apply(head.pair, e, Edge)[..., 0]
+        elif output.location == "node":
+            out[output.name] = _apply(head.node, h, Model)[:, 0]
+        elif output.kind == "mask":
+            read = _apply(head.pair, e, Edge)[..., 0]
+            out[output.name] = read + read.T
+        else:
+            a, b = _apply(head.first, e, Edge), _apply(head.second, e, Edge)
+            out[output.name] = scale * jnp.einsum("ikh,kjh->ijk", a, b)
+    return out
+
+
+def _apply(linear: Callable[[Vec[Any, Array]], Any], x: Array, tag: type[Dim]) -> Array:
+    """``linear`` (or a norm) on the last axis of ``x``, its elements Vecs of ``tag`` (a readout on coordinates)."""
+    flat = x.reshape(-1, x.shape[-1])
+    out = jax.vmap(lambda v: to_array(linear(Vec.from_array(v, tag))))(flat)
+    return out.reshape(*x.shape[:-1], -1)
+
+
+def loss(model: GraphModel, config: Config, name: str, inputs: Inputs, targets: Targets) -> Array:
+    """The sum over the outputs of their cross entropies, averaged over the batch."""
+    out = jax.vmap(lambda g, n, p: logits(model, config, name, g, n, p))(*inputs)
+    total = jnp.zeros(())
+    for output in ALGORITHMS[name].outputs:
+        z, t = out[output.name], targets[output.name]
+        if output.kind == "pointer":
+            total += jnp.mean(optax.softmax_cross_entropy_with_integer_labels(z, t.astype(jnp.int32)))
+        elif output.kind == "mask_one":
+            total += jnp.mean(optax.softmax_cross_entropy(z, t))
+        else:
+            keep = t != MASKED
+            per = optax.sigmoid_binary_cross_entropy(z, jnp.where(keep, t, 0.0))
+            total += jnp.sum(jnp.where(keep, per, 0.0)) / jnp.maximum(jnp.sum(keep), 1)
+    return total
+
+
+def predict(model: GraphModel, config: Config, name: str, inputs: Inputs) -> Targets:
+    """The predicted outputs of a batch: pointers as node indices, masks as 0/1, a mask_one as one-hot."""
+    out = jax.vmap(lambda g, n, p: logits(model, config, name, g, n, p))(*inputs)
+    predicted = {}
+    for output in ALGORITHMS[name].outputs:
+        z = out[output.name]
+        if output.kind == "pointer":
+            predicted[output.name] = jnp.argmax(z, -1)
+        elif output.kind == "mask_one":
+            predicted[output.name] = jax.nn.one_hot(jnp.argmax(z, -1), z.shape[-1])
+        else:
+            predicted[output.name] = (z > 0).astype(jnp.float32)
+    return predicted
+
+
+@functools.lru_cache(maxsize=16)
+def learner(config: Config, name: str) -> Learner[GraphModel, Inputs, Targets, Targets]:
+    """The model as ``applicative.training.fit`` trains it on the task ``name``."""
+    outputs = ALGORITHMS[name].outputs
+
+    def init(seed: int) -> GraphModel:
+        return init_model(jax.random.PRNGKey(seed), config, outputs)
+
+    def learn(model: GraphModel, inputs: Inputs, targets: Targets) -> Array:
+        return loss(model, config, name, inputs, targets)
+
+    def guess(model: GraphModel, inputs: Inputs) -> Targets:
+        return predict(model, config, name, inputs)
+
+    return Learner(init, learn, guess)

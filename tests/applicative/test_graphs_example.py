@@ -1,0 +1,291 @@
+"""The graphs example: the CLRS port against the benchmark's own samples and against networkx, its score,
+and a run through the learning layer (trained, killed, resumed, evaluated, asked) from Python and from the
+command line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import cast
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from applicative.examples.graphs import clrs
+from applicative.examples.graphs.cli import main
+from applicative.examples.graphs.model import Config
+from applicative.examples.graphs.training import answer, describe, evaluate, train, trivial
+from applicative.stacked import element
+from applicative.training.files import CONFIG
+from applicative.training.loop import _killed_after
+
+REFERENCE = Path(__file__).parent / "data" / "clrs_reference.npz"
+"""Samples ``dm-clrs`` 2.0.3 made (tools/clrs_reference.py): 8 training graphs of 16 nodes (seed 1) and 2 test
+graphs of 64 nodes (seed 3) of each algorithm, their inputs and outputs."""
+
+
+@pytest.mark.parametrize("name", list(clrs.ALGORITHMS))
+def test_the_port_draws_the_benchmarks_graphs_and_outputs_sample_for_sample(name: str) -> None:
+    reference = np.load(REFERENCE)
+    for n, seed in ((16, 1), (64, 3)):
+        expected = reference[f"{name}/{n}/A"]
+        samples = clrs.sample(name, n, expected.shape[0], seed)
+        np.testing.assert_array_equal(np.stack([s.adjacency for s in samples]), expected)
+        np.testing.assert_array_equal([s.source for s in samples], reference[f"{name}/{n}/source"])
+        for output in clrs.ALGORITHMS[name].outputs:
+            got = np.stack([s.outputs[output.name] for s in samples])
+            np.testing.assert_array_equal(got, reference[f"{name}/{n}/{output.name}"], err_msg=output.name)
+
+
+def _nx(a: np.ndarray, directed: bool) -> nx.Graph[int]:
+    g: nx.Graph[int] = nx.DiGraph() if directed else nx.Graph()
+    g.add_nodes_from(range(a.shape[0]))
+    g.add_weighted_edges_from((int(i), int(j), float(a[i, j])) for i, j in zip(*np.nonzero(a), strict=True))
+    return g
+
+
+def _path_length(pi: np.ndarray, a: np.ndarray, v: int) -> tuple[float, int]:
+    """(weight, hops) of the path from the root of v's tree in ``pi`` to v."""
+    total, hops = 0.0, 0
+    while pi[v] != v:
+        total, hops, v = total + a[pi[v], v], hops + 1, int(pi[v])
+        assert hops <= len(pi), "the pointers hold a cycle"
+    return total, hops
+
+
+@pytest.mark.parametrize("name", list(clrs.ALGORITHMS))
+def test_each_algorithms_output_is_what_networkx_says_of_its_graph(name: str) -> None:
+    """An independent reference: networkx's algorithms on the same graphs (the outputs' ties aside)."""
+    task = clrs.ALGORITHMS[name]
+    for s in clrs.sample(name, 16, 6, 7) + clrs.sample(name, 32, 2, 8):
+        a, n, out = s.adjacency, s.adjacency.shape[0], s.outputs
+        g = _nx(a, task.graphs.directed)
+        if name in ("bfs", "dijkstra", "bellman_ford", "dag_shortest_paths", "mst_prim"):
+            pi = out["pi"]
+            reached = nx.descendants(g, s.source) | {s.source}
+            assert {v for v in range(n) if pi[v] != v} == reached - {s.source}
+            assert all(a[pi[v], v] != 0 for v in reached - {s.source})
+            if name == "bfs":
+                hops = nx.single_source_shortest_path_length(g, s.source)
+                assert all(_path_length(pi, a, v)[1] == hops[v] for v in reached)
+            elif name == "mst_prim":
+                tree = nx.minimum_spanning_tree(g.subgraph(reached))
+                assert sum(a[pi[v], v] for v in reached - {s.source}) == pytest.approx(tree.size(weight="weight"))
+            else:
+                distance = nx.single_source_dijkstra_path_length(g, s.source)
+                assert all(_path_length(pi, a, v)[0] == pytest.approx(distance[v]) for v in reached)
+        elif name == "dfs":
+            pi = out["pi"]
+            assert all(pi[v] == v or a[pi[v], v] != 0 for v in range(n))
+            roots = [v for v in range(n) if pi[v] == v]  # each tree's root: the least node it spans
+            trees = {r: {v for v in range(n) if _root(pi, v) == r} for r in roots}
+            assert all(min(nodes) == r for r, nodes in trees.items())
+            for r in roots:  # a tree spans what its root reaches and no earlier tree spans
+                assert trees[r] >= nx.descendants(g, r) - set().union(*(trees[q] for q in roots if q < r))
+        elif name == "topological_sort":
+            head = int(np.argmax(out["topo_head"]))
+            order = [head]
+            while out["topo"][order[-1]] != order[-1]:
+                order.append(int(out["topo"][order[-1]]))
+            assert sorted(order) == list(range(n))
+            position = {v: i for i, v in enumerate(order)}
+            assert all(position[u] < position[v] for u, v in g.edges)
+        elif name in ("articulation_points", "bridges"):
+            if name == "articulation_points":
+                assert set(np.flatnonzero(out["is_cut"])) == set(nx.articulation_points(g))
+            else:
+                marked = {(int(i), int(j)) for i, j in zip(*np.nonzero(out["is_bridge"] == 1), strict=True) if i < j}
+                found = cast(Iterable[tuple[int, int]], nx.bridges(g))  # (its stubs say nodes; it yields edges)
+                assert marked == {(min(u, v), max(u, v)) for u, v in found}
+                assert np.all((out["is_bridge"] == clrs.MASKED) == ((a + np.eye(n)) == 0))
+        elif name == "strongly_connected_components":
+            ids = out["scc_id"]
+            assert isinstance(g, nx.DiGraph)
+            for component in nx.strongly_connected_components(g):
+                assert {int(ids[v]) for v in component} == {int(ids[next(iter(component))])}
+                assert ids[next(iter(component))] in component
+        elif name == "mst_kruskal":
+            mask = out["in_mst"]
+            np.testing.assert_array_equal(mask, mask.T)
+            forest = nx.minimum_spanning_tree(g)
+            assert np.sum(np.triu(mask) * a) == pytest.approx(forest.size(weight="weight"))
+        else:  # floyd_warshall: Pi[i, j] is j's predecessor on a shortest path from i
+            for i in range(n):
+                distance = nx.single_source_dijkstra_path_length(g, i)
+                for j, d in distance.items():
+                    if j != i:
+                        k = int(out["Pi"][i, j])
+                        assert a[k, j] != 0
+                        assert distance[k] + a[k, j] == pytest.approx(d)
+
+
+def _root(pi: np.ndarray, v: int) -> int:
+    while pi[v] != v:
+        v = int(pi[v])
+    return v
+
+
+def test_the_score_is_the_mean_over_outputs_of_accuracy_or_f1() -> None:
+    """Counted one entry at a time, apart from ``clrs.score``'s arrays."""
+    rng = np.random.default_rng(0)
+    for name in ("bfs", "bridges", "topological_sort", "floyd_warshall", "articulation_points"):
+        samples = clrs.sample(name, 12, 5, 4)
+        guesses = []
+        for s in samples:
+            guess = {}
+            for output in clrs.ALGORITHMS[name].outputs:
+                truth = s.outputs[output.name]
+                if output.kind == "pointer":
+                    wrong = rng.integers(0, 12, truth.shape)
+                    guess[output.name] = np.where(rng.random(truth.shape) < 0.3, wrong, truth)
+                elif output.kind == "mask_one":
+                    guess[output.name] = np.eye(12)[rng.integers(0, 2) * int(np.argmax(truth))]
+                else:
+                    guess[output.name] = np.where(rng.random(truth.shape) < 0.2, 1.0 - (truth > 0.5), truth > 0.5)
+            guesses.append(guess)
+        scores = []
+        for output in clrs.ALGORITHMS[name].outputs:
+            right = total = tp = fp = fn = 0
+            for s, guess in zip(samples, guesses, strict=True):
+                for t, p in zip(s.outputs[output.name].ravel(), guess[output.name].ravel(), strict=True):
+                    total += 1
+                    right += int(t == p)
+                    if t != clrs.MASKED:
+                        tp, fp, fn = tp + (p > 0.5 and t > 0.5), fp + (p > 0.5 and t < 0.5), fn + (p < 0.5 and t > 0.5)
+            if output.kind == "pointer":
+                scores.append(right / total)
+            elif output.kind == "mask_one":
+                scores.append(sum(bool(np.argmax(g[output.name]) == np.argmax(s.outputs[output.name]))
+                                  for s, g in zip(samples, guesses, strict=True)) / len(samples))  # fmt: skip
+            else:
+                scores.append(2 * tp / (2 * tp + fp + fn))
+        assert clrs.score(name, guesses, samples) == pytest.approx(np.mean(scores), rel=1e-12)
+        assert clrs.score(name, [s.outputs for s in samples], samples) == 1.0
+        assert trivial(name, samples) < 1.0
+        # the interval: percentiles of the score of resamples of the graphs, the same draws taken by hand
+        picks = np.random.default_rng(0).integers(0, 5, size=(200, 5))
+        resampled = [clrs.score(name, [guesses[i] for i in p], [samples[i] for i in p]) for p in picks]
+        low, high = clrs.interval(name, guesses, samples, draws=200)
+        assert (low, high) == (np.percentile(resampled, 2.5), np.percentile(resampled, 97.5))
+        assert low <= clrs.score(name, guesses, samples) <= high
+        assert clrs.interval(name, [s.outputs for s in samples], samples, draws=50) == (1.0, 1.0)
+
+
+def test_a_bad_algorithm_name_is_named_with_the_twelve() -> None:
+    with pytest.raises(KeyError, match="'bsf' is not one of the benchmark's graph algorithms: bfs, dfs"):
+        clrs.sample("bsf", 16, 1, 0)
+    with pytest.raises(ValueError, match="'bsf' is not one of the benchmark's graph algorithms"):
+        train("bsf")
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "nodes", "edges", "source", "message"),
+    [
+        ("bfs", 0, [], 0, "no node|at least one node"),
+        ("bfs", 3, [(0, 3)], 0, r"\(0 -> 3\) names a node that does not exist \(nodes 0 to 2\)"),
+        ("bfs", 3, [(0, 1)], 5, "needs a source node between 0 and 2, got 5"),
+        ("topological_sort", 3, [(0, 1), (1, 2), (2, 0)], -1, "cycle"),
+        ("dag_shortest_paths", 2, [(0, 1), (1, 0)], 0, "cycle"),
+    ],
+    ids=["empty", "a missing node", "a source outside", "a cycle", "a cycle with a source"],
+)
+def test_asking_a_run_about_a_bad_graph_names_what_is_wrong(
+    algorithm: str, nodes: int, edges: list[tuple[int, int]], source: int, message: str, tmp_path: Path
+) -> None:
+    (tmp_path / CONFIG).write_text(describe(algorithm, 1, 0, Config()), encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        answer(tmp_path, nodes, edges, source)
+
+
+TINY = Config(width=16, edge_width=8, key_width=8, hidden=16, steps=2, batch=8, train_samples=32, held_out=8,
+              test_nodes=24, test_samples=4)  # fmt: skip
+TINY_FLAGS = ["--config", '{"width": 16, "edge_width": 8, "key_width": 8, "hidden": 16, "steps": 2, "batch": 8, '
+              '"train_samples": 32, "held_out": 8, "test_nodes": 24, "test_samples": 4}']  # fmt: skip
+
+
+@pytest.mark.slow  # a small model compiled (about 20 s): CI runs it
+def test_a_killed_run_resumes_bit_for_bit_and_reads_back(tmp_path: Path) -> None:
+    straight = train("bfs", 10, 0, TINY, tmp_path / "a", log=False)
+    with _killed_after(6):  # past the checkpoint of epoch 1 (steps 1-4)
+        train("bfs", 10, 0, TINY, tmp_path / "b", log=False)
+    resumed = train("bfs", 10, 0, TINY, tmp_path / "b", resume=True, log=False)
+    assert resumed == straight._replace(seconds=resumed.seconds)
+    assert straight.final_loss < straight.initial_loss
+    report = evaluate(tmp_path / "b")
+    assert (report.steps, report.of, report.test, report.trivial) == (10, 10, straight.test, straight.trivial)
+    assert [epoch for epoch, _ in report.held_out] == [1, 2, 3]
+    # the run's answer on a graph of the user's: a BFS tree's pointers, one a node, into the nodes
+    pi = answer(tmp_path / "b", 5, [(0, 1), (1, 2), (3, 4)], source=0)["pi"]
+    assert pi.shape == (5,)
+    assert set(pi.tolist()) <= set(range(5))
+    np.testing.assert_array_equal(pi, answer(tmp_path / "a", 5, [(1, 0), (2, 1), (4, 3)], source=0)["pi"])
+
+
+@pytest.mark.slow  # about 20 s: CI runs it
+def test_the_command_line_trains_evaluates_plots_and_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    args = ["train", "--algorithm", "topological_sort", "--out", str(run), "--steps", "8", "--quiet", *TINY_FLAGS]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "test (4 graphs of 24 nodes): " in out  # TINY's test set, not CLRS-30's
+    assert "validation (8 graphs of 16 nodes): " in out
+    assert "topological_sort: loss" in out
+    assert main(["evaluate", str(run)]) == 0
+    evaluated = capsys.readouterr().out.splitlines()
+    assert evaluated[0].startswith("topological_sort: 8 steps")
+    assert evaluated[1].startswith("test (4 graphs of 24 nodes): ")
+    assert main(["plot", str(run)]) == 0
+    assert (run / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["answer", str(run), "--nodes", "3", "--edges", "0-1,1-2"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("topo: [")
+    assert main(["answer", str(run), "--nodes", "3", "--edges", "0-1,1-2,2-0"]) == 1
+    assert "cycle" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:  # argparse's: a usage line and status 2
+        main(["answer", str(run), "--nodes", "3", "--edges", "0-x"])
+    assert usage.value.code == 2
+    assert "edges are sender-receiver pairs of node numbers, '0-1,1-2'; got '0-x'" in capsys.readouterr().err
+    assert main(["train", "--algorithm", "bsf", "--out", str(tmp_path / "other")]) == 1
+    assert "'bsf' is not one of the benchmark's graph algorithms" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # two processes that each import JAX and compile: CI runs it
+def test_sigterm_stops_a_run_that_resume_finishes(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "applicative.examples.graphs", "train", "--algorithm", "bfs", "--out",
+               str(tmp_path), "--steps", "2000", *TINY_FLAGS]  # fmt: skip
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("epoch 1/"):
+                process.send_signal(signal.SIGTERM)
+                break
+        _, err = process.communicate(timeout=120)
+    assert process.returncode == 75, err
+    assert "stopped by SIGTERM after step" in err
+    finished = subprocess.run([*command, "--resume"], capture_output=True, text=True, env=env, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    assert "in 2000 steps" in finished.stdout
+
+
+def test_a_batch_of_the_benchmarks_graphs_is_one_stack_of_graphs() -> None:
+    """The model's input: each sample a Graph of its n nodes, its edges the input graph's (both ways for an
+    undirected task), stacked; the pair inputs A_ij, the edge, A_ji and the edge back."""
+    from applicative.examples.graphs.model import batch_of
+
+    samples = clrs.sample("dag_shortest_paths", 10, 3, 5)
+    inputs, targets = batch_of(samples, "dag_shortest_paths")
+    assert inputs.nodes.shape == (3, 10, 2)
+    assert inputs.pairs.shape == (3, 10, 10, 4)
+    for b, s in enumerate(samples):
+        np.testing.assert_array_equal(element(inputs.graphs, b).adjacency_matrix(), s.adjacency != 0)
+        np.testing.assert_allclose(np.asarray(inputs.pairs[b, ..., 0]), s.adjacency, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(inputs.pairs[b, ..., 2]), s.adjacency.T, rtol=1e-6)
+        assert float(inputs.nodes[b, s.source, 1]) == 1.0
+        np.testing.assert_array_equal(np.asarray(targets["pi"][b]), s.outputs["pi"])
