@@ -339,7 +339,8 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
     # the losses are read at the checkpoints only, where every process reads them: a non-finite one
     # stops all of them at the same step, and none is left waiting in a collective.
     shown_here = progress and is_owner()
-    bar = tqdm(total=plan.steps, initial=first, desc="train", unit="step", disable=not shown_here, mininterval=0.5)
+    with deferred():  # a SIGTERM inside tqdm's constructor would leave a bar whose destructor fails at exit
+        bar = tqdm(total=plan.steps, initial=first, desc="train", unit="step", disable=not shown_here, mininterval=0.5)
     read_between = progress and jax.process_count() == 1
     with bar, preemption() as preempted:
         step = first
