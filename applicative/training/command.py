@@ -3,8 +3,10 @@
     add_flags(parser)        --out DIR, --resume, --seconds S, --quiet on a ``train`` sub-command's parser
     run(prog, name, action)  runs ``action()`` and returns the exit status: 0; 75 after SIGTERM, at any moment
                              (``stopping.Stopped``, ``Preempted``: "PROG NAME: stopped by SIGTERM ..." and what
-                             is saved, which ``--resume`` continues or starts again); 1 with "PROG NAME: error:
-                             ..." on stderr for bad input, a diverged run or a run directory in use
+                             is saved, which ``--resume`` continues or starts again); 130 after Ctrl-C (the
+                             same words); 1 with "PROG NAME: error: ..." on stderr for bad input, a diverged
+                             run or a run directory in use. On several processes, one that stops or fails on
+                             its own tells the others, which end too, saying so (``lifeline.stop``)
     plot(directory, per_epoch)   the run's loss per step and its held-out curve, DIR/loss.png
 
 A run directory is every model's (``loop.fit``): ``config.json`` and ``checkpoint.npz``. ``history`` reads a
@@ -15,16 +17,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from applicative.training import lifeline
 from applicative.training.checkpoints import history
 from applicative.training.files import RunInUse, holding_run
 from applicative.training.loop import Preempted, TrainingDiverged
 from applicative.training.rendezvous import StartupError
-from applicative.training.stopping import Stopped, stopping
+from applicative.training.stopping import Stopped, saved, stopping
 
-__all__ = ["add_flags", "plot", "run"]
+__all__ = ["INTERRUPTED", "add_flags", "plot", "run"]
+
+INTERRUPTED = 130
+"""The exit status after Ctrl-C (SIGINT), as a shell reports a command it interrupted (128 + 2)."""
 
 _REFUSED = (ValueError, TypeError, FileNotFoundError, FileExistsError, TrainingDiverged, RunInUse, StartupError)
 """What a command line reports as an error, exit status 1."""
@@ -49,20 +56,53 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def run(prog: str, name: str, action: Callable[[], None]) -> int:
     """``action()``'s exit status: 0 when it returns; ``Stopped.exit_status`` (75) after SIGTERM at any moment
-    of it (``stopping.stopping``; in the loop, ``Preempted``), its message on stderr; 1 after bad input
+    of it (``stopping.stopping``; in the loop, ``Preempted``), its message on stderr; ``INTERRUPTED`` (130)
+    after Ctrl-C, "PROG NAME: stopped by SIGINT (Ctrl-C): " and what is saved; 1 after bad input
     (ValueError, TypeError), a missing or occupied run (FileNotFoundError, FileExistsError, ``RunInUse``), a
     diverged one or processes that could not meet (``StartupError``), with "PROG NAME: error: MESSAGE" on
-    stderr."""
+    stderr; any other exception raised on.
+
+    On several processes, a stop at a checkpoint (SIGTERM in the loop, which every process meets at one step)
+    ends each in order. Any other ending (Ctrl-C, SIGTERM outside the loop, an error, whether every process
+    meets it or one alone) ends this process at once and tells the others (``lifeline.stop``), each of which
+    ends within seconds unless it ends by itself first, saying which process stopped, why and what to do (75
+    after a stop, 1 after an error); an error that only says another process died or stopped (a collective
+    that broke) gives way to the lifeline's line naming it."""
+    lifeline.speaking_as(f"{prog} {name}")
     try:
         with stopping():
             action()
     except (Stopped, Preempted) as stopped:
         print(f"{prog} {name}: {stopped}", file=sys.stderr)
+        if isinstance(stopped, Stopped) and stopped.here:
+            lifeline.stop("was stopped by SIGTERM", saved(), Stopped.exit_status)
         return Stopped.exit_status
-    except _REFUSED as error:
-        print(f"{prog} {name}: error: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{prog} {name}: stopped by SIGINT (Ctrl-C): {saved()}", file=sys.stderr)
+        lifeline.stop("was stopped by SIGINT (Ctrl-C)", saved(), INTERRUPTED)
+        return INTERRUPTED
+    except Exception as error:
+        if lifeline.holding() and _broken(error) and lifeline.explains(2.0):
+            return 1  # (the lifeline ended this process, naming the process that stopped or died)
+        if isinstance(error, _REFUSED):
+            print(f"{prog} {name}: error: {error}", file=sys.stderr)
+            lifeline.stop(f"ended with an error: {error}"[:300], saved(), 1)
+            return 1
+        if not lifeline.holding():
+            raise
+        traceback.print_exc()
+        lifeline.stop(f"failed: {type(error).__name__}: {error}"[:300], saved(), 1)
         return 1
     return 0
+
+
+_BROKEN = ("Gloo", "Connection closed by peer", "Connection reset by peer")
+"""What an error says where it only means that a collective with another process broke (that process stopped or
+died): JAX's words, whatever the exception's type (a ValueError, a ``JaxRuntimeError``)."""
+
+
+def _broken(error: Exception) -> bool:
+    return any(words in str(error) for words in _BROKEN)
 
 
 def plot(directory: Path, per_epoch: int) -> Path:

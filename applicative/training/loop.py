@@ -199,6 +199,9 @@ def opening(
                 return saved
 
             saved = from_owner(open_run)
+            if not is_owner():  # what a stop leaves, in this process's words (``stopping.note``)
+                none = f"process 0 holds the run's {CONFIG} and no checkpoint yet: --resume starts the same run"
+                note("process 0 holds the run's last checkpoint: --resume continues it" if saved else none)
         try:
             yield saved
         except (Stopped, Preempted):
@@ -215,9 +218,11 @@ def run_from(plan: Plan[P], out: Path, state: State[P], *, resume: bool, progres
     """The steps of ``plan`` from ``state``, in the run directory ``out`` already opened (``opening``): ``fit``'s,
     and a task's with its own run format (``funcformer.learning.train``) after it checked its own. A run that
     starts at step 0 (not ``resume``) writes a step-0 checkpoint first."""
-    if not resume and is_owner():
-        save(out, plan.description, state)  # a run killed before its first interval resumes from here
-        note(f"{out} holds the run's {CONFIG} and its step-0 checkpoint: --resume continues it")
+    if not resume:
+        if is_owner():
+            save(out, plan.description, state)  # a run killed before its first interval resumes from here
+        holder = out if is_owner() else "process 0"
+        note(f"{holder} holds the run's {CONFIG} and its step-0 checkpoint: --resume continues it")
     return _steps(plan, out, state, progress)
 
 
@@ -370,6 +375,8 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
                     save(out, plan.description, state)
                     note(f"{out} holds the run's checkpoint at step {end} of {plan.steps}: --resume continues it"
                          if end < plan.steps else f"{out} holds the trained run, {plan.steps} steps")  # fmt: skip
+                else:  # (process 0's checkpoint may be one past the last this process saw it write)
+                    note("process 0 holds the run's last checkpoint: --resume continues it")
                 saved_step = state.step
                 if stopped:
                     raise Preempted(end, out if is_owner() else None)

@@ -14,9 +14,10 @@ compared by a SHA-256 (``agree``): processes that differ are refused by number.
 ``initialize`` first has the processes meet (``rendezvous.meet``): a start that cannot complete (a port
 in use, an id given twice, a missing process, processes asked for different starts) ends on every
 process within a bounded time, in an error that names the processes; every process proves it belongs
-to the run with the run's secret (``$APPLICATIVE_RUN_SECRET``), and nothing else that connects changes
-anything. The meeting's connections then stay open (``lifeline.hold``): when a process dies, the others
-end within seconds, naming it. ``preemption`` turns SIGTERM into a stop of every process after one step,
+to the run with the run's secret (``$APPLICATIVE_RUN_SECRET``; a run without one is refused unless its port
+is open to this host alone), and nothing else that connects changes anything. The meeting's connections then
+stay open (``lifeline.hold``): when a process dies, stops on its own or goes silent, the others end within
+seconds, naming it. ``preemption`` turns SIGTERM into a stop of every process after one step,
 which the loop checkpoints (``loop.Preempted``).
 
 With one process (``jax.process_count() == 1``) every function here is the identity or a no-op.
@@ -26,9 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import ipaddress
 import math
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -38,6 +41,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from applicative.training.files import RunInUse, holding_run
+from applicative.training.hosting import split
 from applicative.training.lifeline import hold
 from applicative.training.rendezvous import SECRET, meet
 from applicative.training.stopping import received as stopped_before
@@ -86,7 +90,9 @@ def initialize(
     default ``$JAX_COORDINATOR_BIND_ADDRESS``, else the coordinator's own address, so that only the interface
     the others use is open; ``[::]:port`` for every interface). The meeting's connections then watch the
     processes (``lifeline.hold``): when one dies, every other ends within seconds, naming it. ValueError for
-    a count below 1 or an id out of range.
+    a count below 1 or an id out of range, and for a run without a secret whose port is open beyond this host
+    (process 0's ``bind``, the others' ``coordinator``, not a loopback address): closed by default, where a
+    run on this host alone is only warned.
     """
     coordinator = coordinator or os.environ.get(ENVIRONMENT["coordinator"])
     processes = processes if processes is not None else _integer(ENVIRONMENT["processes"])
@@ -102,12 +108,37 @@ def initialize(
     if coordinator is not None and processes is not None and process_id is not None:
         bind = bind or os.environ.get(ENVIRONMENT["bind"]) or coordinator
         key = (secret if secret is not None else os.environ.get(SECRET, "")).encode()
+        if not key:
+            _without_secret(bind if process_id == 0 else coordinator)
         connections = meet(coordinator, processes, process_id, start=start, timeout=timeout, bind=bind, secret=key)
         hold(connections, process_id)
     jax.distributed.initialize(
         coordinator, processes, process_id, initialization_timeout=math.ceil(timeout), coordinator_bind_address=bind
     )
     return True
+
+
+def _without_secret(address: str) -> None:
+    """A run without a secret, whose process 0 listens (or is reached) at ``address``: refused, a ValueError
+    saying how to give one, unless that address is this host's loopback, which no other host reaches; then a
+    warning on stderr."""
+    host, _ = split(address)
+    if host == "localhost" or _is_loopback(host):
+        print(f"warning: no ${SECRET}: any program of this host may join the run at {address}, or end it; give "
+              "every process the same random secret to close it (docs/processes.md)", file=sys.stderr)  # fmt: skip
+        return
+    raise ValueError(
+        f"a run of several processes at {address} needs a secret, else any program that reaches the port may join "
+        f"it or end it: give every process the same random ${SECRET} (export {SECRET}=$(openssl rand -hex 16) "
+        "before srun on Slurm; on Kubernetes, a Secret read into the variable; docs/processes.md, \"Who may join\")"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name
+        return False
 
 
 def _integer(name: str) -> int | None:

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["NOTHING_SAVED", "Stopped", "deferred", "note", "received", "stopping"]
+__all__ = ["NOTHING_SAVED", "Stopped", "deferred", "note", "received", "saved", "stopping"]
 
 NOTHING_SAVED = "nothing saved yet: run the same command again"
 
@@ -53,6 +53,11 @@ _state = _State()  # per thread, though only the main thread sees signals
 def note(saved: str) -> None:
     """What a SIGTERM from now on leaves behind, for its message: "DIR holds ...: --resume ..."."""
     _state.saved = saved
+
+
+def saved() -> str:
+    """What a stop now leaves behind, as the code last said it (``note``): for a stop's message of any cause."""
+    return _state.saved
 
 
 def _stop() -> Stopped:

@@ -1,6 +1,7 @@
 """The bytes the processes of a run exchange before and beside JAX (``rendezvous``, ``lifeline``): bounded lines of
 flat JSON, read against a deadline and checked field by field, the proofs that a process belongs to the run, and
-the shapes of the meeting's messages (``GREETING`` ... ``STOPPED``: rendezvous's docstring tells the exchange).
+the shapes of the meeting's messages (``GREETING`` ... ``STOPPED``: rendezvous's docstring tells the exchange;
+``BEAT``, ``BYE``, ``GONE`` and ``STOP``: the lifeline's).
 
 A message is one line of at most ``LINE`` bytes: a JSON object whose values are strings, integers, booleans or
 lists of integers. ``parse`` turns any other bytes (too long, not UTF-8, not JSON, nested 1,000 deep, another
@@ -172,3 +173,5 @@ ERROR: Shape = {"error": is_text(1000)}
 STOPPED: Shape = {"stopped": is_text(1000)}
 BYE: Shape = {"bye": is_true}
 GONE: Shape = {"gone": is_integer, "at": is_text(100)}
+BEAT: Shape = {"beat": is_true}
+STOP: Shape = {"stop": is_integer, "why": is_text(300), "saved": is_text(600), "status": is_integer}

@@ -10,6 +10,7 @@ CI runs them. The functions of ``processes`` are also checked in one process, wh
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -254,6 +255,63 @@ def test_sigterm_to_either_process_stops_both_after_one_step_and_the_run_resumes
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("interrupted", [0, 1])
+def test_ctrl_c_to_either_process_ends_both_within_seconds_and_the_run_resumes_bit_for_bit(
+    interrupted: int, tmp_path: Path, reference: dict[str, np.ndarray], started: list[subprocess.Popen[str]]
+) -> None:
+    """SIGINT (Ctrl-C) to one process once the run has made a few steps: it ends at once with 130, saying what is
+    saved; the other within 10 s with 75, naming it and saying the same, where both waited 300 s for JAX's
+    shutdown barrier and exited 1 with its raw lines. What they say, ``--resume``, ends as the uninterrupted run."""
+    out, caches = tmp_path / "run", [tmp_path / "cache0", tmp_path / "cache1"]
+    started += _two([["--out", str(out), *FLAGS]] * 2, caches)
+    deadline = time.monotonic() + TIMEOUT
+    while _step(out) < 4:
+        assert started[0].poll() is None, started[0].communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.kill(started[interrupted].pid, signal.SIGINT)
+    began = time.monotonic()
+    results = _finish(started)
+    assert time.monotonic() - began < 10
+    assert [status for status, _, _ in results] == [130 if i == interrupted else 75 for i in (0, 1)], results
+    assert all("warning: no $APPLICATIVE_RUN_SECRET: any program of this host may join" in err for _, _, err in results)
+    stopped = _step(out)
+    assert 0 < stopped < STEPS, "the run ended before it could be interrupted: raise STEPS"
+    saved = (f"{out} holds the run's checkpoint at step {stopped} of {STEPS}: --resume continues it" if interrupted == 0
+             else "process 0 holds the run's last checkpoint: --resume continues it")  # fmt: skip
+    last = [err.strip().splitlines()[-1] for _, _, err in results]
+    assert last[interrupted].endswith(f"train: stopped by SIGINT (Ctrl-C): {saved}")
+    other = 1 - interrupted
+    assert last[other].endswith(f"train: stopped: process {interrupted} was stopped by SIGINT (Ctrl-C): process "
+                                f"{other} stops too: {saved}")  # fmt: skip
+    started[:] = _two([["--out", str(out), "--resume", "--quiet"]] * 2, caches)
+    assert [status for status, _, _ in _finish(started)] == [0, 0]
+    _assert_bitwise_equal(_checkpoint(out), reference)
+
+
+@pytest.mark.slow
+def test_an_error_of_one_process_alone_ends_the_other_within_seconds_naming_it(
+    tmp_path: Path, started: list[subprocess.Popen[str]]
+) -> None:
+    """Process 1 cannot make its dataset (its cache a file) while process 0 can: process 1 ends with its error,
+    and process 0, waiting for it at a collective, within 10 s with status 1 and one line naming it, where it
+    printed gloo's error and waited 300 s for JAX's shutdown barrier."""
+    (tmp_path / "not a folder").write_text("")
+    started += _two([["--out", str(tmp_path / "run"), *FLAGS]] * 2, [tmp_path / "cache", tmp_path / "not a folder"])
+    [(status1, _, err1)] = _finish([started[1]])
+    began = time.monotonic()
+    [(status0, _, err0)] = _finish([started[0]])
+    assert time.monotonic() - began < 10
+    assert status1 == 1, err1
+    assert status0 == 1, err0
+    line = err0.strip().splitlines()[-1]  # one line, no gloo traceback
+    assert f"train: error: process 1 ended with an error: [Errno 17] File exists: '{tmp_path / 'not a folder'}'" in line
+    assert line.endswith("process 0 stops too: process 0 holds the run's config.json and no checkpoint yet: "
+                         "--resume starts the same run"), err0  # fmt: skip
+    assert "Traceback" not in err0, err0
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["port in use", "a process missing", "an id out of range", "an id given twice"])
 def test_a_start_that_cannot_complete_ends_in_time_naming_what_is_wrong(
     case: str, tmp_path: Path, started: list[subprocess.Popen[str]]
@@ -304,6 +362,24 @@ def test_one_process_initializes_nothing_and_its_functions_are_the_identity(monk
     with pytest.raises(FileNotFoundError, match=r"^no run$"):  # raised as it is: no "process 0: " prefix
         processes.from_owner(missing)
     processes.agree("training data", np.zeros(3), "text", advice="never refused: one process agrees with itself")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "bind"),
+    [(("10.0.0.1:1234", 2, 1), None), (("10.0.0.1:1234", 2, 0), None), (("127.0.0.1:1234", 2, 0), "[::]:1234")],
+    ids=["process 1 of another host", "process 0 on its network address", "process 0 on every interface"],
+)
+def test_a_run_without_a_secret_open_beyond_this_host_is_refused_saying_how_to_give_one(
+    arguments: tuple[str, int, int], bind: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closed by default: where a run without $APPLICATIVE_RUN_SECRET listened, or was reached, on a network any
+    program could join it or end it. Refused before anything listens or connects."""
+    for name in processes.ENVIRONMENT.values():
+        monkeypatch.delenv(name, raising=False)
+    address = bind or arguments[0]
+    with pytest.raises(ValueError, match=rf"a run of several processes at {re.escape(address)} needs a secret, .*"
+                                         r"export APPLICATIVE_RUN_SECRET=\$\(openssl rand -hex 16\)"):  # fmt: skip
+        processes.initialize(*arguments, bind=bind, timeout=0.5)
 
 
 @pytest.mark.parametrize(
