@@ -139,6 +139,33 @@ def test_sigterm_before_the_step_0_checkpoint_leaves_the_config_and_resume_start
     assert float(resumed.model["p"]) == float(straight.model["p"])
 
 
+def test_ctrl_c_in_the_loop_stops_with_130_saying_what_is_saved_and_resume_continues_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C (SIGINT) in the second epoch: status 130 and the last checkpoint named (a traceback before), and
+    ``--resume`` ends as the uninterrupted run."""
+    assert command.run("prog", "train", lambda: train(tmp_path / "a")) == 0
+
+    def interrupted() -> None:
+        def validate(params: Params) -> float:
+            if len(seen) == 1:
+                os.kill(os.getpid(), signal.SIGINT)
+            seen.append(1)
+            return 0.5
+
+        seen: list[int] = []
+        fit(learner(), optax.sgd(0.5), Arrays(INPUTS, INPUTS, 2), tmp_path / "b", description=json.dumps({"m": 1}),
+            steps=12, progress=False, validate=validate)  # fmt: skip
+
+    assert command.run("prog", "train", interrupted) == command.INTERRUPTED == 130
+    err = capsys.readouterr().err
+    assert err.startswith("prog train: stopped by SIGINT (Ctrl-C): "), err
+    assert err.endswith("--resume continues it\n"), err
+    assert command.run("prog", "train", lambda: train(tmp_path / "b", resume=True)) == 0
+    straight, resumed = (restore(tmp_path / d, learner(), optax.sgd(0.5)) for d in ("a", "b"))
+    assert float(resumed.model["p"]) == float(straight.model["p"])
+
+
 def test_sigterm_after_the_step_0_checkpoint_says_resume_continues_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
