@@ -263,12 +263,19 @@ def test_ctrl_c_to_either_process_ends_both_within_seconds_and_the_run_resumes_b
     saved; the other within 10 s with 75, naming it and saying the same, where both waited 300 s for JAX's
     shutdown barrier and exited 1 with its raw lines. What they say, ``--resume``, ends as the uninterrupted run."""
     out, caches = tmp_path / "run", [tmp_path / "cache0", tmp_path / "cache1"]
-    started += _two([["--out", str(out), *FLAGS]] * 2, caches)
+    # A process that ignores SIGINT passes that on to what it starts (as a shell does to a job in the
+    # background): this test's processes are given Python's own handling of it, whatever the runner's.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        started += _two([["--out", str(out), *FLAGS]] * 2, caches)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     deadline = time.monotonic() + TIMEOUT
     while _step(out) < 4:
         assert started[0].poll() is None, started[0].communicate()[1]
         assert time.monotonic() < deadline
         time.sleep(0.01)
+    assert not _ignores_sigint(started[interrupted].pid)
     os.kill(started[interrupted].pid, signal.SIGINT)
     began = time.monotonic()
     results = _finish(started)
@@ -287,6 +294,16 @@ def test_ctrl_c_to_either_process_ends_both_within_seconds_and_the_run_resumes_b
     started[:] = _two([["--out", str(out), "--resume", "--quiet"]] * 2, caches)
     assert [status for status, _, _ in _finish(started)] == [0, 0]
     _assert_bitwise_equal(_checkpoint(out), reference)
+
+
+def _ignores_sigint(pid: int) -> bool:
+    """Whether process ``pid`` ignores SIGINT (its SigIgn mask, Linux's /proc; False where there is none)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    ignored = next((line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), "0")
+    return bool(int(ignored, 16) & (1 << (signal.SIGINT - 1)))
 
 
 @pytest.mark.slow
