@@ -157,7 +157,11 @@ def test_ctrl_c_in_the_loop_stops_with_130_saying_what_is_saved_and_resume_conti
         fit(learner(), optax.sgd(0.5), Arrays(INPUTS, INPUTS, 2), tmp_path / "b", description=json.dumps({"m": 1}),
             steps=12, progress=False, validate=validate)  # fmt: skip
 
-    assert command.run("prog", "train", interrupted) == command.INTERRUPTED == 130
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # (a runner may ignore it: in the background)
+    try:
+        assert command.run("prog", "train", interrupted) == command.INTERRUPTED == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
     err = capsys.readouterr().err
     assert err.startswith("prog train: stopped by SIGINT (Ctrl-C): "), err
     assert err.endswith("--resume continues it\n"), err
