@@ -228,6 +228,17 @@ def on_two_devices(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.nda
     return _checkpoint(root / "run")
 
 
+def _training(tmp_path: Path, running: list[subprocess.Popen[str]]) -> None:
+    """Processes 0 and 1 of a run into ``tmp_path / "run"``, started (into ``running``) and past their fourth step."""
+    port, out, cache = free_port(), tmp_path / "run", tmp_path / "cache"
+    running += [_start(["--out", str(out), *FLAGS, *_several(port, i)], cache) for i in (0, 1)]
+    deadline = time.monotonic() + TIMEOUT
+    while _step(out) < 4:
+        assert running[0].poll() is None, running[0].communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("killed", [1, 0])
 def test_a_process_killed_is_named_by_the_other_which_ends_within_seconds(
@@ -237,13 +248,7 @@ def test_a_process_killed_is_named_by_the_other_which_ends_within_seconds(
     naming it, where process 0 printed gloo's traceback and waited 76-95 s for JAX's heartbeat. (Process 0
     killed, JAX's runtime on process 1 loses its coordinator and ends it at once too, often before the lifeline
     can, saying that "the leader task" died.)"""
-    port, out, cache = free_port(), tmp_path / "run", tmp_path / "cache"
-    running += [_start(["--out", str(out), *FLAGS, *_several(port, i)], cache) for i in (0, 1)]
-    deadline = time.monotonic() + TIMEOUT
-    while _step(out) < 4:
-        assert running[0].poll() is None, running[0].communicate()[1]
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    _training(tmp_path, running)
     os.killpg(running[killed].pid, signal.SIGKILL)
     began = time.monotonic()
     status, _, err = _finish([running[1 - killed]])[0]
@@ -269,13 +274,7 @@ def test_a_process_stopped_by_sigstop_is_named_by_the_other_before_jaxs_heartbea
     """SIGSTOP (Ctrl-Z) to one process mid-run: the other ends with status 1 once it has heard nothing from it for
     ``lifeline.SILENT`` (20 s), naming it, where JAX ended both at 62.7 s with raw "stopped sending heartbeats"
     lines."""
-    port, out, cache = free_port(), tmp_path / "run", tmp_path / "cache"
-    running += [_start(["--out", str(out), *FLAGS, *_several(port, i)], cache) for i in (0, 1)]
-    deadline = time.monotonic() + TIMEOUT
-    while _step(out) < 4:
-        assert running[0].poll() is None, running[0].communicate()[1]
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    _training(tmp_path, running)
     os.kill(running[stopped].pid, signal.SIGSTOP)
     began = time.monotonic()
     [(status, _, err)] = _finish([running[1 - stopped]])
