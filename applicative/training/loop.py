@@ -372,9 +372,10 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
                 seconds = time.perf_counter() - start
                 state = State(model, opt_state, end, losses, state.scale, seconds, held_out)
                 if is_owner():
-                    save(out, plan.description, state)
-                    note(f"{out} holds the run's checkpoint at step {end} of {plan.steps}: --resume continues it"
-                         if end < plan.steps else f"{out} holds the trained run, {plan.steps} steps")  # fmt: skip
+                    with deferred():  # a Ctrl-C between the two would leave a message naming the older checkpoint
+                        save(out, plan.description, state)
+                        note(f"{out} holds the run's checkpoint at step {end} of {plan.steps}: --resume continues it"
+                             if end < plan.steps else f"{out} holds the trained run, {plan.steps} steps")  # fmt: skip
                 else:  # (process 0's checkpoint may be one past the last this process saw it write)
                     note("process 0 holds the run's last checkpoint: --resume continues it")
                 saved_step = state.step

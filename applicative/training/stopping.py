@@ -7,9 +7,9 @@ making the data, the step-0 checkpoint) and after it (evaluating), a command lin
 raises ``Stopped`` in the main thread at once (at the end of the C call in progress, if one is), which the
 command line turns into exit status 75 and its message (``command.run``): "stopped by SIGTERM: " and what is
 saved, as the code last said it (``note``: "nothing saved yet" until a run directory holds its config). A block
-that must not be cut in two (a run directory and its config.json, made together) runs in ``deferred()``, where
-a SIGTERM waits for the block's end. Before a command line's first module is imported, ``applicative._sigterm``
-stands in.
+that must not be cut in two (a run directory and its config.json, made together; a checkpoint and its note)
+runs in ``deferred()``, where a SIGTERM or a Ctrl-C waits for the block's end. Before a command line's first
+module is imported, ``applicative._sigterm`` stands in.
 
 With several processes, once ``jax.distributed`` has joined them, JAX's runtime takes SIGTERM over and the
 loop stops every process after one step (``processes.preemption``): ``stopping`` then has nothing to catch.
@@ -44,6 +44,7 @@ class _State(threading.local):
     saved = NOTHING_SAVED
     deferring = 0
     pending = False
+    interrupted = False
     received = False
 
 
@@ -99,13 +100,30 @@ def stopping() -> Iterator[None]:
 
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
-    """A block that SIGTERM does not cut: the ``Stopped`` it would raise is raised at the block's end instead."""
+    """A block that SIGTERM and Ctrl-C do not cut: the ``Stopped`` SIGTERM would raise, or the
+    ``KeyboardInterrupt`` of a SIGINT under Python's own handling of it, is raised at the block's end instead
+    (a checkpoint written and the note saying so, ``note``, go together: the message never names an older one)."""
+    hold = (
+        not _state.deferring
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+    previous = signal.signal(signal.SIGINT, _hold_interrupt) if hold else None
     _state.deferring += 1
     try:
         yield
     finally:
         _state.deferring -= 1
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        if not _state.deferring and _state.interrupted:
+            _state.interrupted = False
+            raise KeyboardInterrupt
         if not _state.deferring and _state.pending:
             _state.pending = False
             if signal.getsignal(signal.SIGTERM) is _handle:
                 raise _stop()
+
+
+def _hold_interrupt(number: int, frame: FrameType | None) -> None:
+    _state.interrupted = True

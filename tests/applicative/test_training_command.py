@@ -18,7 +18,7 @@ import numpy as np
 import optax
 import pytest
 
-from applicative.training import Arrays, Learner, TrainingDiverged, command, fit, restore, stopping
+from applicative.training import Arrays, Learner, TrainingDiverged, checkpoints, command, fit, restore, stopping
 from applicative.training import loop as training_loop
 from applicative.training.checkpoints import history
 
@@ -168,6 +168,33 @@ def test_ctrl_c_in_the_loop_stops_with_130_saying_what_is_saved_and_resume_conti
     assert command.run("prog", "train", lambda: train(tmp_path / "b", resume=True)) == 0
     straight, resumed = (restore(tmp_path / d, learner(), optax.sgd(0.5)) for d in ("a", "b"))
     assert float(resumed.model["p"]) == float(straight.model["p"])
+
+
+def test_ctrl_c_while_a_checkpoint_is_written_names_that_checkpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C just as a checkpoint is written (seen with two processes on a loaded machine: the message named
+    step 2 while the run directory held step 4): the KeyboardInterrupt waits for the note, and the message
+    names the checkpoint on disk."""
+    def save(directory: Path, description: str, state: checkpoints.State[Params]) -> None:
+        checkpoints.save(directory, description, state)
+        if state.step == 4:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(training_loop, "save", save)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # (a runner may ignore it: in the background)
+    try:
+        def run() -> None:
+            fit(learner(), optax.sgd(0.5), Arrays(INPUTS, INPUTS, 2), tmp_path, checkpoint_every=2,
+                description=json.dumps({"m": 1}), steps=12, progress=False)  # fmt: skip
+
+        assert command.run("prog", "train", run) == command.INTERRUPTED
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert int(np.load(tmp_path / "checkpoint.npz")["step"]) == 4
+    err = capsys.readouterr().err
+    assert err.endswith(f"{tmp_path} holds the run's checkpoint at step 4 of 12: --resume continues it\n"), err
 
 
 def test_sigterm_after_the_step_0_checkpoint_says_resume_continues_it(
