@@ -37,7 +37,7 @@ from applicative.protocols.algebra import Arithmetic, Module, Real
 from applicative.strategies import Law
 from tests.applicative.dims import Seq
 
-EXAMPLES = {"default": (10, 6), "slow": (40, 16)}
+EXAMPLES = {"default": (10, 6), "slow": (20, 8)}
 """Examples drawn per law, for most instances and for those with a Chebyshev axis (their fmaps run DCTs op
 by op): in the default run, and in CI's slow run (-m slow)."""
 

@@ -31,6 +31,8 @@ from applicative.training.lifeline import SILENT
 from tests.funcformer.test_processes import FLAGS, TIMEOUT, _assert_bitwise_equal, _checkpoint, _finish, _kill, _start
 from tests.funcformer.test_rendezvous import ADVERSARIAL, free_port
 
+pytestmark = pytest.mark.processes  # JAX's distributed runtime: CI runs these in both environments
+
 SHORT = [*FLAGS, "--steps", "40"]  # the last --steps counts
 SECRET = "a secret the launcher gave every process"
 

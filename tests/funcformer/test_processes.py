@@ -27,6 +27,8 @@ from funcformer.learning import RunConfig
 from funcformer.poisson import PROBLEM
 from tests.funcformer.test_rendezvous import free_port
 
+pytestmark = pytest.mark.processes  # JAX's distributed runtime: CI runs these in both environments
+
 ROOT = Path(__file__).parents[2]
 STEPS = 240
 FLAGS = [
