@@ -1,27 +1,31 @@
 """Tests run in float64 so that numpy references can be matched to 1e-12; with APPLICATIVE_EMULATE_TF32=1,
 the CPU's float32 products are a GPU's (tests/applicative/tolerance.py).
 
-The test processes compile through JAX's persistent compilation cache (``.cache/jax`` at the repository's
-root, or ``$JAX_COMPILATION_CACHE_DIR``), so that the pytest-xdist workers and the next run of the suite
-compile each program once: about half of the suite's time is XLA compiling the same small programs again.
-A program is looked up by its XLA module, so a cached one is the very program that would be compiled:
-results do not depend on the cache (a mutated copy of the code, or TF32's emulated products, are other
-modules). The processes the tests start (command lines, several-process runs) compile as a user's do,
-without it: jaxlib 0.9 logs a false "Target machine feature +prefer-no-scatter is not supported" error
-for each program it loads from the cache (XLA counts two tuning flags among the CPU's features), which would
-flood what they print."""
+The tests compile through JAX's persistent compilation cache (``.cache/jax`` at the repository's root, or
+``$JAX_COMPILATION_CACHE_DIR``), so that the pytest-xdist workers and the next run of the suite compile each
+program once: about half of the suite's time is XLA compiling the same small programs again. A program is
+looked up by its XLA module, so a cached one is the very program that would be compiled: results do not
+depend on the cache (a mutated copy of the code, or TF32's emulated products, are other modules). The
+processes the tests start (command lines, several-process runs) share it through the environment from
+jaxlib 0.12 on; before, they compile as a user's do: jaxlib 0.9 logs a false "Target machine feature
++prefer-no-scatter is not supported" error for each program it loads from the cache (XLA counts two tuning
+flags among the CPU's features), which would flood what they print."""
 
 import os
+from importlib.metadata import version
 from pathlib import Path
 
 import jax
+from packaging.version import Version
 
 from tests.applicative.tolerance import EMULATE_TF32, emulate_tf32
 from tests.budget import pytest_runtest_makereport  # noqa: F401  (the default run's time budget, a hook)
 
 jax.config.update("jax_enable_x64", True)
-if not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
-    jax.config.update("jax_compilation_cache_dir", str(Path(__file__).resolve().parent.parent / ".cache" / "jax"))
+CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(Path(__file__).resolve().parent.parent / ".cache" / "jax")
+jax.config.update("jax_compilation_cache_dir", CACHE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # JAX's default keeps only compiles over 1 s
+if Version(version("jaxlib")) >= Version("0.12"):  # (the processes the tests start: see above)
+    os.environ.update(JAX_COMPILATION_CACHE_DIR=CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
 if os.environ.get(EMULATE_TF32) == "1":
     emulate_tf32()
