@@ -15,7 +15,8 @@ coordinator's address, and turns each of these into a ``StartupError`` that name
   processes, a count or a start that differs from its own, naming the processes, and tells everyone;
 - a process that never comes: at ``timeout`` seconds process 0 names the processes that came and those
   that did not, and what it dropped meanwhile, and tells those that came; a process that cannot reach a
-  proven process 0 says so at its own ``timeout``.
+  proven process 0 says so at its own ``timeout``; one that finds JAX's coordinator there (the run's processes
+  met without it: its id given twice?) says so at once.
 
 Process 0 serves every connection at once (one thread, ``selectors``): a connection must send its whole hello,
 at most ``wire.LINE`` bytes, within ``HELLO_SECONDS`` of connecting, at most ``PENDING`` wait at once (the
@@ -96,7 +97,8 @@ def meet(
 
 def _ask_what_listens(bind: str, processes: int, start: str, secret: bytes) -> None:
     """Where process 0 cannot listen on ``bind``: StartupError if a process 0 of this run (it holds the run's
-    secret) listens there, an id 0 given twice; nothing if what listens is anything else."""
+    secret) listens there, an id 0 given twice, or JAX's coordinator of a run that has started; nothing if what
+    listens is anything else."""
     host, port = split(bind)
     hello: dict[str, object] = {"process": 0, "processes": processes, "start": start}
     try:
@@ -107,6 +109,12 @@ def _ask_what_listens(bind: str, processes: int, start: str, secret: bytes) -> N
             f"two processes were given id 0: one listens at {bind} already, and this one: give each process its own "
             "--process-id"
         ) from None
+    except _Met:
+        raise StartupError(
+            f"process 0 cannot listen on {bind}: JAX's coordinator of a run that has started listens there (this "
+            "run's, started with another process given id 0? another run's?): give each process its own --process-id, "
+            "or choose another port in --coordinator"
+        ) from None
     except (OSError, Malformed, StartupError):
         pass
 
@@ -115,13 +123,29 @@ class _Said(Exception):
     """Process 0's word that the run cannot start (its ``error``)."""
 
 
+class _Met(Exception):
+    """What listens at process 0's address is JAX's coordinator: the run's processes met without this one."""
+
+
+def _jax_listens(connection: socket.socket, deadline: float) -> bool:
+    """Whether ``connection``'s first bytes, by ``deadline``, are an HTTP/2 SETTINGS frame on stream 0, which a
+    gRPC server such as JAX's coordinator sends as a connection opens (process 0's greeting is a JSON line)."""
+    connection.settimeout(max(deadline - time.monotonic(), 0.01))
+    try:
+        head = connection.recv(9, socket.MSG_PEEK)
+    except TimeoutError:
+        return False
+    return len(head) == 9 and head[0] == 0 and head[3] == 0x04 and head[5:] == bytes(4)
+
+
 def _attempt(
     address: tuple[str, int], said: dict[str, object], secret: bytes, deadline: float, seen: dict[str, object]
 ) -> socket.socket | None:
     """One connection to process 0 at ``address``: prove ``said`` (the hello's process, processes and start),
     check process 0's proof, wait for "go" until ``deadline``; the open connection then, None if nothing listens.
     ``seen`` records what was found ("listening", "proven", process 0's last "missing"). OSError, TimeoutError or
-    Malformed: not a proven process 0, or gone; StartupError: refused; ``_Said``: process 0's error; ``Stopped``."""
+    Malformed: not a proven process 0, or gone; StartupError: refused; ``_Said``: process 0's error; ``_Met``: JAX's
+    coordinator listens there; ``Stopped``."""
     try:
         connection = socket.create_connection(address, timeout=max(deadline - time.monotonic(), 0.1))
     except OSError:
@@ -129,6 +153,8 @@ def _attempt(
     seen["listening"] = True
     lines, proved = Lines(), False
     try:
+        if _jax_listens(connection, min(deadline, time.monotonic() + HELLO_SECONDS)):
+            raise _Met
         greeting = parse(lines.read(connection, min(deadline, time.monotonic() + HELLO_SECONDS)), GREETING)
         if greeting["protocol"] != PROTOCOL:
             raise Malformed("another protocol")
@@ -178,6 +204,11 @@ def _join(
                 return connection
         except _Said as error:
             raise StartupError(f"process 0: {error}") from None
+        except _Met:
+            raise StartupError(
+                f"process {process_id}: JAX's coordinator listens at {coordinator}: the run's processes met without "
+                f"this one, and started (was id {process_id} given to two processes? give each its own --process-id)"
+            ) from None
         except (OSError, Malformed):  # not listening yet, gone, or not a proven process 0: try again
             pass
         time.sleep(_RETRY)

@@ -365,6 +365,36 @@ def test_a_start_that_cannot_complete_ends_in_time_naming_what_is_wrong(
     assert "Segmentation" not in "".join(err for _, _, err in results)
 
 
+@pytest.mark.slow
+def test_an_id_given_twice_after_the_run_met_is_named_at_once_and_the_run_goes_on(
+    tmp_path: Path, started: list[subprocess.Popen[str]]
+) -> None:
+    """A run of two has met (JAX's coordinator holds the port) when a third process comes, given id 1 as well: it
+    ends with status 1 within seconds, naming its id given twice, where it waited 60 s and then blamed "something
+    that listens"; the run it found trains on (a run too long to end first, killed at the test's end)."""
+    out, caches, port = tmp_path / "run", [tmp_path / "cache0", tmp_path / "cache1"], free_port()
+    started += _two([["--out", str(out), *FLAGS, "--steps", "100000"]] * 2, caches, port=port)
+    deadline = time.monotonic() + TIMEOUT
+    while _step(out) < 2:
+        assert started[0].poll() is None, started[0].communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    several = ["--coordinator", f"127.0.0.1:{port}", "--processes", "2", "--process-id", "1"]
+    late = _start(["--out", str(tmp_path / "late"), *FLAGS, *several], tmp_path / "cache2")
+    started.append(late)
+    began = time.monotonic()
+    (status, _, err), *_ = _finish([late])
+    assert time.monotonic() - began < 15  # its start-up included
+    assert status == 1, err
+    assert (f"process 1: JAX's coordinator listens at 127.0.0.1:{port}: the run's processes met without this one, "
+            "and started (was id 1 given to two processes? give each its own --process-id)") in err, err  # fmt: skip
+    then = _step(out)
+    while _step(out) < then + 4:
+        assert all(process.poll() is None for process in started[:2]), _finish(started[:2])
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 # In one process
 
 

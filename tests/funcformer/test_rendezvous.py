@@ -7,7 +7,10 @@ with real processes and JAX after the meeting: tests/funcformer/test_processes.p
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -163,6 +166,30 @@ def test_a_process_that_cannot_reach_process_0_says_so_in_time() -> None:
     with socket.create_server(("127.0.0.1", port)), pytest.raises(StartupError, match="something listens there"):
         meet(f"127.0.0.1:{port}", 2, 1, start="", timeout=TIMEOUT, bind="")  # a program that never answers
     assert time.monotonic() - began < 2 * TIMEOUT + 2
+
+
+def test_a_process_that_finds_jaxs_coordinator_says_its_id_was_given_twice_at_once() -> None:
+    """Two processes given id 1: the first met process 0, and JAX's coordinator took the port; the second finds
+    it there, and says so at once (it waited for a greeting, then said "something listens there", 60 s later).
+    Process 0 given twice, JAX's coordinator holding the port: also named. The coordinator is JAX's own, in a
+    process of a run of one."""
+    port = free_port()
+    script = (f"import jax, sys; jax.distributed.initialize('127.0.0.1:{port}', 1, 0); print('up', flush=True); "
+              "sys.stdin.read()")  # fmt: skip
+    with subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"}) as coordinator:  # fmt: skip
+        try:
+            assert coordinator.stdout is not None
+            assert coordinator.stdout.readline() == "up\n"
+            began = time.monotonic()
+            given_twice = r"process 1: JAX's coordinator listens at 127\.0\.0\.1:\d+: .*was id 1 given to two processes"
+            with pytest.raises(StartupError, match=given_twice):
+                meet(f"127.0.0.1:{port}", 2, 1, start="", timeout=60, bind="")
+            with pytest.raises(StartupError, match=r"JAX's coordinator of a run that has started listens there"):
+                meet(f"127.0.0.1:{port}", 2, 0, start="", timeout=60, bind=f"127.0.0.1:{port}")
+            assert time.monotonic() - began < 5
+        finally:
+            coordinator.kill()
 
 
 def test_a_process_with_another_secret_is_refused_by_name_and_the_run_goes_on() -> None:
