@@ -12,10 +12,13 @@ jaxlib 0.12 on; before, they compile as a user's do: jaxlib 0.9 logs a false "Ta
 flags among the CPU's features), which would flood what they print."""
 
 import os
+import signal
+from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 
 import jax
+import pytest
 from packaging.version import Version
 
 from tests.applicative.tolerance import EMULATE_TF32, emulate_tf32
@@ -29,3 +32,12 @@ if Version(version("jaxlib")) >= Version("0.12"):  # (the processes the tests st
     os.environ.update(JAX_COMPILATION_CACHE_DIR=CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
 if os.environ.get(EMULATE_TF32) == "1":
     emulate_tf32()
+
+
+@pytest.fixture
+def python_sigint() -> Iterator[None]:
+    """Python's own handling of SIGINT (``KeyboardInterrupt``) for the test, whatever the runner's: a runner
+    started in the background ignores SIGINT, and passes that on to the processes it starts."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -139,6 +139,7 @@ def test_sigterm_before_the_step_0_checkpoint_leaves_the_config_and_resume_start
     assert float(resumed.model["p"]) == float(straight.model["p"])
 
 
+@pytest.mark.usefixtures("python_sigint")
 def test_ctrl_c_in_the_loop_stops_with_130_saying_what_is_saved_and_resume_continues_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -157,11 +158,7 @@ def test_ctrl_c_in_the_loop_stops_with_130_saying_what_is_saved_and_resume_conti
         fit(learner(), optax.sgd(0.5), Arrays(INPUTS, INPUTS, 2), tmp_path / "b", description=json.dumps({"m": 1}),
             steps=12, progress=False, validate=validate)  # fmt: skip
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # (a runner may ignore it: in the background)
-    try:
-        assert command.run("prog", "train", interrupted) == command.INTERRUPTED == 130
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    assert command.run("prog", "train", interrupted) == command.INTERRUPTED == 130
     err = capsys.readouterr().err
     assert err.startswith("prog train: stopped by SIGINT (Ctrl-C): "), err
     assert err.endswith("--resume continues it\n"), err
@@ -170,6 +167,7 @@ def test_ctrl_c_in_the_loop_stops_with_130_saying_what_is_saved_and_resume_conti
     assert float(resumed.model["p"]) == float(straight.model["p"])
 
 
+@pytest.mark.usefixtures("python_sigint")
 def test_ctrl_c_while_a_checkpoint_is_written_names_that_checkpoint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -182,16 +180,13 @@ def test_ctrl_c_while_a_checkpoint_is_written_names_that_checkpoint(
             os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(training_loop, "save", save)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # (a runner may ignore it: in the background)
-    try:
-        def run() -> None:
-            fit(learner(), optax.sgd(0.5), Arrays(INPUTS, INPUTS, 2), tmp_path, checkpoint_every=2,
-                description=json.dumps({"m": 1}), steps=12, progress=False)  # fmt: skip
 
-        assert command.run("prog", "train", run) == command.INTERRUPTED
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    def run() -> None:
+        fit(learner(), optax.sgd(0.5), Arrays(INPUTS, INPUTS, 2), tmp_path, checkpoint_every=2,
+            description=json.dumps({"m": 1}), steps=12, progress=False)  # fmt: skip
+
+    assert command.run("prog", "train", run) == command.INTERRUPTED
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert int(np.load(tmp_path / "checkpoint.npz")["step"]) == 4
     err = capsys.readouterr().err
     assert err.endswith(f"{tmp_path} holds the run's checkpoint at step 4 of 12: --resume continues it\n"), err

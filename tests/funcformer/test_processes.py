@@ -257,6 +257,7 @@ def test_sigterm_to_either_process_stops_both_after_one_step_and_the_run_resumes
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("python_sigint")
 @pytest.mark.parametrize("interrupted", [0, 1])
 def test_ctrl_c_to_either_process_ends_both_within_seconds_and_the_run_resumes_bit_for_bit(
     interrupted: int, tmp_path: Path, reference: dict[str, np.ndarray], started: list[subprocess.Popen[str]]
@@ -265,13 +266,7 @@ def test_ctrl_c_to_either_process_ends_both_within_seconds_and_the_run_resumes_b
     saved; the other within 10 s with 75, naming it and saying the same, where both waited 300 s for JAX's
     shutdown barrier and exited 1 with its raw lines. What they say, ``--resume``, ends as the uninterrupted run."""
     out, caches = tmp_path / "run", [tmp_path / "cache0", tmp_path / "cache1"]
-    # A process that ignores SIGINT passes that on to what it starts (as a shell does to a job in the
-    # background): this test's processes are given Python's own handling of it, whatever the runner's.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        started += _two([["--out", str(out), *FLAGS]] * 2, caches)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    started += _two([["--out", str(out), *FLAGS]] * 2, caches)  # (with Python's SIGINT: python_sigint)
     deadline = time.monotonic() + TIMEOUT
     while _step(out) < 4:
         assert started[0].poll() is None, started[0].communicate()[1]
