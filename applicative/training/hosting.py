@@ -8,7 +8,9 @@ silence, a slow drip or a flood is dropped: a log line (this module's logger; pa
 the connection reset, and the meeting goes on; a wrong proof is told so first (its process ends, named), a
 second process 0 is told the place is taken. A proven process that leaves before the end is waited for again;
 one that says SIGTERM stopped it stops every process (``stopping.Stopped``). At ``timeout`` seconds the
-``StartupError`` names the processes that came, those that did not, and what was dropped meanwhile.
+``StartupError`` names the processes that came, those that did not, and what was dropped meanwhile. Process 0
+stopped by SIGTERM tells those that came, then listens ``FAREWELL_SECONDS`` more (or until every missing process
+has come) and tells each process that comes and proves itself, so that none waits for it until its timeout.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import NoReturn
 
 from applicative.training.stopping import NOTHING_SAVED, Stopped
 from applicative.training.wire import (
+    FAREWELL,
     HELLO,
     HELLO_SECONDS,
     PROTOCOL,
@@ -44,7 +47,11 @@ from applicative.training.wire import (
     send,
 )
 
-__all__ = ["LOGGED", "PENDING", "Host", "PortInUse", "StartupError", "listen", "split"]
+__all__ = ["FAREWELL_SECONDS", "LOGGED", "PENDING", "Host", "PortInUse", "StartupError", "listen", "split"]
+
+FAREWELL_SECONDS = 10.0
+"""Seconds a process stopped by SIGTERM before the processes met spends telling the others (process 0: those
+that come; any other: process 0), that none waits for it until its timeout."""
 
 PENDING = 32
 """Connections process 0 serves at once before they are proven; past it, the oldest is dropped."""
@@ -106,6 +113,8 @@ class Host:
         self.peers: dict[int, _Peer] = {}
         self.dropped: Counter[str] = Counter()
         self.senders: dict[str, set[str]] = {}
+        self.farewell: str | None = None  # process 0 stopped: what each process that comes is told
+        self.told: set[object] = set()  # the ids of those told so
 
     def meet(self, bind: str) -> dict[int, socket.socket]:
         """Listen on ``bind``, wait for every other process, answer them all; their open connections."""
@@ -115,21 +124,12 @@ class Host:
         deadline = time.monotonic() + self.timeout
         try:
             while len(self.peers) < self.processes - 1:
-                now = time.monotonic()
-                if now >= deadline:
+                if time.monotonic() >= deadline:
                     self._refuse(self.peers.values(), self._never_came())
-                for connection in [c for c, u in self.unproven.items() if u.deadline <= now]:
-                    self._drop(connection, "slow", "no whole hello in time")
-                wake = min([deadline, *(u.deadline for u in self.unproven.values())])
-                events = self.selector.select(max(wake - now, 0.0))
-                for key, _ in sorted(events, key=lambda event: event[0].fileobj is server):  # new ones last
-                    if key.fileobj is server:
-                        self._accept(server)
-                    else:
-                        self._read(key.fileobj)  # type: ignore[arg-type]  # our sockets
+                self._serve(server, deadline)
         except Stopped as stopped:
             if stopped.here:
-                self._tell({"stopped": "process 0 was stopped by SIGTERM while the processes met"})
+                self._farewell(server, "process 0 was stopped by SIGTERM while the processes met")
             raise
         finally:
             self.selector.close()
@@ -145,6 +145,31 @@ class Host:
             peer.connection.setblocking(True)
             send(peer.connection, {"go": True})
         return {i: peer.connection for i, peer in self.peers.items()}
+
+    def _serve(self, server: socket.socket, deadline: float) -> None:
+        """One wait (until ``deadline`` at most): drop the connections out of time, accept and read the others."""
+        now = time.monotonic()
+        for connection in [c for c, u in self.unproven.items() if u.deadline <= now]:
+            self._drop(connection, "slow", "no whole hello in time")
+        wake = min([deadline, *(u.deadline for u in self.unproven.values())])
+        events = self.selector.select(max(wake - now, 0.0))
+        for key, _ in sorted(events, key=lambda event: event[0].fileobj is server):  # new ones last
+            if key.fileobj is server:
+                self._accept(server)
+            else:
+                self._read(key.fileobj)  # type: ignore[arg-type]  # our sockets
+
+    def _farewell(self, server: socket.socket, told: str) -> None:
+        """Process 0 stopped: tell the processes that came, then, for ``FAREWELL_SECONDS`` or until every missing
+        process came, each that comes and proves itself (``_hello``); a second SIGTERM ends it."""
+        self._tell({"stopped": told})
+        for peer in self.peers.values():
+            self.selector.unregister(peer.connection)
+        self.farewell, missing = told, self._missing()
+        end = time.monotonic() + FAREWELL_SECONDS
+        with contextlib.suppress(Stopped):
+            while time.monotonic() < end and not set(missing) <= self.told:
+                self._serve(server, end)
 
     def _accept(self, server: socket.socket) -> None:
         """A few new connections (the others wait in the listener's backlog while these are read), each greeted
@@ -213,7 +238,7 @@ class Host:
     def _hello(self, connection: socket.socket, unproven: _Unproven, line: bytes) -> None:
         """A whole first line: a proven process joins (or is refused, and the run with it); anything else is dropped."""
         try:
-            hello = parse(line, HELLO)
+            hello = parse(line, HELLO, FAREWELL)
             if hello["protocol"] != PROTOCOL:
                 raise Malformed(f"another protocol, {hello['protocol']!r}")
             if unproven.lines.take() is not None or unproven.lines.buffer:
@@ -221,10 +246,22 @@ class Host:
         except Malformed as why:
             return self._drop(connection, "malformed", str(why))
         i, count, start = hello["process"], hello["processes"], str(hello["start"])
-        if not proven(hello["proof"], self.secret, "process", unproven.challenge, hello["challenge"], i, count, start):
+        said = [i, count, start, *([hello["stopped"]] if "stopped" in hello else [])]
+        if not proven(hello["proof"], self.secret, "process", unproven.challenge, hello["challenge"], *said):
             send(connection, {"refused": f"its proof of membership is wrong: give every process the same ${SECRET}"})
             return self._drop(connection, "proof", f"a wrong proof of membership, saying it is process {i}", told=True)
         send(connection, {"proof": proof(self.secret, "process 0", unproven.challenge, hello["challenge"])})
+        if self.farewell is not None or "stopped" in hello:
+            del self.unproven[connection]
+            self.selector.unregister(connection)
+            if self.farewell is not None:  # process 0 was stopped: this process is told, and need not wait
+                send(connection, {"stopped": self.farewell})
+                self.told.add(i)
+                return connection.close()
+            connection.close()  # a process stopped before it came: every process stops
+            told = f"process {i} was stopped by SIGTERM while the processes met"
+            self._tell({"stopped": told})
+            raise Stopped(f"stopped: {told}: {NOTHING_SAVED}")
         if i == 0:  # a second process 0, which found the port taken: refused alone (another run's, perhaps)
             send(connection, {"error": "process 0 listens here already"})
             return self._drop(connection, "zero", "a second process 0 (id 0 given twice?), refused", told=True)

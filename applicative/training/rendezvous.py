@@ -23,7 +23,9 @@ at most ``wire.LINE`` bytes, within ``HELLO_SECONDS`` of connecting, at most ``P
 oldest is dropped for a new one), and any malformed line, wrong proof, silence, slow drip or flood is dropped
 with a log line (``logging``, this module's logger), never ending or stalling the meeting: a wrong proof is
 told so (its process ends, named), the run goes on waiting. A process that leaves before the end is waited
-for again. SIGTERM while they meet (``stopping.Stopped``) stops every process that came, exit status 75.
+for again. SIGTERM while they meet (``stopping.Stopped``) stops every process that came, exit status 75, and
+those that come within ``FAREWELL_SECONDS`` after it: a process stopped before process 0 listened spends them
+reaching it to say so; process 0 stopped tells each that comes.
 
 When all have come, process 0 closes its listener, answers each "go", and ``jax.distributed.initialize``
 follows on every process (its clients retry until the coordinator listens on the freed port). The
@@ -31,17 +33,19 @@ connections stay open: ``meet`` returns them, the run's lifeline (``lifeline.hol
 collectives then authenticate no one: the secret keeps strangers out of the meeting, not out of JAX.
 
 The exchange is a line of JSON each way over TCP (``wire``): process 0's ``{"protocol", "challenge"}``; the
-hello ``{"protocol", "process", "processes", "start", "challenge", "proof"}``; process 0's ``{"proof"}`` (or
+hello ``{"protocol", "process", "processes", "start", "challenge", "proof"}`` (and ``"stopped"``, proven with the
+rest, from a process stopped before it came: ``wire.FAREWELL``); process 0's ``{"proof"}`` (or
 ``{"refused"}``), then ``{"missing": [...]}`` as processes come, and ``{"go": true}``, ``{"error": "..."}`` or
 ``{"stopped": "..."}``; a process that came may say ``{"stopped": "..."}``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 
-from applicative.training.hosting import Host, PortInUse, StartupError, split
+from applicative.training.hosting import FAREWELL_SECONDS, Host, PortInUse, StartupError, split
 from applicative.training.stopping import NOTHING_SAVED, Stopped
 from applicative.training.wire import (
     ERROR,
@@ -65,7 +69,7 @@ from applicative.training.wire import (
     send,
 )
 
-__all__ = ["SECRET", "StartupError", "meet"]
+__all__ = ["FAREWELL_SECONDS", "SECRET", "StartupError", "meet"]
 
 _RETRY = 0.2
 """Seconds between a process's attempts to reach process 0."""
@@ -138,14 +142,42 @@ def _jax_listens(connection: socket.socket, deadline: float) -> bool:
     return len(head) == 9 and head[0] == 0 and head[3] == 0x04 and head[5:] == bytes(4)
 
 
+def _prove(
+    connection: socket.socket,
+    address: tuple[str, int],
+    lines: Lines,
+    said: dict[str, object],
+    secret: bytes,
+    deadline: float,
+) -> None:
+    """Prove ``said`` (the hello's process, processes and start) to process 0 on ``connection`` (to ``address``),
+    and check its proof in return. ``_Met``: JAX's coordinator listens there; TimeoutError or Malformed: not a
+    proven process 0; StartupError: refused."""
+    if _jax_listens(connection, min(deadline, time.monotonic() + HELLO_SECONDS)):
+        raise _Met
+    greeting = parse(lines.read(connection, min(deadline, time.monotonic() + HELLO_SECONDS)), GREETING)
+    if greeting["protocol"] != PROTOCOL:
+        raise Malformed("another protocol")
+    mine = challenge()
+    fields = [said["process"], said["processes"], said["start"], *([said["stopped"]] if "stopped" in said else [])]
+    evidence = proof(secret, "process", greeting["challenge"], mine, *fields)
+    connection.sendall(encode({"protocol": PROTOCOL, **said, "challenge": mine, "proof": evidence}))
+    answer = parse(lines.read(connection, min(deadline, time.monotonic() + HELLO_SECONDS)), PROVEN, REFUSED)
+    if "refused" in answer:
+        raise StartupError(f"process {said['process']}: process 0, at {address[0]}:{address[1]}, refused it: "
+                           f"{answer['refused']}")  # fmt: skip
+    if not proven(answer["proof"], secret, "process 0", greeting["challenge"], mine):
+        raise Malformed("a process 0 that did not prove it holds the run's secret")
+
+
 def _attempt(
     address: tuple[str, int], said: dict[str, object], secret: bytes, deadline: float, seen: dict[str, object]
 ) -> socket.socket | None:
-    """One connection to process 0 at ``address``: prove ``said`` (the hello's process, processes and start),
-    check process 0's proof, wait for "go" until ``deadline``; the open connection then, None if nothing listens.
-    ``seen`` records what was found ("listening", "proven", process 0's last "missing"). OSError, TimeoutError or
-    Malformed: not a proven process 0, or gone; StartupError: refused; ``_Said``: process 0's error; ``_Met``: JAX's
-    coordinator listens there; ``Stopped``."""
+    """One connection to process 0 at ``address``: prove ``said`` (``_prove``), wait for "go" until ``deadline``;
+    the open connection then, None if nothing listens. ``seen`` records what was found ("listening", "proven",
+    process 0's last "missing", "told" it was stopped). OSError, TimeoutError or Malformed: not a proven process
+    0, or gone; StartupError: refused; ``_Said``: process 0's error; ``_Met``: JAX's coordinator listens there;
+    ``Stopped``."""
     try:
         connection = socket.create_connection(address, timeout=max(deadline - time.monotonic(), 0.1))
     except OSError:
@@ -153,21 +185,7 @@ def _attempt(
     seen["listening"] = True
     lines, proved = Lines(), False
     try:
-        if _jax_listens(connection, min(deadline, time.monotonic() + HELLO_SECONDS)):
-            raise _Met
-        greeting = parse(lines.read(connection, min(deadline, time.monotonic() + HELLO_SECONDS)), GREETING)
-        if greeting["protocol"] != PROTOCOL:
-            raise Malformed("another protocol")
-        mine = challenge()
-        fields = [said["process"], said["processes"], said["start"]]
-        evidence = proof(secret, "process", greeting["challenge"], mine, *fields)
-        connection.sendall(encode({"protocol": PROTOCOL, **said, "challenge": mine, "proof": evidence}))
-        answer = parse(lines.read(connection, min(deadline, time.monotonic() + HELLO_SECONDS)), PROVEN, REFUSED)
-        if "refused" in answer:
-            raise StartupError(f"process {said['process']}: process 0, at {address[0]}:{address[1]}, refused it: "
-                               f"{answer['refused']}")  # fmt: skip
-        if not proven(answer["proof"], secret, "process 0", greeting["challenge"], mine):
-            raise Malformed("a process 0 that did not prove it holds the run's secret")
+        _prove(connection, address, lines, said, secret, deadline)
         seen["proven"] = proved = True
         while True:
             message = parse(lines.read(connection, deadline), MISSING, GO, ERROR, STOPPED)
@@ -182,11 +200,28 @@ def _attempt(
     except Stopped as stopped:
         if stopped.here and proved:
             send(connection, {"stopped": f"process {said['process']} was stopped by SIGTERM while the processes met"})
+            seen["told"] = True
         connection.close()
         raise
     except BaseException:
         connection.close()
         raise
+
+
+def _farewell(address: tuple[str, int], said: dict[str, object], secret: bytes) -> None:
+    """This process, stopped by SIGTERM before a proven process 0 heard it: for ``FAREWELL_SECONDS``, reach process
+    0 at ``address`` and say so in a hello it proves (``wire.FAREWELL``), that process 0 stops every process
+    that came instead of waiting for this one until its timeout. Nothing if it cannot; a second SIGTERM ends it."""
+    farewell = {**said, "stopped": "by SIGTERM"}
+    deadline = time.monotonic() + FAREWELL_SECONDS
+    with contextlib.suppress(Stopped):
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(address, timeout=max(deadline - time.monotonic(), 0.1)) as connection:
+                    _prove(connection, address, Lines(), farewell, secret, deadline)
+                    return
+            except (OSError, Malformed, StartupError, _Met):
+                time.sleep(_RETRY)
 
 
 def _join(
@@ -197,21 +232,27 @@ def _join(
     deadline = time.monotonic() + timeout
     seen: dict[str, object] = {}
     said: dict[str, object] = {"process": process_id, "processes": processes, "start": start}
-    while time.monotonic() < deadline:
-        try:
-            connection = _attempt(address, said, secret, deadline, seen)
-            if connection is not None:
-                return connection
-        except _Said as error:
-            raise StartupError(f"process 0: {error}") from None
-        except _Met:
-            raise StartupError(
-                f"process {process_id}: JAX's coordinator listens at {coordinator}: the run's processes met without "
-                f"this one, and started (was id {process_id} given to two processes? give each its own --process-id)"
-            ) from None
-        except (OSError, Malformed):  # not listening yet, gone, or not a proven process 0: try again
-            pass
-        time.sleep(_RETRY)
+    try:
+        while time.monotonic() < deadline:
+            try:
+                connection = _attempt(address, said, secret, deadline, seen)
+                if connection is not None:
+                    return connection
+            except _Said as error:
+                raise StartupError(f"process 0: {error}") from None
+            except _Met:
+                raise StartupError(
+                    f"process {process_id}: JAX's coordinator listens at {coordinator}: the run's processes met "
+                    f"without this one, and started (was id {process_id} given to two processes? give each its own "
+                    "--process-id)"
+                ) from None
+            except (OSError, Malformed):  # not listening yet, gone, or not a proven process 0: try again
+                pass
+            time.sleep(_RETRY)
+    except Stopped as stopped:
+        if stopped.here and "told" not in seen:
+            _farewell(address, said, secret)
+        raise
     missing = seen.get("missing")
     if "proven" not in seen:
         why = (

@@ -165,6 +165,8 @@ def named(ids: Sequence[object]) -> str:
 Shape = Mapping[str, Callable[[object], bool]]
 GREETING: Shape = {"protocol": is_text(64), "challenge": is_challenge}
 HELLO: Shape = {**GREETING, "process": is_integer, "processes": is_integer, "start": is_text(200), "proof": is_proof}
+FAREWELL: Shape = {**HELLO, "stopped": is_text(200)}
+"""The hello of a process stopped by SIGTERM before it met process 0: it comes only to say so."""
 PROVEN: Shape = {"proof": is_proof}
 REFUSED: Shape = {"refused": is_text(1000)}
 MISSING: Shape = {"missing": is_integers}

@@ -4,9 +4,9 @@ SIGTERM from a command's first instant, a process killed by SIGKILL, an id 0 giv
 
 - Random and adversarial lines (a seeded generator, and the ones that crashed, stalled or misled process 0)
   thrown at the port while the processes meet change nothing: the run trains.
-- SIGTERM while the command imports, makes its data, writes its step-0 checkpoint or waits at the meeting: exit
-  status 75 at once and a line saying what is saved; what it says to do next (the same command, or ``--resume``)
-  ends as the uninterrupted run, bit for bit.
+- SIGTERM while the command imports, makes its data, writes its step-0 checkpoint or waits at the meeting (for
+  the others, or for process 0's answer): exit status 75 at once on every process and a line saying what is
+  saved; what it says to do next (the same command, or ``--resume``) ends as the uninterrupted run, bit for bit.
 - A process killed by SIGKILL is named by the other, which ends within seconds (JAX's heartbeat took 76-95 s).
 - Id 0 given twice: the second is told so, in its own words, and the run of the first goes on.
 
@@ -186,6 +186,32 @@ def test_sigterm_while_the_processes_meet_ends_every_process_that_came_with_75(
     told = f"stopped: process {signalled} was stopped by SIGTERM while the processes met: {says.partition(': ')[2]}"
     assert results[signalled][2].strip().endswith(f"train: {says}")
     assert results[1 - signalled][2].strip().endswith(f"train: {told}")
+
+
+@pytest.mark.slow
+def test_sigterm_before_process_0_answered_ends_both_with_75_at_once(
+    tmp_path: Path, running: list[subprocess.Popen[str]]
+) -> None:
+    """Process 1 is stopped by SIGTERM while it waits for process 0's answer (process 0 held by SIGSTOP, as one
+    busy starting is): process 0, going on, is told and ends with 75 naming it, where it waited its whole
+    startup timeout and said process 1 never came."""
+    port, cache = free_port(), tmp_path / "cache"
+    running.append(_start(["--out", str(tmp_path / "run"), *SHORT, *_several(port, 0)], cache))
+    _listening(port)
+    os.kill(running[0].pid, signal.SIGSTOP)
+    running.append(_start(["--out", str(tmp_path / "run"), *SHORT, *_several(port, 1)], cache))
+    _waiting(port)  # process 1's connection, taken by the system's backlog, waits for process 0's greeting
+    os.kill(running[1].pid, signal.SIGTERM)
+    time.sleep(0.5)
+    os.kill(running[0].pid, signal.SIGCONT)
+    began = time.monotonic()
+    results = _finish(running)
+    assert [status for status, _, _ in results] == [75, 75], results
+    assert time.monotonic() - began < 15
+    says = "stopped by SIGTERM: nothing saved yet: run the same command again"
+    assert results[1][2].strip().endswith(f"train: {says}")
+    told = f"stopped: process 1 was stopped by SIGTERM while the processes met: {says.partition(': ')[2]}"
+    assert results[0][2].strip().endswith(f"train: {told}")
 
 
 @pytest.mark.slow

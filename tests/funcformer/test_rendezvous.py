@@ -14,13 +14,16 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from applicative.training.hosting import PENDING
+from applicative.training import rendezvous
+from applicative.training.hosting import FAREWELL_SECONDS, PENDING, Host
 from applicative.training.rendezvous import StartupError, meet
+from applicative.training.stopping import NOTHING_SAVED, Stopped
 from applicative.training.wire import GREETING, HELLO_SECONDS, LINE, Lines, parse, proof
 
 TIMEOUT = 1.5
@@ -190,6 +193,78 @@ def test_a_process_that_finds_jaxs_coordinator_says_its_id_was_given_twice_at_on
             assert time.monotonic() - began < 5
         finally:
             coordinator.kill()
+
+
+def _sigterm() -> Stopped:
+    """The ``Stopped`` this process's own SIGTERM raises (``stopping.stopping``), for a meeting in a thread."""
+    stopped = Stopped(f"stopped by SIGTERM: {NOTHING_SAVED}")
+    stopped.here = True
+    return stopped
+
+
+def _meeting(process: int, port: int, timeout: float, ended: dict[int, tuple[str, float]]) -> threading.Thread:
+    """Process ``process`` of two meeting in a thread; ``ended[process]`` its ``Stopped`` message (or another
+    exception's) and when it ended."""
+
+    def one() -> None:
+        try:
+            meet(f"127.0.0.1:{port}", 2, process, start="", timeout=timeout, bind=f"127.0.0.1:{port}", secret=b"s")
+            ended[process] = ("met", time.monotonic())
+        except (Stopped, StartupError) as error:
+            ended[process] = (str(error), time.monotonic())
+
+    thread = threading.Thread(target=one)
+    thread.start()
+    return thread
+
+
+def test_a_process_stopped_before_process_0_listens_tells_it_when_it_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM to process 1 while it waits for process 0 to listen (process 0 still starting): it spends up to
+    FAREWELL_SECONDS reaching it, and process 0, coming 1 s later, stops at once, naming it, where it waited for
+    it until its timeout ("process 1 never came")."""
+    attempt = rendezvous._attempt
+
+    def stopped_at_first(*args: Any) -> socket.socket | None:
+        if threading.current_thread().name == "process 1" and not ended.get(-1):
+            ended[-1] = ("signalled", time.monotonic())
+            raise _sigterm()
+        return attempt(*args)
+
+    monkeypatch.setattr(rendezvous, "_attempt", stopped_at_first)
+    port, ended = free_port(), dict[int, tuple[str, float]]()
+    one = _meeting(1, port, 30.0, ended)
+    one.name = "process 1"
+    time.sleep(1.0)
+    zero = _meeting(0, port, 30.0, ended)
+    one.join(timeout=FAREWELL_SECONDS + 5)
+    zero.join(timeout=5)
+    assert ended[1][0] == f"stopped by SIGTERM: {NOTHING_SAVED}"
+    assert ended[0][0] == f"stopped: process 1 was stopped by SIGTERM while the processes met: {NOTHING_SAVED}"
+    assert max(ended[0][1], ended[1][1]) - ended[-1][1] < 3.0  # process 0 came 1 s after the signal
+
+
+def test_process_0_stopped_while_it_waits_tells_each_process_that_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM to process 0 while no other has come: it listens up to FAREWELL_SECONDS more, and process 1, coming
+    then, is told at once and stops with 75's message, where it waited its whole timeout and said nothing
+    listens; process 0 ends once every missing process was told."""
+    serve = Host._serve
+
+    def stopped_at_first(host: Host, *args: Any) -> None:
+        if not ended.get(-1):
+            ended[-1] = ("signalled", time.monotonic())
+            raise _sigterm()
+        serve(host, *args)
+
+    monkeypatch.setattr(Host, "_serve", stopped_at_first)
+    port, ended = free_port(), dict[int, tuple[str, float]]()
+    zero = _meeting(0, port, 30.0, ended)
+    time.sleep(1.0)
+    one = _meeting(1, port, 30.0, ended)
+    zero.join(timeout=FAREWELL_SECONDS + 5)
+    one.join(timeout=5)
+    assert ended[0][0] == f"stopped by SIGTERM: {NOTHING_SAVED}"
+    assert ended[1][0] == f"stopped: process 0 was stopped by SIGTERM while the processes met: {NOTHING_SAVED}"
+    assert max(ended[0][1], ended[1][1]) - ended[-1][1] < 3.0  # process 1 came 1 s after the signal
 
 
 def test_a_process_with_another_secret_is_refused_by_name_and_the_run_goes_on() -> None:
