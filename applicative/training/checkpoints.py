@@ -7,6 +7,10 @@ takes them against a template of the run's shapes from ``jax.eval_shape`` (no we
 compiled): every array's shape, kind and finiteness is checked, and the file's description must be the
 run's (a different one is refused naming the settings that differ).
 
+Beside it, ``fit`` may keep best.npz (the same format: the state of the lowest held-out error so far;
+``restore(..., best=True)``) and writes history.csv with every checkpoint (``write_history``: an epoch a row,
+its last step, its mean loss and its held-out error, for a spreadsheet or ``pandas.read_csv``).
+
 ``save_pytree`` and ``load_pytree`` keep any pytree in the same format, checked the same way: a batch of
 trees, a structure holding trees, a dataset to cache or hand to another process. A leaf that is a typed
 key array (a tree's layout, a PRNG key: JAX's extended dtypes, which numpy cannot hold) is stored as its
@@ -15,6 +19,7 @@ key data and rebuilt with the template's implementation, so a tree comes back of
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import zipfile
@@ -29,10 +34,22 @@ import numpy as np
 import optax
 
 from applicative import stacked
-from applicative.training.files import CHECKPOINT, CONFIG, atomic_file
+from applicative.training.files import BEST, CHECKPOINT, CONFIG, HISTORY, atomic_file, write_atomically
 from applicative.training.learner import Learner
 
-__all__ = ["State", "history", "load_pytree", "read", "restore", "save", "save_pytree", "stored", "template"]
+__all__ = [
+    "State",
+    "difference",
+    "history",
+    "load_pytree",
+    "read",
+    "restore",
+    "save",
+    "save_pytree",
+    "stored",
+    "template",
+    "write_history",
+]
 
 P = TypeVar("P")
 T = TypeVar("T")
@@ -72,20 +89,36 @@ def template(
 _FIELDS = {"run", "step", "seconds", "losses", "output_scale", "held_out"}
 
 
-def save(directory: Path, description: str, state: State[P]) -> None:
+def save(directory: Path, description: str, state: State[P], name: str = CHECKPOINT) -> None:
     """Write the checkpoint of the run ``description`` (its config.json text) atomically: a temporary file
-    in ``directory``, then ``os.replace``."""
+    in ``directory``, then ``os.replace``, to ``name`` (checkpoint.npz; ``files.BEST`` for the best)."""
     arrays = _arrays((state.model, state.opt_state))
     arrays.update(run=np.asarray(description), step=np.asarray(state.step), seconds=np.asarray(state.seconds))
     arrays.update(losses=np.asarray(state.losses), output_scale=np.asarray(state.scale, np.float64))
     arrays.update(held_out=np.asarray(state.held_out, np.float64).reshape(-1, 2))
-    with atomic_file(directory / CHECKPOINT) as file:
+    with atomic_file(directory / name) as file:
         np.savez(file, allow_pickle=False, **arrays)
 
 
-def stored(directory: Path) -> bytes:
-    """The bytes of ``directory``'s checkpoint; FileNotFoundError naming it if there is none."""
-    path = directory / CHECKPOINT
+def write_history(directory: Path, losses: list[float], held_out: list[tuple[int, float]], per_epoch: int) -> None:
+    """history.csv, atomically: a row an epoch begun (the last may be partial): ``epoch`` (from 1), ``step`` (the
+    steps done at its end), ``loss`` (the mean of its steps' losses) and ``held_out`` (its held-out error, empty
+    where none was computed)."""
+    errors = dict(held_out)
+    text = io.StringIO()
+    rows = csv.writer(text, lineterminator="\n")
+    rows.writerow(["epoch", "step", "loss", "held_out"])
+    for epoch in range(1, -(-len(losses) // per_epoch) + 1):
+        step = min(epoch * per_epoch, len(losses))
+        error = errors.get(epoch)
+        mean = float(np.mean(losses[(epoch - 1) * per_epoch : step]))
+        rows.writerow([epoch, step, repr(mean), "" if error is None else repr(error)])
+    write_atomically(directory / HISTORY, text.getvalue())
+
+
+def stored(directory: Path, name: str = CHECKPOINT) -> bytes:
+    """The bytes of ``directory``'s checkpoint (``name``); FileNotFoundError naming it if there is none."""
+    path = directory / name
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}")
     return path.read_bytes()
@@ -99,11 +132,12 @@ def read(
     *,
     again: str = "",
     check: Callable[[str], object] | None = None,
+    name: str = CHECKPOINT,
 ) -> State[P]:
-    """The checkpoint ``data`` (read from ``directory``, named in the errors) of the run ``description``,
-    its arrays checked against ``shapes`` (``template``). ``check``, a function of the stored description,
-    may refuse it first (a task's own messages); ``again`` says how to train the run again."""
-    path = directory / CHECKPOINT
+    """The checkpoint ``data`` (read from ``directory`` / ``name``, named in the errors) of the run
+    ``description``, its arrays checked against ``shapes`` (``template``). ``check``, a function of the stored
+    description, may refuse it first (a task's own messages); ``again`` says how to train the run again."""
+    path = directory / name
     leaves, treedef = jax.tree_util.tree_flatten(shapes)
     try:
         stored = np.load(io.BytesIO(data), allow_pickle=False)
@@ -131,7 +165,7 @@ def read(
     if not (np.isfinite(stored_scale) and stored_scale > 0):
         raise ValueError(f"{path}: the stored output scale is {stored_scale}, not a positive finite number")
     if saved != description:
-        raise ValueError(f"{path} was written by a different run configuration ({_difference(saved, description)})")
+        raise ValueError(f"{path} was written by a different run configuration ({difference(saved, description)})")
     if extra:
         raise ValueError(f"{path} holds arrays the configuration has no place for: {', '.join(extra)}")
     model, opt_state = jax.tree_util.tree_unflatten(treedef, _leaves(arrays, leaves, path, "the configuration"))
@@ -208,7 +242,7 @@ def _key_impl(leaf: Any) -> Any:
     return found[0]
 
 
-def _difference(saved: str, description: str) -> str:
+def difference(saved: str, description: str) -> str:
     """The top-level settings in which two run descriptions (JSON objects) differ, or why they cannot be compared."""
     try:
         old, new = json.loads(saved), json.loads(description)
@@ -221,17 +255,25 @@ def _difference(saved: str, description: str) -> str:
 
 
 def restore(
-    directory: str | Path, learner: Learner[P, Any, Any, Any], opt: optax.GradientTransformation, seed: int = 0
+    directory: str | Path,
+    learner: Learner[P, Any, Any, Any],
+    opt: optax.GradientTransformation,
+    seed: int = 0,
+    *,
+    best: bool = False,
 ) -> State[P]:
     """The checkpoint of a finished (or stopped) run of ``fit`` in ``directory``: its parameters, optimiser state,
     losses and held-out curve, checked against ``learner``'s and ``opt``'s shapes (``template`` of ``seed``) and
-    against the run's own config.json (the description it was trained with). FileNotFoundError naming the file
-    when there is no run there; ValueError naming what is wrong when the checkpoint is not this run's."""
+    against the run's own config.json (the description it was trained with); with ``best``, the state of its
+    lowest held-out error (best.npz, ``fit(keep_best=True)``), its step and curve those of that moment.
+    FileNotFoundError naming the file when there is no run there (or no best.npz); ValueError naming what is
+    wrong when the checkpoint is not this run's."""
     out = Path(directory)
     if not (out / CONFIG).exists():
         raise FileNotFoundError(f"no trained run at {out}: {CONFIG} is missing")
     description = (out / CONFIG).read_text(encoding="utf-8", errors="replace")
-    return read(stored(out), description, template(learner, seed, opt), out)
+    name = BEST if best else CHECKPOINT
+    return read(stored(out, name), description, template(learner, seed, opt), out, name=name)
 
 
 def history(directory: str | Path) -> tuple[list[float], list[tuple[int, float]]]:

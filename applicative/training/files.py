@@ -19,6 +19,10 @@ from filelock import FileLock, Timeout
 LOCK = ".lock"
 CONFIG = "config.json"
 CHECKPOINT = "checkpoint.npz"
+BEST = "best.npz"
+"""The checkpoint of the lowest held-out error so far (``fit(keep_best=True)``), beside the last."""
+HISTORY = "history.csv"
+"""The run's curve, an epoch a row (``checkpoints.write_history``), written with each checkpoint."""
 METRICS = "metrics.json"
 
 
@@ -54,7 +58,7 @@ def holding(directory: Path, files: Iterable[str]) -> Iterator[None]:
 def holding_run(directory: Path) -> contextlib.AbstractContextManager[None]:
     """Hold a run directory for this process (``holding``): training, evaluating and plotting take it,
     so two processes never mix their files in one run."""
-    return holding(directory, (CONFIG, CHECKPOINT, METRICS))
+    return holding(directory, (CONFIG, CHECKPOINT, BEST, HISTORY, METRICS))
 
 
 @contextlib.contextmanager

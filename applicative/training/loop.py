@@ -40,15 +40,15 @@ import optax
 from jax.sharding import NamedSharding
 from tqdm.auto import tqdm
 
-from applicative.training.checkpoints import State, read, save, stored, template
+from applicative.training.checkpoints import State, difference, read, save, stored, template, write_history
 from applicative.training.data import Arrays, Drawn, Source, count
-from applicative.training.files import CHECKPOINT, CONFIG, write_atomically
+from applicative.training.files import BEST, CHECKPOINT, CONFIG, HISTORY, write_atomically
 from applicative.training.learner import Learner
 from applicative.training.processes import from_owner, is_owner, owning, preemption
 from applicative.training.steps import data_parallel, epoch_order, make_block, make_update, place, shardings
 from applicative.training.stopping import NOTHING_SAVED, Stopped, deferred, note
 
-__all__ = ["Plan", "Preempted", "TrainingDiverged", "fit", "opened", "opening", "run_from"]
+__all__ = ["Plan", "Preempted", "TrainingDiverged", "fit", "opened", "opening", "run_from", "stalled"]
 
 P = TypeVar("P")
 
@@ -108,6 +108,12 @@ class Plan(Generic[P]):
     block: int = 1
     """Steps a jitted call takes at most (``steps.make_block``; ``data.Arrays`` only); a block never crosses an
     epoch's end, a checkpoint or the interrupt point."""
+    patience: int | None = None
+    """Early stopping: the run ends, checkpointed, once ``patience`` held-out errors in a row have not fallen
+    below the best before them by more than ``min_delta`` (``stalled``)."""
+    min_delta: float = 0.0
+    keep_best: bool = False
+    """Whether best.npz keeps the state of the lowest held-out error so far (``checkpoints.restore(best=True)``)."""
 
     @property
     def per_epoch(self) -> int:
@@ -132,6 +138,9 @@ def fit(
     validate_every: int = 1,
     seconds: float | None = None,
     block: int = 1,
+    patience: int | None = None,
+    min_delta: float = 0.0,
+    keep_best: bool = False,
 ) -> State[P]:
     """Train ``learner`` with ``opt`` on ``data`` (``data.Arrays``: a training set placed on the devices once,
     epoch e visiting it in the order ``epoch_order(seed, e, count)``; ``data.Drawn``: minibatches made on the
@@ -148,9 +157,16 @@ def fit(
     one call, not ``block``; the same updates, to rounding: XLA may order a sum otherwise inside its loop), a
     block ending at every epoch's end and checkpoint. The blocks follow from the step, so a resumed run with the
     same ``block`` repeats an uninterrupted one.
+    ``patience``: early stopping, as Keras's ``EarlyStopping``: the run ends, with a checkpoint, at the first
+    held-out error that makes ``patience`` in a row with no improvement (an error below the best before it by
+    more than ``min_delta``), a line saying so with ``log``; resumed, it stays ended. ``keep_best``: best.npz,
+    beside the checkpoint, holds the state of each new lowest held-out error (``restore(..., best=True)``).
+    Every checkpoint writes history.csv beside it (``checkpoints.write_history``). A run stopped early or by its
+    budget returns a state whose ``step`` is below ``steps``.
 
-    ValueError: a step count, an interval or a block below 1, a block above 1 for drawn minibatches (and
-    ``data``'s own: inputs and targets of different counts, a batch larger than the training set)."""
+    ValueError: a step count, an interval, a block or a patience below 1, a negative ``min_delta``, a block above 1
+    for drawn minibatches, ``patience`` or ``keep_best`` without ``validate`` (and ``data``'s own: inputs and
+    targets of different counts, a batch larger than the training set)."""
     out = Path(directory)
     every = data.per_epoch if checkpoint_every is None else checkpoint_every
     if steps < 1 or every < 1 or validate_every < 1 or block < 1:
@@ -160,9 +176,14 @@ def fit(
         )
     if block > 1 and isinstance(data, Drawn):
         raise ValueError(f"fit: block = {block} needs a training set held whole (Arrays); drawn minibatches take 1")
+    if (patience is not None and patience < 1) or not min_delta >= 0:
+        raise ValueError(f"fit: patience = {patience} must be positive and min_delta = {min_delta} at least 0")
+    if (patience is not None or keep_best) and validate is None:
+        raise ValueError("fit: patience and keep_best watch the held-out error: pass validate, a function of the model")
     if isinstance(data, Arrays):
         data_parallel(data.batch)  # refuses a batch the devices cannot split, before any write
-    plan = Plan(learner, opt, data, description, steps, seed, every, log, validate, validate_every, seconds, block)
+    plan = Plan(learner, opt, data, description, steps, seed, every, log, validate, validate_every, seconds, block,
+                patience, min_delta, keep_best)  # fmt: skip
     with opening(out, description, resume=resume) as saved:
         if saved:
             state = read(saved, description, template(learner, seed, opt), out)
@@ -208,8 +229,8 @@ def opening(
             raise
         except BaseException:
             if not resume and is_owner() and _checkpoint_step(out) in (0, None):
-                (out / CHECKPOINT).unlink(missing_ok=True)
-                (out / CONFIG).unlink(missing_ok=True)
+                for name in (CHECKPOINT, BEST, HISTORY, CONFIG):
+                    (out / name).unlink(missing_ok=True)
                 note(NOTHING_SAVED)
             raise
 
@@ -221,9 +242,27 @@ def run_from(plan: Plan[P], out: Path, state: State[P], *, resume: bool, progres
     if not resume:
         if is_owner():
             save(out, plan.description, state)  # a run killed before its first interval resumes from here
+            write_history(out, state.losses, state.held_out, plan.per_epoch)
         holder = out if is_owner() else "process 0"
         note(f"{holder} holds the run's {CONFIG} and its step-0 checkpoint: --resume continues it")
     return _steps(plan, out, state, progress)
+
+
+def stalled(held_out: list[tuple[int, float]], patience: int, min_delta: float = 0.0) -> bool:
+    """Whether the last ``patience`` held-out errors each failed to improve on the best before them, an
+    improvement being an error below it by more than ``min_delta`` (Keras's ``EarlyStopping``)."""
+    best, waited = np.inf, 0
+    for _, error in held_out:
+        best, waited = (error, 0) if error < best - min_delta else (best, waited + 1)
+    return waited >= patience
+
+
+def _stopped_early(plan: Plan[P], held_out: list[tuple[int, float]], epoch: int) -> str:
+    epoch_best, best = min(held_out, key=lambda held: held[1])
+    return (
+        f"stopped early after epoch {epoch}: {plan.patience} held-out errors with none below the best before by more "
+        f"than {plan.min_delta:g} (the best: {best:.4e}, epoch {epoch_best})"
+    )
 
 
 def opened(description: str, out: Path, resume: bool) -> bytes:
@@ -233,12 +272,17 @@ def opened(description: str, out: Path, resume: bool) -> bytes:
     checkpoint when it is an empty file (a damaged one, not a missing one)."""
     if not resume:
         if (out / CHECKPOINT).exists():
-            raise FileExistsError(f"{out} already holds a run: pass --resume, or another --out")
+            raise FileExistsError(
+                f"{out} already holds a run: resume it (--resume; fit's resume=True), or train into another directory"
+            )
         return b""
     if not (out / CONFIG).exists():
         raise FileNotFoundError(f"no trained run at {out}: {CONFIG} is missing")
-    if (out / CONFIG).read_text(encoding="utf-8", errors="replace") != description:
-        raise ValueError(f"--resume: {out / CONFIG} holds a different run; resume it with its own settings")
+    if (saved := (out / CONFIG).read_text(encoding="utf-8", errors="replace")) != description:
+        raise ValueError(
+            f"resume: {out / CONFIG} holds a different run ({difference(saved, description)}); resume it with its own "
+            "settings"
+        )
     if not (out / CHECKPOINT).exists():
         return b""
     if not (saved := stored(out)):  # b"" means no checkpoint to the callers: an empty file is a damaged one
@@ -296,6 +340,8 @@ class _Feed(Generic[P]):
 
 def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P]:
     """The training loop, from ``state`` to ``plan.steps``, checkpointing into ``out``."""
+    if plan.patience is not None and stalled(state.held_out, plan.patience, plan.min_delta):
+        return state  # stopped early: resumed, it stays ended
     per_epoch = plan.per_epoch
     _, replicated = data_parallel(plan.data.batch) if isinstance(plan.data, Arrays) else shardings()
     model, opt_state = jax.tree_util.tree_map(
@@ -336,6 +382,10 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
             held_out.append((epoch + 1, plan.validate(model)))
             start += time.perf_counter() - validating  # the training time leaves the held-out error out
             line += f", held-out error {held_out[-1][1]:.4e}"
+            if plan.keep_best and held_out[-1][1] < min((e for _, e in held_out[:-1]), default=np.inf) and is_owner():
+                best = State(model, opt_state, step + 1, losses, state.scale, time.perf_counter() - start, held_out)
+                with deferred():
+                    save(out, plan.description, best, BEST)
         if plan.log:
             bar.write(line)
         epoch_start = time.perf_counter()
@@ -366,22 +416,27 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
             if (plan.log or plan.validate is not None) and (epoch_done or end == plan.steps):
                 log_epoch(last)
             spent = epoch_done and plan.seconds is not None and time.perf_counter() - session > plan.seconds
+            early = epoch_done and plan.patience is not None and stalled(held_out, plan.patience, plan.min_delta)
             stopped = preempted(end)  # every process asks at every block's end
-            if end % every == 0 or end == plan.steps or spent or stopped:
+            if end % every == 0 or end == plan.steps or spent or stopped or early:
                 read(len(pending))
                 seconds = time.perf_counter() - start
                 state = State(model, opt_state, end, losses, state.scale, seconds, held_out)
                 if is_owner():
                     with deferred():  # a Ctrl-C between the two would leave a message naming the older checkpoint
                         save(out, plan.description, state)
+                        write_history(out, losses, held_out, per_epoch)
+                        going = end < plan.steps and not early
                         note(f"{out} holds the run's checkpoint at step {end} of {plan.steps}: --resume continues it"
-                             if end < plan.steps else f"{out} holds the trained run, {plan.steps} steps")  # fmt: skip
+                             if going else f"{out} holds the trained run, {end} steps")  # fmt: skip
                 else:  # (process 0's checkpoint may be one past the last this process saw it write)
                     note("process 0 holds the run's last checkpoint: --resume continues it")
                 saved_step = state.step
                 if stopped:
                     raise Preempted(end, out if is_owner() else None)
-                if spent:
+                if early and plan.log:
+                    bar.write(_stopped_early(plan, held_out, end // per_epoch))
+                if spent or early:
                     return dataclasses.replace(state, losses=losses, held_out=held_out)
             elif read_between and time.perf_counter() - shown > _SHOW_EVERY:
                 read(len(pending) - 1)  # the newest block still runs meanwhile

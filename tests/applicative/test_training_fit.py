@@ -4,6 +4,7 @@ one, the seconds of several sessions, the per-epoch line and the held-out errors
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -18,7 +19,7 @@ import numpy as np
 import optax
 import pytest
 
-from applicative.training import Arrays, Learner, State, fit, loop, values_relative_l2
+from applicative.training import Arrays, Learner, State, fit, loop, restore, values_relative_l2
 from applicative.training.loop import _killed_after
 
 Params = dict[str, jax.Array]
@@ -125,6 +126,94 @@ def test_a_budget_in_seconds_stops_at_an_epochs_end_and_a_resume_goes_on(tmp_pat
     assert run(tmp_path / "budget", resume=True).losses == straight.losses
 
 
+def _keras_stops_after(errors: list[float], patience: int, min_delta: float) -> int | None:
+    """The epoch after which Keras's EarlyStopping (monitor a loss, mode "min") stops, written out: the epochs
+    since the last improvement (an error below the best by more than min_delta) reach ``patience``."""
+    best, wait = float("inf"), 0
+    for epoch, error in enumerate(errors, 1):
+        if error < best - min_delta:
+            best, wait = error, 0
+        else:
+            wait += 1
+            if wait >= patience:
+                return epoch
+    return None
+
+
+@pytest.mark.parametrize(("patience", "min_delta"), [(2, 0.05), (3, 0.0), (1, 0.6)])
+def test_early_stopping_ends_where_keras_would_and_a_resume_stays_ended(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], patience: int, min_delta: float
+) -> None:
+    """Held-out errors 5, 4, 4.5, 3.99, 4.2, 4.1, 3.0, ... (one an epoch of 3 steps): the run ends, checkpointed,
+    after the epoch Keras's rule names, saying so; resumed, it stays ended (no step, no held-out call); its
+    steps are the uninterrupted run's first ones."""
+    errors = [5.0, 4.0, 4.5, 3.99, 4.2, 4.1, 3.0, 3.5, 3.6, 3.7]
+    calls = iter(errors)
+    stops = _keras_stops_after(errors, patience, min_delta)
+    assert stops is not None
+    state = run(tmp_path, steps=30, log=True, validate=lambda params: next(calls), patience=patience,
+                min_delta=min_delta)  # fmt: skip
+    assert (state.step, [e for e, _ in state.held_out]) == (3 * stops, list(range(1, stops + 1)))
+    with np.load(tmp_path / "checkpoint.npz") as stored:
+        assert int(stored["step"]) == 3 * stops
+    assert f"stopped early after epoch {stops}: {patience} held-out errors" in capsys.readouterr().out
+
+    def never(params: Params) -> float:
+        raise AssertionError("a run stopped early was validated again")
+
+    again = run(tmp_path, steps=30, resume=True, validate=never, patience=patience, min_delta=min_delta)
+    assert (again.step, again.losses, again.held_out) == (state.step, state.losses, state.held_out)
+    assert state.losses == run(tmp_path / "straight", steps=30).losses[: 3 * stops]
+
+
+def test_the_best_checkpoint_is_the_state_of_the_lowest_held_out_error_also_after_a_kill(tmp_path: Path) -> None:
+    """``keep_best``: held-out errors 3, 1, 2, 0.5, 0.7 (epochs of 3 steps): best.npz holds the state after
+    epoch 4, step 12, the parameters of a run of 12 steps; killed at step 7 and resumed, the run writes the
+    same best.npz, bit for bit. history.csv: an epoch a row, its last step, the mean of its losses, its
+    held-out error."""
+    errors = [3.0, 1.0, 2.0, 0.5, 0.7]
+
+    def scripted() -> Any:
+        calls = iter(errors)
+        return lambda params: next(calls)
+
+    state = run(tmp_path / "straight", validate=scripted(), keep_best=True)
+    best = restore(tmp_path / "straight", tracking(), optax.sgd(0.5), 7, best=True)
+    twelve = run(tmp_path / "twelve", steps=12)
+    assert (best.step, best.held_out, best.losses) == (12, state.held_out[:4], twelve.losses)
+    assert float(best.model["p"]) == float(twelve.model["p"])
+    with _killed_after(7):
+        run(tmp_path / "killed", validate=scripted(), keep_best=True)
+    resumed_errors = iter(errors[2:])  # the resumed session validates epochs 3, 4 and 5
+    run(tmp_path / "killed", resume=True, validate=lambda params: next(resumed_errors), keep_best=True)
+    with np.load(tmp_path / "straight" / "best.npz") as a, np.load(tmp_path / "killed" / "best.npz") as b:
+        assert sorted(a.files) == sorted(b.files)
+        for name in a.files:
+            if name != "seconds":
+                np.testing.assert_array_equal(a[name], b[name])
+    rows = list(csv.DictReader((tmp_path / "straight" / "history.csv").read_text().splitlines()))
+    assert [int(row["epoch"]) for row in rows] == [1, 2, 3, 4, 5]
+    assert [int(row["step"]) for row in rows] == [3, 6, 9, 12, 15]
+    np.testing.assert_array_equal([float(row["loss"]) for row in rows], np.mean(np.reshape(state.losses, (5, 3)), 1))
+    assert [float(row["held_out"]) for row in rows] == errors
+
+
+def test_early_stopping_and_the_best_need_a_held_out_error(tmp_path: Path) -> None:
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"patience": 2}, "patience and keep_best watch the held-out error: pass validate"),
+        ({"keep_best": True}, "patience and keep_best watch the held-out error: pass validate"),
+        ({"patience": 0, "validate": lambda params: 0.0}, "patience = 0 must be positive"),
+        ({"patience": 1, "min_delta": -0.1, "validate": lambda params: 0.0}, "min_delta = -0.1 at least 0"),
+    ]
+    for changes, words in refused:
+        with pytest.raises(ValueError, match=re.escape(words)):
+            run(tmp_path, **changes)
+    assert not tmp_path.joinpath("config.json").exists()
+    run(tmp_path)
+    with pytest.raises(FileNotFoundError, match=re.escape(f"no checkpoint at {tmp_path / 'best.npz'}")):
+        restore(tmp_path, tracking(), optax.sgd(0.5), 7, best=True)
+
+
 def test_sigterm_checkpoints_at_a_blocks_end_and_a_resume_goes_on_bit_for_bit(tmp_path: Path) -> None:
     """SIGTERM (sent here from the held-out hook at the end of epoch 2, as a cluster's preemption would send it
     at any time): the loop stops after that block, step 6, checkpointed there although the interval is 100
@@ -197,10 +286,10 @@ def test_refusals_name_what_is_wrong(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"block = 0 must be positive"):
         run(tmp_path / "a", block=0)
     run(tmp_path / "c", steps=3)
-    with pytest.raises(FileExistsError, match="already holds a run: pass --resume"):
+    with pytest.raises(FileExistsError, match=re.escape("a run: resume it (--resume; fit's resume=True)")):
         run(tmp_path / "c", steps=3)
     other = json.dumps({"model": "mean", "width": 2})
-    with pytest.raises(ValueError, match=r"config.json holds a different run"):
+    with pytest.raises(ValueError, match=r"config.json holds a different run \(fields differ: width\)"):
         run(tmp_path / "c", steps=3, description=other, resume=True)
     (tmp_path / "c" / "config.json").write_text(other)
     with pytest.raises(ValueError, match=r"checkpoint.npz was written by a different run configuration "
