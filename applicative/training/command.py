@@ -1,7 +1,8 @@
 """The flags and exit statuses every training command line shares (the examples' and the tasks').
 
     add_flags(parser)        --out DIR, --resume, --seconds S, --quiet on a ``train`` sub-command's parser
-    run(prog, name, action)  runs ``action()`` and returns the exit status: 0; 75 after SIGTERM, at any moment
+    run(prog, name, action)  runs ``action()`` and returns the exit status: 0, or the one ``action`` returns
+                             (``UNFINISHED``, 75: a --seconds budget stopped the run); 75 after SIGTERM, at any moment
                              (``stopping.Stopped``, ``Preempted``: "PROG NAME: stopped by SIGTERM ..." and what
                              is saved, which ``--resume`` continues or starts again); 130 after Ctrl-C (the
                              same words); 1 with "PROG NAME: error: ..." on stderr for bad input, a diverged
@@ -28,10 +29,13 @@ from applicative.training.loop import Preempted, TrainingDiverged
 from applicative.training.rendezvous import StartupError
 from applicative.training.stopping import Stopped, saved, stopping
 
-__all__ = ["INTERRUPTED", "add_flags", "plot", "run"]
+__all__ = ["INTERRUPTED", "UNFINISHED", "add_flags", "plot", "run"]
 
 INTERRUPTED = 130
 """The exit status after Ctrl-C (SIGINT), as a shell reports a command it interrupted (128 + 2)."""
+UNFINISHED = Stopped.exit_status
+"""The exit status of a ``train`` that its ``--seconds`` budget stopped, checkpointed: 75, as after SIGTERM, for
+the same reason (the run is not finished: ``--resume`` continues it), where 0 says it is."""
 
 _REFUSED = (ValueError, TypeError, FileNotFoundError, FileExistsError, TrainingDiverged, RunInUse, StartupError)
 """What a command line reports as an error, exit status 1."""
@@ -54,9 +58,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def run(prog: str, name: str, action: Callable[[], None]) -> int:
-    """``action()``'s exit status: 0 when it returns; ``Stopped.exit_status`` (75) after SIGTERM at any moment
-    of it (``stopping.stopping``; in the loop, ``Preempted``), its message on stderr; ``INTERRUPTED`` (130)
+def run(prog: str, name: str, action: Callable[[], int | None]) -> int:
+    """``action()``'s exit status: 0 when it returns None, what it returns otherwise (``UNFINISHED``);
+    ``Stopped.exit_status`` (75) after SIGTERM at any moment of it (``stopping.stopping``; in the loop,
+    ``Preempted``), its message on stderr; ``INTERRUPTED`` (130)
     after Ctrl-C, "PROG NAME: stopped by SIGINT (Ctrl-C): " and what is saved; 1 after bad input
     (ValueError, TypeError), a missing or occupied run (FileNotFoundError, FileExistsError, ``RunInUse``), a
     diverged one or processes that could not meet (``StartupError``), with "PROG NAME: error: MESSAGE" on
@@ -71,7 +76,7 @@ def run(prog: str, name: str, action: Callable[[], None]) -> int:
     lifeline.speaking_as(f"{prog} {name}")
     try:
         with stopping():
-            action()
+            status = action()
     except (Stopped, Preempted) as stopped:
         print(f"{prog} {name}: {stopped}", file=sys.stderr)
         if isinstance(stopped, Stopped) and stopped.here:
@@ -93,7 +98,7 @@ def run(prog: str, name: str, action: Callable[[], None]) -> int:
         traceback.print_exc()
         lifeline.stop(f"failed: {type(error).__name__}: {error}"[:300], saved(), 1)
         return 1
-    return 0
+    return 0 if status is None else status
 
 
 _BROKEN = ("Gloo", "Connection closed by peer", "Connection reset by peer")

@@ -278,10 +278,10 @@ def opened(description: str, out: Path, resume: bool) -> bytes:
         return b""
     if not (out / CONFIG).exists():
         raise FileNotFoundError(f"no trained run at {out}: {CONFIG} is missing")
-    if (saved := (out / CONFIG).read_text(encoding="utf-8", errors="replace")) != description:
+    if (written := (out / CONFIG).read_text(encoding="utf-8", errors="replace")) != description:
         raise ValueError(
-            f"resume: {out / CONFIG} holds a different run ({difference(saved, description)}); resume it with its own "
-            "settings"
+            f"resume: {out / CONFIG} holds a different run ({difference(written, description)}); resume it with its "
+            "own settings"
         )
     if not (out / CHECKPOINT).exists():
         return b""

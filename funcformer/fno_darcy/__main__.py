@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
 
-    def act() -> None:
+    def act() -> int | None:
         if args.command == "generate":
             made = generate(args.out, args.train, args.test, args.s, low=args.low, workers=args.workers,
                             shard_size=args.shard_size)  # fmt: skip
@@ -112,15 +112,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             for path in plot(args.run, args.data, args.sample):
                 print(f"wrote {path}")
         elif args.command == "train":
-            train(args)
+            if not train(args):
+                print(f"stopped by the --seconds budget, checkpointed in {args.out}: continue the run with --resume")
+                return command.UNFINISHED
             print(json.dumps(evaluate(args.out, args.data), indent=2))
         else:
             print(json.dumps(evaluate(args.run, args.data, args.test), indent=2))
+        return None
 
     return command.run(parser.prog, args.command, act)
 
 
-def train(args: argparse.Namespace) -> None:
+def train(args: argparse.Namespace) -> bool:
     """The ``train`` command: the model of ``args.model`` on the first ``args.train`` samples at ``args.s``."""
     a, u = (x[: args.train] for x in load(args.data, "train", args.s))
     held_a, held_u = (x[: args.held_out] for x in load(args.data, "test", args.s))
@@ -133,19 +136,21 @@ def train(args: argparse.Namespace) -> None:
             default, model=kind(**{**values, **args.architecture}), epochs=args.epochs or default.epochs,
             batch=args.batch or default.batch, augment=default.augment if args.augment is None else args.augment,
         )
-        train_image(
+        state = train_image(
             recipe, a, u, args.out, resume=args.resume, progress=progress, log=True, seconds=args.seconds,
             validate=lambda model: mean_values_relative_l2(predict_image(model, held_a), held_u), validate_every=every,
         )  # fmt: skip
+        return state.step == recipe.epochs * (len(u) // recipe.batch)
     else:
         epochs = args.epochs or fno.TrainConfig().epochs  # fewer than 500: the schedule compressed, halved 5 times
         run = fno.TrainConfig(epochs=epochs, batch=args.batch or fno.TrainConfig().batch, step_size=max(1, epochs // 5))
         config = fno.FNOConfig(**args.architecture)
-        fno.train(
+        trained, _ = fno.train(
             a, u, args.out, config, run, resume=args.resume, progress=progress, log=True,
             seconds=args.seconds, validate_every=every,
             validate=lambda params, n: mean_values_relative_l2(fno.predict(params, n, held_a, config), held_u),
         )  # fmt: skip
+        return trained.step == run.epochs * (len(u) // run.batch)
 
 
 def evaluate(directory: Path, data: Path, test: int = 200) -> dict[str, Any]:

@@ -159,7 +159,7 @@ def _given(args: argparse.Namespace) -> list[str]:
     return [*flags, *(["--[no-]layer-norm"] if args.layer_norm is not None else [])]
 
 
-def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
+def _train(problem: Problem[Any], args: argparse.Namespace) -> int | None:
     from funcformer.learning.evaluation import evaluate
 
     if args.resume and _given(args):
@@ -177,9 +177,10 @@ def _train(problem: Problem[Any], args: argparse.Namespace) -> None:
         state = train(run, args.out, resume=args.resume, progress=not args.quiet, log=True, seconds=args.seconds)
         if state.step < run.steps:  # stopped by the budget, checkpointed
             print(f"stopped after step {state.step} of {run.steps} (--seconds): continue the run with --resume")
-            return
+            return command.UNFINISHED
         if is_owner():
             _print_metrics(problem, evaluate(args.out, problem, args.test_size))
+    return None
 
 
 def _print_metrics(problem: Problem[Any], metrics: dict[str, Any]) -> None:

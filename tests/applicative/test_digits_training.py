@@ -122,7 +122,7 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["train", "--out", run, "--resume", *RUN[:-1], "3"]) == 1
     assert "holds a different run (fields differ: seed); resume it with its own settings" in capsys.readouterr().err
     budget = str(tmp_path / "budget")  # a budget spent in the first epoch: stopped at its end, then resumed
-    assert main(["train", "--out", budget, "--seconds", "1e-6", *RUN]) == 0
+    assert main(["train", "--out", budget, "--seconds", "1e-6", *RUN]) == 75  # not finished: --resume goes on
     assert "stopped at step 5 of 15: continue with --resume" in capsys.readouterr().out
     assert main(["train", "--out", budget, "--resume", *RUN]) == 0
     assert "epoch 2/3" in capsys.readouterr().out

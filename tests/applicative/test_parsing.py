@@ -469,7 +469,7 @@ def test_the_command_line_trains_evaluates_and_plots_a_run_and_refuses_to_overwr
     tiny_run: tuple[parsing.Result, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
-    assert parsing.main(["train", "--out", str(out), *TINY_FLAGS, "--seconds", "1e-9"]) == 0  # the budget: 1 epoch
+    assert parsing.main(["train", "--out", str(out), *TINY_FLAGS, "--seconds", "1e-9"]) == 75  # the budget: 1 epoch
     assert "stopped after step 2 of 6" in capsys.readouterr().out
     assert parsing.main(["train", "--out", str(out), *TINY_FLAGS]) == 1
     assert "already holds a run: resume it (--resume" in capsys.readouterr().err

@@ -170,7 +170,7 @@ def test_the_command_line_trains_evaluates_and_plots(tmp_path: Path, capsys: pyt
     run = tmp_path / "run"
     flags = ["--out", str(run), "--quiet", "--steps", str(TINY_STEPS), "--per-epoch", str(TINY_EPOCH), "--seed", "1",
              "--config", json.dumps(dataclasses.asdict(TINY))]  # fmt: skip
-    assert main(["train", *flags, "--seconds", "1e-9"]) == 0  # a budget: stopped at the first epoch's end
+    assert main(["train", *flags, "--seconds", "1e-9"]) == 75  # a budget: stopped at the first epoch's end
     assert "stopped after step 2 of 6, checkpointed: --resume goes on" in capsys.readouterr().out
     assert main(["train", *flags, "--resume"]) == 0
     trained = capsys.readouterr().out.splitlines()

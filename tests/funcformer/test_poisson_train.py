@@ -271,7 +271,7 @@ def test_the_cli_stops_at_its_budget_and_resumes_to_the_uninterrupted_run(
     flags = ["--steps", "12", "--batch", "4", "--train-size", "16", "--checkpoint-every", "100", "--warmup", "0"]
     common = [*flags, *TINY_FLAGS, "--quiet", "--test-size", "8"]
     assert main(["train", "--out", str(tmp_path / "straight"), *common]) == 0
-    assert main(["train", "--out", str(tmp_path / "budget"), *common, "--seconds", "1e-6"]) == 0
+    assert main(["train", "--out", str(tmp_path / "budget"), *common, "--seconds", "1e-6"]) == 75
     assert "stopped after step 4 of 12 (--seconds): continue the run with --resume" in capsys.readouterr().out
     assert main(["train", "--out", str(tmp_path / "budget"), "--resume", "--quiet", "--test-size", "8"]) == 0
     run = read_run(tmp_path / "straight", PROBLEM)

@@ -164,7 +164,7 @@ def report(result: Result, steps: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's); its exit status (``command.run``: 0; 75 after
-    SIGTERM, checkpointed; 1 with "PROG COMMAND: error: ..." on stderr after bad input)."""
+    SIGTERM or the --seconds budget, checkpointed; 1 with "PROG COMMAND: error: ..." on stderr after bad input)."""
     parser = argparse.ArgumentParser(prog=PROG, description="Train a Vec transformer to reverse digit sequences.")
     commands = parser.add_subparsers(dest="command", required=True)
     learn = commands.add_parser("train", help="train a model into --out, then test it")
@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         commands.add_parser(name, help=what).add_argument("run", type=Path, help="the run's directory")
     args = parser.parse_args(argv)
 
-    def action() -> None:
+    def action() -> int | None:
         if args.command == "train":
             optimisation = Optimisation(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Optimisation)})
             names = [f.name for f in dataclasses.fields(Config) if f.name != "optimisation"]
@@ -192,9 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = train(args.steps, args.seed, config, out=args.out, resume=args.resume, seconds=args.seconds,
                            progress=not args.quiet)  # fmt: skip
             print(report(result, args.steps))
+            return command.UNFINISHED if result.step < args.steps else None
         elif args.command == "evaluate":
             print(report(evaluate(args.run), _settings_of(args.run)[1]))
         else:
             print(f"wrote {command.plot(args.run, _settings_of(args.run)[0].per_epoch)}")
+        return None
 
     return command.run(parser.prog, args.command, action)

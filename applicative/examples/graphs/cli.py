@@ -7,10 +7,10 @@
     plot DIR           DIR/loss.png: the loss a step and the validation errors
     answer DIR --nodes N --edges "0-1,1-2" [--source S]   the run's outputs on a graph of yours
 
-Exit statuses (``applicative.training.command.run``): 0; 75 after SIGTERM (checkpointed: ``--resume`` goes on as if
-it had not stopped); 1 with "python -m applicative.examples.graphs COMMAND: error: ..." on bad input (an algorithm
-the benchmark does not have, a graph of no node, an edge naming a node that does not exist, a cycle given to a
-task on acyclic graphs).
+Exit statuses (``applicative.training.command.run``): 0; 75 after SIGTERM or the --seconds budget (checkpointed:
+``--resume`` goes on as if it had not stopped); 1 with "python -m applicative.examples.graphs COMMAND: error: ..."
+on bad input (an algorithm the benchmark does not have, a graph of no node, an edge naming a node that does not
+exist, a cycle given to a task on acyclic graphs).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ask.add_argument("--source", type=int, default=-1, help="the source node, where the task has one")
     args = parser.parse_args(argv)
 
-    def action() -> None:
+    def action() -> int | None:
         if args.command == "train":
             result = train(args.algorithm, args.steps, args.seed, Config(**args.config), args.out, resume=args.resume,
                            seconds=args.seconds, progress=not args.quiet)  # fmt: skip
@@ -76,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"stopped after step {result.steps} of {args.steps}, checkpointed: --resume goes on")
             for line in lines(result):
                 print(line)
+            return command.UNFINISHED if result.steps < args.steps else None
         elif args.command == "evaluate":
             for line in report_lines(evaluate(args.run)):
                 print(line)
@@ -87,5 +88,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise FileNotFoundError(f"no trained run at {args.run}: {CONFIG} is missing")
             config = settings((args.run / CONFIG).read_text(encoding="utf-8"))[3]
             print(f"wrote {command.plot(args.run, config.train_samples // config.batch)}")
+        return None
 
     return command.run(PROG, args.command, action)

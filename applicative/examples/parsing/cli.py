@@ -10,9 +10,9 @@
     parse DIR FILE                the predicted tree of every statement of FILE (- for standard input), beside Python's
     plot DIR                      DIR/loss.png: the loss per step and the held-out loss
 
-Exit statuses are ``applicative.training.command.run``'s: 0; 75 after SIGTERM (checkpointed: ``--resume``
-goes on); 1 with "python -m applicative.examples.parsing NAME: error: ..." after bad input, a run directory
-that holds a run already (without ``--resume``) or another run's settings.
+Exit statuses are ``applicative.training.command.run``'s: 0; 75 after SIGTERM or the --seconds budget
+(checkpointed: ``--resume`` goes on); 1 with "python -m applicative.examples.parsing NAME: error: ..." after bad
+input, a run directory that holds a run already (without ``--resume``) or another run's settings.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def _draw(parser: Parser, config: Config, data: Data, path: Path) -> None:
     print(f"drew {fragment.name} to {path}")
 
 
-def _train(args: argparse.Namespace) -> None:
+def _train(args: argparse.Namespace) -> int | None:
     start = time.perf_counter()
     defaults = Config()
     if args.bands > len(defaults.bands):
@@ -100,13 +100,14 @@ def _train(args: argparse.Namespace) -> None:
     )  # fmt: skip
     if result.steps < args.steps:
         print(f"stopped after step {result.steps} of {args.steps}, checkpointed in {args.out}: continue with --resume")
-        return
+        return command.UNFINISHED
     for line in lines(result):
         print(line)
     print(f"the run is in {args.out} ({PROG} evaluate {args.out} reads it back)")
     if args.figure is not None:
         _draw(trained, config, data, args.figure)
     print(f"in {time.perf_counter() - start:.0f} s")
+    return None
 
 
 def _evaluate(args: argparse.Namespace) -> None:

@@ -6,8 +6,8 @@
                                   bracketing F1, malformed decodings (``parse``)
     plot DIR                      DIR/loss.png: the loss per step and the held-out loss (``command.plot``)
 
-Exit statuses as every training command's (``applicative.training.command.run``): 0; 75 after SIGTERM
-(checkpointed: ``train --resume`` goes on as if uninterrupted); 1 with "PROG NAME: error: ..." for bad input,
+Exit statuses as every training command's (``applicative.training.command.run``): 0; 75 after SIGTERM or the
+budget (checkpointed: ``train --resume`` goes on as if uninterrupted); 1 with "PROG NAME: error: ..." for bad input,
 a run directory that holds a run (without ``--resume``) or none, a diverged run.
 """
 
@@ -50,7 +50,7 @@ def _chosen(args: argparse.Namespace, settings: type[Config] | type[Data] | type
     return {field.name: getattr(args, field.name) for field in fields if field.name != "optimisation"}
 
 
-def _train(args: argparse.Namespace) -> None:
+def _train(args: argparse.Namespace) -> int | None:
     data = Data(**_chosen(args, Data))  # type: ignore[arg-type]
     config = Config(**_chosen(args, Config), optimisation=Optimisation(**_chosen(args, Optimisation)))  # type: ignore[arg-type]
     fragments, held_out = data.training(args.seed)
@@ -60,6 +60,7 @@ def _train(args: argparse.Namespace) -> None:
     done = len(trained.losses)
     spent = "" if done == args.steps else ": the --seconds budget is spent, --resume goes on"
     print(f"trained {done} of {args.steps} steps in {trained.seconds:.0f} s into {args.out}{spent}")
+    return command.UNFINISHED if done < args.steps else None
 
 
 def report(directory: Path, batch: int = 32) -> list[str]:
@@ -121,5 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     plotting = commands.add_parser("plot", help="draw a run's losses to DIR/loss.png")
     plotting.add_argument("directory", type=Path)
     args = parser.parse_args(argv)
-    actions: dict[str, Callable[[argparse.Namespace], None]] = {"train": _train, "evaluate": _evaluate, "plot": _plot}
+    actions: dict[str, Callable[[argparse.Namespace], int | None]] = {
+        "train": _train, "evaluate": _evaluate, "plot": _plot,
+    }  # fmt: skip
     return command.run(PROG, args.command, lambda: actions[args.command](args))

@@ -6,8 +6,9 @@
     evaluate DIR       the run in DIR read back and tested again
     plot DIR           DIR/loss.png: the loss a step and the held-out errors
 
-Exit statuses (``applicative.training.command.run``): 0; 75 after SIGTERM (checkpointed: ``--resume`` goes on as if
-it had not stopped); 1 with "python -m applicative.examples.trees COMMAND: error: ..." on bad input.
+Exit statuses (``applicative.training.command.run``): 0; 75 after SIGTERM or the --seconds budget (checkpointed:
+``--resume`` goes on as if it had not stopped); 1 with "python -m applicative.examples.trees COMMAND: error: ..." on
+bad input.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     draw.add_argument("run", type=Path, help="the run's directory")
     args = parser.parse_args(argv)
 
-    def action() -> None:
+    def action() -> int | None:
         if args.command == "train":
             result = train(args.steps, args.seed, config_of(args.config), args.out, per_epoch=args.per_epoch,
                            resume=args.resume, seconds=args.seconds, progress=not args.quiet)  # fmt: skip
@@ -66,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"stopped after step {result.steps} of {args.steps}, checkpointed: --resume goes on")
             for line in lines(result):
                 print(line)
+            return command.UNFINISHED if result.steps < args.steps else None
         elif args.command == "evaluate":
             for line in report_lines(evaluate(args.run)):
                 print(line)
@@ -74,5 +76,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise FileNotFoundError(f"no trained run at {args.run}: {CONFIG} is missing")
             per_epoch = settings((args.run / CONFIG).read_text(encoding="utf-8"))[3]
             print(f"wrote {command.plot(args.run, per_epoch)}")
+        return None
 
     return command.run(PROG, args.command, action)
