@@ -4,6 +4,8 @@ source, bad input (too long, too short, empty, invalid, unseen kinds and labels)
 
 import ast
 import itertools
+import json
+import re
 from pathlib import Path
 
 import jax
@@ -118,6 +120,55 @@ def test_empty_invalid_and_unseen_input(untrained: tuple[parsing.Parser, parsing
     assert "never seen in training" in compared
 
 
+def test_every_file_a_user_has_is_read_as_python_reads_it(
+    tmp_path: Path, untrained: tuple[parsing.Parser, parsing.Config]
+) -> None:
+    """A latin-1 file with its PEP 263 line, a UTF-8 file with a byte-order mark, a notebook's code cells (IPython's
+    magic lines blanked), a directory of them: each source's text is what Python compiles (``compile`` of the
+    file's bytes agrees); a binary file, a notebook that is not one, a directory with no Python: a ValueError
+    naming it."""
+    latin = tmp_path / "latin.py"
+    latin.write_bytes('# -*- coding: latin-1 -*-\nname = "café"\n'.encode("latin-1"))
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbfx = 1\n")
+    for path in (latin, bom):
+        [(name, text)] = user.sources(path)
+        assert name == str(path)
+        assert ast.dump(ast.parse(text)) == ast.dump(compile(path.read_bytes(), name, "exec", ast.PyCF_ONLY_AST))
+    assert 'name = "café"' in user.sources(latin)[0][1]
+    parser, config = untrained
+    assert [p.python for p in user.parse_source(parser, config, bom.read_bytes())] == [
+        p.python for p in user.parse_source(parser, config, "x = 1\n")
+    ]
+    notebook = tmp_path / "sub" / "notes.ipynb"
+    notebook.parent.mkdir()
+    cells = [{"cell_type": "markdown", "source": "# notes"},
+             {"cell_type": "code", "source": ["%matplotlib inline\n", "import os\n"]},
+             {"cell_type": "code", "source": "!ls\ny = os.sep"}]  # fmt: skip
+    notebook.write_text(json.dumps({"cells": cells, "nbformat": 4}), encoding="utf-8")
+    assert user.sources(notebook) == [
+        (f"{notebook}, cell 2", "\nimport os\n"),
+        (f"{notebook}, cell 3", "\ny = os.sep\n"),
+    ]
+    (tmp_path / "readme.txt").write_text("not Python", encoding="utf-8")
+    names = [name for name, _ in user.sources(tmp_path)]
+    assert names == [str(bom), str(latin), f"{notebook}, cell 2", f"{notebook}, cell 3"]
+    binary = tmp_path / "image.py"
+    binary.write_bytes(bytes(range(256)))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{}", encoding="utf-8")
+    for path, words in [(binary, "not Python source text"), (broken, "not a Jupyter notebook (KeyError"),
+                        (empty, "a directory with no Python file")]:  # fmt: skip
+        with pytest.raises(ValueError, match=re.escape(f"{path}: {words}")):
+            user.sources(path)
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{tmp_path / 'gone.py'}: no such file")):
+        user.sources(tmp_path / "gone.py")
+    with pytest.raises(TypeError, match="source must be Python source, str or bytes, got NoneType"):
+        user.parse_source(parser, config, None)  # type: ignore[arg-type]
+
+
 @pytest.mark.slow  # a tiny training run: CI runs it
 def test_the_command_line_parses_a_file_and_refuses_invalid_code(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -136,3 +187,15 @@ def test_the_command_line_parses_a_file_and_refuses_invalid_code(
     path.write_text("\n", encoding="utf-8")
     assert parsing.main(["parse", str(out), str(path)]) == 0
     assert capsys.readouterr().out == f"{path}: no statement to parse\n"
+    # a directory: each file parsed, one that is not Python named, the status 1
+    (tmp_path / "code" / "bad.py").parent.mkdir()
+    (tmp_path / "code" / "bad.py").write_text("x = = 1\n", encoding="utf-8")
+    (tmp_path / "code" / "good.py").write_text(SOURCE, encoding="utf-8")
+    assert parsing.main(["parse", str(out), str(tmp_path / "code")]) == 1
+    both = capsys.readouterr()
+    assert f"{tmp_path / 'code' / 'bad.py'}, line 1, column 5: invalid syntax" in both.err
+    assert f"== {tmp_path / 'code' / 'good.py'}" in both.out
+    assert both.out.strip().splitlines()[-1].startswith("2 sources (1 not Python): 4 statements: 4 decoded")
+    (tmp_path / "code" / "bad.py").write_bytes(bytes(range(256)))
+    assert parsing.main(["parse", str(out), str(tmp_path / "code" / "bad.py")]) == 1
+    assert f"parse: error: {tmp_path / 'code' / 'bad.py'}: not Python source text" in capsys.readouterr().err

@@ -7,7 +7,8 @@
                        too, and prints the table of their tests and the right-branching tree's on held-out files
     evaluate DIR [--figure PNG] [--other-files N]   the tables of a trained run (the parser, the right-branching
                        tree, the seq2seq baseline if it trained one) on held-out files and on other code
-    parse DIR FILE                the predicted tree of every statement of FILE (- for standard input), beside Python's
+    parse DIR FILE                the predicted tree of every statement of FILE (- for standard input; a notebook's
+                                  code cells; a directory's files), beside Python's
     plot DIR                      DIR/loss.png: the loss per step and the held-out loss
 
 Exit statuses are ``applicative.training.command.run``'s: 0; 75 after SIGTERM or the --seconds budget
@@ -31,7 +32,7 @@ from applicative.examples.parsing.decoding import parse
 from applicative.examples.parsing.figure import plot
 from applicative.examples.parsing.model import Config, Parser
 from applicative.examples.parsing.runs import PER_EPOCH, STEPS, Result, Run, evaluate, load, train
-from applicative.examples.parsing.source import compared, parse_source, unread
+from applicative.examples.parsing.source import compared, decoded, parse_source, sources, unread
 from applicative.examples.parsing.testing import Measured
 from applicative.training import command
 
@@ -128,32 +129,43 @@ def _evaluate(args: argparse.Namespace) -> None:
         _draw(parser, config, data, args.figure)
 
 
-def _parse(args: argparse.Namespace) -> None:
+def _parse(args: argparse.Namespace) -> int | None:
     parser, config = load(args.run)
-    name = "<stdin>" if str(args.file) == "-" else str(args.file)
-    source = sys.stdin.read() if name == "<stdin>" else args.file.read_text(encoding="utf-8")
-    try:
-        parsed = parse_source(parser, config, source, name)
-    except SyntaxError as error:
-        where = f"{name}, line {error.lineno}, column {error.offset}"
-        raise ValueError(f"{where}: {error.msg} (Python's own SyntaxError)") from None
-    left = unread(source, parsed)
-    if not parsed and not left:
-        print(f"{name}: no statement to parse")
-        return
-    for statement in parsed:
-        print(compared(statement), end="\n\n")
-    for line in left:
-        print(f"line {line}: not parsed: Python's positions in it do not nest (an f-string before Python 3.12)\n")
-    decoded = [p for p in parsed if p.band is not None]
-    scores = syntax.score([p.predicted for p in decoded], [p.python for p in decoded])
+    stdin = str(args.file) == "-"
+    found = [("<stdin>", decoded(sys.stdin.buffer.read(), "<stdin>"))] if stdin else sources(args.file)
+    parsed, left, failed = [], [], 0
+    for name, source in found:
+        if len(found) > 1:
+            print(f"== {name}")
+        try:
+            here = parse_source(parser, config, source, name)
+        except SyntaxError as error:
+            where = f"{name}, line {error.lineno}, column {error.offset}: {error.msg} (Python's own SyntaxError)"
+            if len(found) == 1:
+                raise ValueError(where) from None
+            print(f"{PROG} parse: error: {where}", file=sys.stderr)
+            failed += 1
+            continue
+        for statement in here:
+            print(compared(statement), end="\n\n")
+        for line in unread(source, here):
+            print(f"line {line}: not parsed: Python's positions in it do not nest (an f-string before Python 3.12)\n")
+        parsed += here
+        left += unread(source, here)
+    if not parsed and not left and not failed:
+        print(f"{found[0][0] if len(found) == 1 else args.file}: no statement to parse")
+        return None
+    within = [p for p in parsed if p.band is not None]
+    scores = syntax.score([p.predicted for p in within], [p.python for p in within])
     print(
-        f"{len(parsed) + len(left)} statements: {len(decoded)} decoded, exact {scores.exact:.3f}, F1 {scores.f1:.3f}, "
-        f"{scores.malformed} malformed; {sum(bool(p.unseen_kinds) for p in parsed)} with token kinds and "
-        f"{sum(bool(p.unseen_labels) for p in parsed)} with labels never seen in training; "
-        f"{len(parsed) - len(decoded)} over the limit, {sum(bool(p.problem) for p in decoded)} shorter than trained"
+        (f"{len(found)} sources ({failed} not Python): " if len(found) > 1 else "")
+        + f"{len(parsed) + len(left)} statements: {len(within)} decoded, exact {scores.exact:.3f}, "
+        f"F1 {scores.f1:.3f}, {scores.malformed} malformed; {sum(bool(p.unseen_kinds) for p in parsed)} with token "
+        f"kinds and {sum(bool(p.unseen_labels) for p in parsed)} with labels never seen in training; "
+        f"{len(parsed) - len(within)} over the limit, {sum(bool(p.problem) for p in within)} shorter than trained"
         + (f"; {len(left)} without a reference tree (not parsed)" if left else "")
     )
+    return 1 if failed else None
 
 
 def _plot(args: argparse.Namespace) -> None:
@@ -204,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluating.add_argument("--figure", type=Path, help="draw a held-out fragment's trees to this PNG")
     parsing = commands.add_parser("parse", help="parse a file of Python with a trained run's parser")
     parsing.add_argument("run", type=Path, help="the run directory")
-    parsing.add_argument("file", type=Path, help="a file of Python source, - for standard input")
+    parsing.add_argument("file", type=Path, help="a Python file, a notebook, a directory of them; - for standard input")
     plotting = commands.add_parser("plot", help="DIR/loss.png: the loss per step and the held-out loss")
     plotting.add_argument("run", type=Path, help="the run directory")
     args = parser.parse_args(argv)

@@ -1,9 +1,16 @@
 """The parser on a user's own code: source text in, a predicted tree for every statement out.
 
+    sources(path) -> [(name, text)]                          a file, a notebook's code cells, a directory's files
+    decoded(data, name) -> str                               bytes of Python source, as Python decodes them
     parse_source(parser, config, source, name) -> [Parsed]   each top-level statement, its band chosen here
     unread(source, parsed) -> [line]                         the statements Python's positions left out
     render(tree, texts) -> str                               a tree as indented lines: label, then its tokens
     compared(parsed) -> str                                  the predicted tree and Python's, differences marked
+
+Source is read as Python reads it: its encoding from its PEP 263 declaration or byte-order mark (``tokenize``),
+UTF-8 otherwise; a notebook's code cells each as a source of their own, IPython's magic lines (``%``, ``!``)
+blanked; a directory's ``.py`` and ``.ipynb`` files in order. Whatever cannot be read is a ValueError naming
+the file.
 
 The source is Python's first: ``ast.parse`` raises its own ``SyntaxError`` (line, column, message) for invalid
 code, and gives the reference tree of every statement (``syntax``). Each top-level statement (a definition
@@ -19,8 +26,11 @@ from __future__ import annotations
 
 import ast
 import io
+import json
+import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -33,7 +43,7 @@ from applicative.examples.parsing.model import Band, Config, Parser
 from applicative.examples.syntax import Node
 from applicative.instances import dyadic
 
-__all__ = ["Parsed", "compared", "dense", "parse_source", "render", "unread"]
+__all__ = ["Parsed", "compared", "decoded", "dense", "parse_source", "render", "sources", "unread"]
 
 
 @dataclass(frozen=True)
@@ -90,10 +100,65 @@ def _texts(source: str, tokens: Sequence[syntax.Token]) -> list[str]:
     return [text(t) for t in tokens]
 
 
-def parse_source(parser: Parser, config: Config, source: str, name: str = "<source>") -> list[Parsed]:
-    """The predicted tree of every top-level statement of ``source`` (a statement, several, a file), beside
-    Python's, each decoded in the band that holds its size (the module's docstring). Empty or blank source
-    (comments only) gives no statement. SyntaxError: ``source`` is not Python (``ast.parse``'s own)."""
+def decoded(data: bytes, name: str) -> str:
+    """Bytes of Python source as Python decodes them: the encoding its PEP 263 declaration or byte-order mark
+    names, UTF-8 otherwise, the mark dropped. ValueError naming ``name``: bytes not of that encoding (a binary
+    file), or a declaration of an encoding Python does not know."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding).removeprefix("\ufeff")
+    except (SyntaxError, UnicodeDecodeError, LookupError) as error:
+        reason = error.msg if isinstance(error, SyntaxError) else str(error)
+        raise ValueError(f"{name}: not Python source text ({reason})") from None
+
+
+def sources(path: Path) -> list[tuple[str, str]]:
+    """The Python sources at ``path``, each (name, text): a file's text (``decoded``); a notebook's (``.ipynb``)
+    code cells, named "FILE, cell K" (K from 1, of every cell), each with IPython's magic lines blanked; a
+    directory's ``.py`` and ``.ipynb`` files, found recursively, in order. ValueError naming what is wrong: a
+    file that cannot be read or is not text, a notebook that is not one, a directory holding no Python."""
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.suffix in (".py", ".ipynb") and p.is_file())
+        if not found:
+            raise ValueError(f"{path}: a directory with no Python file (.py or .ipynb) in it")
+        return [source for file in found for source in sources(file)]
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except OSError as error:
+        raise ValueError(f"{path}: cannot be read ({error.strerror})") from None
+    if path.suffix != ".ipynb":
+        return [(str(path), decoded(data, str(path)))]
+    try:
+        cells = json.loads(data)["cells"]
+        return [(f"{path}, cell {k}", _without_magics(cell["source"])) for k, cell in enumerate(cells, 1)
+                if cell["cell_type"] == "code"]  # fmt: skip
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a Jupyter notebook ({type(error).__name__}: {error})") from None
+
+
+def _without_magics(text: str | list[str]) -> str:
+    """A cell's source (a string, or the notebook format's list of lines), its IPython magic and shell lines
+    (``%``, ``!``) blank, so that the rest keeps its line numbers."""
+    lines = ("".join(text) if isinstance(text, list) else str(text)).splitlines()
+    return "".join("\n" if line.lstrip().startswith(("%", "!")) else line + "\n" for line in lines)
+
+
+def parse_source(parser: Parser, config: Config, source: str | bytes, name: str = "<source>") -> list[Parsed]:
+    """The predicted tree of every top-level statement of ``source`` (a statement, several, a file: text, or
+    bytes as Python decodes them, ``decoded``), beside Python's, each decoded in the band that holds its size
+    (the module's docstring). Empty or blank source (comments only) gives no statement. SyntaxError: ``source``
+    is not Python (``ast.parse``'s own); TypeError: it is neither text nor bytes; ValueError: bytes that are
+    not text."""
+    if isinstance(source, bytes):
+        source = decoded(source, name)
+    elif not isinstance(source, str):
+        raise TypeError(
+            f"parse_source: source must be Python source, str or bytes, got {type(source).__name__} (a file's "
+            "text: parsing.source.sources(path))"
+        )
+    source = source.removeprefix("\ufeff")  # a byte-order mark, as Python drops it from a file
     module = ast.parse(source, name)
     tokens = syntax.tokens_of(source)
     texts = _texts(source, tokens)
@@ -113,10 +178,10 @@ def parse_source(parser: Parser, config: Config, source: str, name: str = "<sour
             limit = largest.high
             chosen.append((None, f"{size} tokens: over the parser's limit of {limit} (its largest band); not parsed"))
     predicted: dict[int, Node | None] = {}
-    for decoded in config.bands:
-        members = [i for i, (b, _) in enumerate(chosen) if b == decoded]
+    for each in config.bands:
+        members = [i for i, (b, _) in enumerate(chosen) if b == each]
         if members:
-            found = parse(parser, config, [fragments[i] for i in members], decoded)
+            found = parse(parser, config, [fragments[i] for i in members], each)
             predicted |= dict(zip(members, found, strict=True))
     result = []
     for i, (fragment, statement, (band, problem)) in enumerate(zip(fragments, statements, chosen, strict=True)):
