@@ -12,9 +12,11 @@ A node that covers no token (a ``Load`` context, an operator, an empty argument 
 node of its own: it is written into its parent's label, with where it stands among the parent's
 other children (``BinOp(Add@1)``: an ``Add`` after the first child; ``Attribute(Load@-0)``:
 a ``Load`` after the last). Children are in source order, so a child's span follows its elder
-sibling's, and every token belongs to exactly one node: the deepest one that covers it. A
-statement whose nodes' spans do not nest (a few positions Python gives inside f-strings before
-3.12) is not a fragment.
+sibling's, and every token belongs to exactly one node: the deepest one that covers it. Before
+Python 3.12, ``tokenize`` gives an f-string as one ``STRING`` token, inside which ``ast``'s positions
+of its parts do not nest: there an f-string (``JoinedStr``) is one node of its own, a leaf; from 3.12
+on, its tokens are its parts', and its tree is Python's. A statement whose nodes' spans do not nest
+otherwise is not a fragment.
 
 The tree's shape is the trees example's binarisation (``trees.binarised``: a leaf for the node
 itself, then its children's shapes, paired level by level), so its leaves are the nodes in
@@ -28,6 +30,7 @@ import ast
 import io
 import itertools
 import keyword
+import sys
 import tokenize
 from bisect import bisect_left, bisect_right
 from collections import Counter
@@ -49,6 +52,7 @@ __all__ = [
     "fragments_of",
     "ids",
     "labelled_spans",
+    "left_out",
     "nodes",
     "right_branching",
     "score",
@@ -127,6 +131,8 @@ def tokens_of(source: str) -> list[Token]:
 
 
 _NOT_NESTED = object()  # a subtree whose spans do not nest; so is every tree that holds it
+_FSTRING_PARTS = sys.version_info >= (3, 12)
+"""Whether ``tokenize`` gives an f-string's parts as tokens of their own (PEP 701), so that its tree nests."""
 
 
 class _Index(NamedTuple):
@@ -157,6 +163,9 @@ def _own_span(node: ast.AST, index: _Index) -> tuple[int, int] | None:
 def _labelled(node: ast.AST, index: _Index, statements: list[Node]) -> object:
     """``node`` as a ``Node``, as its label if it covers no token, or ``_NOT_NESTED``; the statements
     inside it (itself included) whose spans nest appended to ``statements`` as ``Node``s, innermost first."""
+    if isinstance(node, ast.JoinedStr) and not _FSTRING_PARTS:  # one STRING token: one node, a leaf
+        own = _own_span(node, index)
+        return "JoinedStr" if own is None else Node("JoinedStr", own, ())
     children = [_labelled(child, index, statements) for child in ast.iter_child_nodes(node)]
     if any(c is _NOT_NESTED for c in children):
         return _NOT_NESTED
@@ -187,6 +196,20 @@ def statement_trees(module: ast.AST, tokens: Sequence[Token]) -> list[Node]:
     ats = [t.start for t in tokens if t.kind == "@"]
     _labelled(module, _Index([t.start for t in tokens], [t.end for t in tokens], ats), statements)
     return statements
+
+
+def left_out(sources: Iterable[str]) -> tuple[int, int]:
+    """(statements left out, statements) of these sources: those whose spans do not nest, which are no fragment
+    (sources that do not tokenize or parse are skipped)."""
+    out = every = 0
+    for source in sources:
+        try:
+            module, tokens = ast.parse(source), tokens_of(source)
+        except (SyntaxError, ValueError, tokenize.TokenError, RecursionError):
+            continue
+        statements = sum(isinstance(node, ast.stmt) for node in ast.walk(module))
+        out, every = out + statements - len(statement_trees(module, tokens)), every + statements
+    return out, every
 
 
 def _shifted(node: Node, offset: int) -> Node:

@@ -4,6 +4,7 @@ short training run against the right-branching baseline on held-out files, and i
 a killed run resumed as an uninterrupted one, the command line, SIGTERM."""
 
 import ast
+import contextlib
 import itertools
 import os
 import shutil
@@ -90,6 +91,34 @@ def test_real_fragments_nest_and_every_token_has_one_owner() -> None:
         assert fragment.tree.span == (0, len(fragment.tokens) - 1)
         leaves = len(jax.tree_util.tree_leaves(syntax.binarised(fragment.tree), is_leaf=lambda s: s is None))
         assert leaves == sum(1 for _ in syntax.nodes(fragment.tree))
+
+
+def test_every_f_string_has_its_tree_on_every_python() -> None:
+    """Statements holding f-strings of several parts, nested, with format specifiers, implicitly concatenated:
+    each is a statement tree whose spans nest, every token owned once; before Python 3.12 (one STRING token an
+    f-string) the f-string is a leaf, ``JoinedStr``, over its tokens; from 3.12 on, Python's own tree. None of
+    the held-out standard library's statements is left out."""
+    nested = 'name = f"{f"{inner}"}"\n' if sys.version_info >= (3, 12) else 'name = f"{inner!s}" f"{2 * x:{w}.{p}}"\n'
+    source = 'x = f"{a} and {b!r:>{width}}" + g(y)\nprint(f"{n}", "plain" f"{m:.3f}")\n' + nested
+    tokens = syntax.tokens_of(source)
+    statements = syntax.statement_trees(ast.parse(source), tokens)
+    assert len(statements) == 3
+    owner: dict[int, Node] = {}
+    for tree in statements:
+        _check_nesting(tree, owner)
+    assert sorted(owner) == [i for i, t in enumerate(tokens) if t.kind not in ("NEWLINE", "ENDMARKER")]
+    strings = [n for tree in statements for n in syntax.nodes(tree) if n.label == "JoinedStr"]
+    assert len(strings) >= 3
+    if sys.version_info < (3, 12):
+        assert all(not n.children for n in strings)
+    else:
+        assert any(n.children for n in strings)
+    texts = []
+    for name in trees.library_files("test")[:40]:
+        with contextlib.suppress(UnicodeDecodeError):
+            texts.append((trees.LIBRARY / name).read_bytes().decode("utf-8"))
+    out, every = syntax.left_out(texts)
+    assert (out, every > 1000) == (0, True)
 
 
 def test_a_source_without_its_final_newline_has_the_same_trees() -> None:
@@ -487,6 +516,9 @@ def test_the_command_line_trains_evaluates_and_plots_a_run_and_refuses_to_overwr
     assert parsing.main(["evaluate", str(out), "--other-files", "5"]) == 0
     both = capsys.readouterr().out
     assert "other code: 5 files of numpy, scipy, jax, optax, matplotlib drawn at random" in both
+    left = [line for line in both.splitlines() if line.startswith("statements of the files tested left out")]
+    assert len(left) == 2
+    assert all(line.split(": ")[1].startswith("0 of ") for line in left)  # f-strings included, on every Python
     assert both.count("| parser |") == 2  # the held-out files' table, then other code's
     assert (tmp_path / "tree.png").stat().st_size > 0
     assert parsing.main(["plot", str(out)]) == 0

@@ -19,10 +19,11 @@ input, a run directory that holds a run already (without ``--resume``) or anothe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from applicative.examples import syntax
@@ -34,6 +35,7 @@ from applicative.examples.parsing.model import Config, Parser
 from applicative.examples.parsing.runs import PER_EPOCH, STEPS, Result, Run, evaluate, load, train
 from applicative.examples.parsing.source import compared, decoded, parse_source, sources, unread
 from applicative.examples.parsing.testing import Measured
+from applicative.examples.trees import LIBRARY
 from applicative.training import command
 
 __all__ = ["main"]
@@ -119,14 +121,29 @@ def _evaluate(args: argparse.Namespace) -> None:
     print("held-out files of the standard library:")
     for line in lines(evaluate(args.run, data)):
         print(line)
+    print(_left_out(LIBRARY / name for name in sorted({testing.file_of(f) for band in data.test for f in band})))
     if args.other_files:
         other = testing.other_code(run.config, run.config.test_fragments, run.seed, args.other_files)
         print(f"\nother code: {args.other_files} files of {', '.join(testing.OTHER_PACKAGES)} drawn at random:")
         for line in lines(evaluate(args.run, data, other)):
             print(line)
+        print(_left_out(path for path, _ in testing.other_files(run.seed, args.other_files)))
     if args.figure is not None:
         parser, config = load(args.run)
         _draw(parser, config, data, args.figure)
+
+
+def _left_out(paths: Iterable[Path]) -> str:
+    """The line saying how many statements of the files tested have no reference tree (positions that do not
+    nest), out of how many: they are in no test."""
+
+    def texts() -> Iterator[str]:
+        for path in paths:
+            with contextlib.suppress(UnicodeDecodeError):
+                yield path.read_bytes().decode("utf-8")
+
+    out, every = syntax.left_out(texts())
+    return f"statements of the files tested left out (Python's positions do not nest): {out} of {every}"
 
 
 def _parse(args: argparse.Namespace) -> int | None:
@@ -149,7 +166,7 @@ def _parse(args: argparse.Namespace) -> int | None:
         for statement in here:
             print(compared(statement), end="\n\n")
         for line in unread(source, here):
-            print(f"line {line}: not parsed: Python's positions in it do not nest (an f-string before Python 3.12)\n")
+            print(f"line {line}: not parsed: Python's positions in it do not nest\n")
         parsed += here
         left += unread(source, here)
     if not parsed and not left and not failed:

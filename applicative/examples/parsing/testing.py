@@ -41,6 +41,7 @@ __all__ = [
     "inner_spans",
     "measure",
     "other_code",
+    "other_files",
     "seen_in",
 ]
 
@@ -62,6 +63,14 @@ def _package_files(packages: Iterable[str]) -> list[tuple[Path, str]]:
     return sorted(found, key=lambda item: item[1])
 
 
+def other_files(seed: int, files: int = 300, packages: Sequence[str] = OTHER_PACKAGES) -> list[tuple[Path, str]]:
+    """The files of ``other_code``'s test: ``files`` of the installed ``packages``' drawn at random
+    (``default_rng([seed, 3])``), each with its name, in order."""
+    every = _package_files(packages)
+    rng = np.random.default_rng([seed, 3])
+    return [every[i] for i in np.sort(rng.choice(len(every), min(files, len(every)), replace=False))]
+
+
 def other_code(
     config: Config, n: int, seed: int, files: int = 300, packages: Sequence[str] = OTHER_PACKAGES
 ) -> list[list[Fragment]]:
@@ -69,9 +78,7 @@ def other_code(
     3])``) from the installed ``packages``, their fragments in each band as ``population`` finds them (files
     that do not parse are skipped), then ``n`` of each band's at random (``batches.sample``): a sample of fragments
     of a random sample of files."""
-    every = _package_files(packages)
-    rng = np.random.default_rng([seed, 3])
-    chosen = [every[i] for i in np.sort(rng.choice(len(every), min(files, len(every)), replace=False))]
+    chosen = other_files(seed, files, packages)
     bands, low, high = config.bands, min(b.low for b in config.bands), max(b.high for b in config.bands)
     found: list[list[Fragment]] = [[] for _ in bands]
     for path, name in chosen:
