@@ -69,7 +69,11 @@ class State(Generic[P]):
     seconds: float = 0.0
     """Training time so far (all sessions of a resumed run)."""
     held_out: list[tuple[int, float]] = field(default_factory=list)
-    """(epoch, error on the held-out samples) every ``validate_every`` epochs (``loop.fit``)."""
+    """(epoch, error on the held-out samples) every ``validate_every`` epochs (``loop.fit``): the first of the
+    named metrics where ``validate`` gives several."""
+    metrics: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    """Each named held-out metric's (epoch, value) pairs, where ``validate`` gives a mapping of them (empty where
+    it gives one error)."""
 
 
 def template(
@@ -86,7 +90,7 @@ def template(
     return shapes
 
 
-_FIELDS = {"run", "step", "seconds", "losses", "output_scale", "held_out"}
+_FIELDS = {"run", "step", "seconds", "losses", "output_scale", "held_out", "metrics", "metric_names"}
 
 
 def save(directory: Path, description: str, state: State[P], name: str = CHECKPOINT) -> None:
@@ -96,23 +100,25 @@ def save(directory: Path, description: str, state: State[P], name: str = CHECKPO
     arrays.update(run=np.asarray(description), step=np.asarray(state.step), seconds=np.asarray(state.seconds))
     arrays.update(losses=np.asarray(state.losses), output_scale=np.asarray(state.scale, np.float64))
     arrays.update(held_out=np.asarray(state.held_out, np.float64).reshape(-1, 2))
+    if state.metrics:  # (validations, metrics), in the names' order
+        values = [[v for _, v in curve] for curve in state.metrics.values()]
+        arrays.update(metric_names=np.asarray(list(state.metrics)), metrics=np.asarray(values, np.float64).T)
     with atomic_file(directory / name) as file:
         np.savez(file, allow_pickle=False, **arrays)
 
 
-def write_history(directory: Path, losses: list[float], held_out: list[tuple[int, float]], per_epoch: int) -> None:
+def write_history(directory: Path, state: State[Any], per_epoch: int) -> None:
     """history.csv, atomically: a row an epoch begun (the last may be partial): ``epoch`` (from 1), ``step`` (the
-    steps done at its end), ``loss`` (the mean of its steps' losses) and ``held_out`` (its held-out error, empty
-    where none was computed)."""
-    errors = dict(held_out)
+    steps done at its end), ``loss`` (the mean of its steps' losses), ``held_out`` (its held-out error) and a
+    column a named metric (``State.metrics``), each empty where none was computed."""
+    curves = [dict(state.held_out), *(dict(curve) for curve in state.metrics.values())]
     text = io.StringIO()
     rows = csv.writer(text, lineterminator="\n")
-    rows.writerow(["epoch", "step", "loss", "held_out"])
-    for epoch in range(1, -(-len(losses) // per_epoch) + 1):
-        step = min(epoch * per_epoch, len(losses))
-        error = errors.get(epoch)
-        mean = float(np.mean(losses[(epoch - 1) * per_epoch : step]))
-        rows.writerow([epoch, step, repr(mean), "" if error is None else repr(error)])
+    rows.writerow(["epoch", "step", "loss", "held_out", *state.metrics])
+    for epoch in range(1, -(-len(state.losses) // per_epoch) + 1):
+        step = min(epoch * per_epoch, len(state.losses))
+        mean = float(np.mean(state.losses[(epoch - 1) * per_epoch : step]))
+        rows.writerow([epoch, step, repr(mean), *("" if epoch not in c else repr(c[epoch]) for c in curves)])
     write_atomically(directory / HISTORY, text.getvalue())
 
 
@@ -150,6 +156,7 @@ def read(
             stored_scale = float(stored["output_scale"]) if "output_scale" in stored.files else None
             held = stored["held_out"] if "held_out" in stored.files else np.zeros((0, 2))
             held_out = [(int(e), float(v)) for e, v in np.asarray(held, np.float64).reshape(-1, 2)]
+            metrics = _metrics(stored, held_out)
             arrays = [stored[f"leaf_{i}"] for i in range(len(leaves))]
             extra = sorted(set(stored.files) - {f"leaf_{i}" for i in range(len(leaves))} - _FIELDS)
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
@@ -169,7 +176,16 @@ def read(
     if extra:
         raise ValueError(f"{path} holds arrays the configuration has no place for: {', '.join(extra)}")
     model, opt_state = jax.tree_util.tree_unflatten(treedef, _leaves(arrays, leaves, path, "the configuration"))
-    return State(model, opt_state, step, losses, stored_scale, seconds, held_out)
+    return State(model, opt_state, step, losses, stored_scale, seconds, held_out, metrics)
+
+
+def _metrics(stored: Any, held_out: list[tuple[int, float]]) -> dict[str, list[tuple[int, float]]]:
+    """The named metrics' curves of a checkpoint (its ``metrics`` rows: the held-out curve's epochs)."""
+    if "metric_names" not in stored.files:
+        return {}
+    values = np.asarray(stored["metrics"], np.float64).reshape(len(held_out), -1)
+    return {str(name): [(e, float(v)) for (e, _), v in zip(held_out, values[:, k], strict=True)]
+            for k, name in enumerate(stored["metric_names"])}  # fmt: skip
 
 
 def save_pytree(path: str | Path, x: object, description: str = "") -> None:

@@ -28,7 +28,7 @@ import contextlib
 import contextvars
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -101,7 +101,7 @@ class Plan(Generic[P]):
     seed: int
     checkpoint_every: int
     log: bool = False
-    validate: Callable[[P], float] | None = None
+    validate: Callable[[P], float | Mapping[str, float]] | None = None
     validate_every: int = 1
     seconds: float | None = None
     """A budget: this session stops at the first epoch's end past it (checkpointed; ``resume`` goes on)."""
@@ -134,7 +134,7 @@ def fit(
     resume: bool = False,
     progress: bool = True,
     log: bool = True,
-    validate: Callable[[P], float] | None = None,
+    validate: Callable[[P], float | Mapping[str, float]] | None = None,
     validate_every: int = 1,
     seconds: float | None = None,
     block: int = 1,
@@ -149,7 +149,8 @@ def fit(
     ``description`` (a JSON object: the run's settings) is written as config.json and stored in every
     checkpoint; a checkpoint of another description is refused, naming the settings that differ. ``scale`` is
     stored with the run (``State.scale``). Every ``validate_every`` epochs (and at the last),
-    ``validate(parameters)``, the error on held-out samples, kept in the checkpoint (``State.held_out``). With
+    ``validate(parameters)``, the error on held-out samples, kept in the checkpoint (``State.held_out``), or a
+    mapping of named metrics (the same names each time), each kept (``State.metrics``), the first the error. With
     ``log``, a line an epoch: its mean loss, its seconds and that error when there is one. With ``seconds``, a
     budget: the call stops at the end of the first epoch past it, with a checkpoint (the schedule stays that of
     ``steps``; ``resume`` goes on).
@@ -242,10 +243,23 @@ def run_from(plan: Plan[P], out: Path, state: State[P], *, resume: bool, progres
     if not resume:
         if is_owner():
             save(out, plan.description, state)  # a run killed before its first interval resumes from here
-            write_history(out, state.losses, state.held_out, plan.per_epoch)
+            write_history(out, state, plan.per_epoch)
         holder = out if is_owner() else "process 0"
         note(f"{holder} holds the run's {CONFIG} and its step-0 checkpoint: --resume continues it")
     return _steps(plan, out, state, progress)
+
+
+def _record(value: float | Mapping[str, float], epoch: int, metrics: dict[str, list[tuple[int, float]]]) -> float:
+    """A validation's value: one error, or named metrics appended to their curves in ``metrics`` (the same names
+    each time); the error the loop watches (the first metric). ValueError naming the names where they change."""
+    if not isinstance(value, Mapping):
+        return float(value)
+    if not value or (metrics and list(value) != list(metrics)):
+        raise ValueError(f"fit: validate gave the metrics {list(value)} at epoch {epoch}, where it gave "
+                         f"{list(metrics)} before: give the same named metrics each time")  # fmt: skip
+    for name, number in value.items():
+        metrics.setdefault(name, []).append((epoch, float(number)))
+    return float(next(iter(value.values())))
 
 
 def stalled(held_out: list[tuple[int, float]], patience: int, min_delta: float = 0.0) -> bool:
@@ -351,6 +365,7 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
     start, first = time.perf_counter() - state.seconds, state.step
     losses, pending = list(state.losses), list[jax.Array]()  # read, and not yet read back from the device
     held_out, epoch_start = list(state.held_out), time.perf_counter()
+    metrics = {name: list(curve) for name, curve in state.metrics.items()}
     saved_step, shown, session = first, time.perf_counter(), time.perf_counter()
     killed_after = _KILLED_AFTER.get()
 
@@ -379,11 +394,14 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
         )
         if plan.validate is not None and ((epoch + 1) % plan.validate_every == 0 or epoch == last):
             validating = time.perf_counter()
-            held_out.append((epoch + 1, plan.validate(model)))
+            value = plan.validate(model)
             start += time.perf_counter() - validating  # the training time leaves the held-out error out
-            line += f", held-out error {held_out[-1][1]:.4e}"
+            held_out.append((epoch + 1, _record(value, epoch + 1, metrics)))
+            shown = metrics.items() if metrics else [("error", held_out)]
+            line += ", held-out " + ", ".join(f"{name} {curve[-1][1]:.4e}" for name, curve in shown)
             if plan.keep_best and held_out[-1][1] < min((e for _, e in held_out[:-1]), default=np.inf) and is_owner():
-                best = State(model, opt_state, step + 1, losses, state.scale, time.perf_counter() - start, held_out)
+                seconds = time.perf_counter() - start
+                best = State(model, opt_state, step + 1, losses, state.scale, seconds, held_out, metrics)
                 with deferred():
                     save(out, plan.description, best, BEST)
         if plan.log:
@@ -402,7 +420,8 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
         while step < plan.steps:
             if killed_after is not None and step - first == killed_after:
                 read(len(pending))
-                return State(model, opt_state, step, losses, state.scale, time.perf_counter() - start, held_out)
+                seconds = time.perf_counter() - start
+                return State(model, opt_state, step, losses, state.scale, seconds, held_out, metrics)
             epoch = step // per_epoch
             every = plan.checkpoint_every
             ends = [step + plan.block, (epoch + 1) * per_epoch, (step // every + 1) * every]
@@ -421,11 +440,11 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
             if end % every == 0 or end == plan.steps or spent or stopped or early:
                 read(len(pending))
                 seconds = time.perf_counter() - start
-                state = State(model, opt_state, end, losses, state.scale, seconds, held_out)
+                state = State(model, opt_state, end, losses, state.scale, seconds, held_out, metrics)
                 if is_owner():
                     with deferred():  # a Ctrl-C between the two would leave a message naming the older checkpoint
                         save(out, plan.description, state)
-                        write_history(out, losses, held_out, per_epoch)
+                        write_history(out, state, per_epoch)
                         going = end < plan.steps and not early
                         note(f"{out} holds the run's checkpoint at step {end} of {plan.steps}: --resume continues it"
                              if going else f"{out} holds the trained run, {end} steps")  # fmt: skip
@@ -437,11 +456,11 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
                 if early and plan.log:
                     bar.write(_stopped_early(plan, held_out, end // per_epoch))
                 if spent or early:
-                    return dataclasses.replace(state, losses=losses, held_out=held_out)
+                    return dataclasses.replace(state, losses=losses, held_out=held_out, metrics=metrics)
             elif read_between and time.perf_counter() - shown > _SHOW_EVERY:
                 read(len(pending) - 1)  # the newest block still runs meanwhile
                 shown = time.perf_counter()
             if losses:
                 bar.set_postfix(loss=f"{losses[-1]:.3e}", refresh=False)
             bar.update(len(block_losses))
-    return dataclasses.replace(state, losses=losses, held_out=held_out)
+    return dataclasses.replace(state, losses=losses, held_out=held_out, metrics=metrics)

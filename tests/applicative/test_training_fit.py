@@ -198,6 +198,36 @@ def test_the_best_checkpoint_is_the_state_of_the_lowest_held_out_error_also_afte
     assert [float(row["held_out"]) for row in rows] == errors
 
 
+def test_named_held_out_metrics_are_each_kept_and_the_first_is_the_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``validate`` giving {"error": e, "accuracy": a}: each validation's line names both; ``State.metrics`` holds
+    both curves, ``held_out`` the first (which early stopping watches); history.csv a column each; a killed and
+    resumed run the same curves, read back from the checkpoint. Names that change are refused by name."""
+    errors, accuracies = [3.0, 1.0, 2.0, 2.5, 0.7], [0.1, 0.5, 0.4, 0.3, 0.9]
+
+    def scripted(first: int = 0) -> Any:
+        epochs = iter(range(first, 5))
+        return lambda params: {"error": errors[e := next(epochs)], "accuracy": accuracies[e]}
+
+    state = run(tmp_path / "straight", log=True, validate=scripted())
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
+    assert lines[1].endswith("held-out error 1.0000e+00, accuracy 5.0000e-01")
+    assert state.held_out == list(enumerate(errors, 1))
+    assert state.metrics == {"error": list(enumerate(errors, 1)), "accuracy": list(enumerate(accuracies, 1))}
+    rows = list(csv.DictReader((tmp_path / "straight" / "history.csv").read_text().splitlines()))
+    assert [float(row["accuracy"]) for row in rows] == accuracies
+    with _killed_after(7):
+        run(tmp_path / "killed", validate=scripted())
+    resumed = run(tmp_path / "killed", resume=True, validate=scripted(2))
+    assert (resumed.held_out, resumed.metrics) == (state.held_out, state.metrics)
+    early = run(tmp_path / "early", steps=30, validate=scripted(), patience=2)
+    assert early.step == 12  # the error, not the accuracy: no improvement at epochs 3 and 4
+    names = iter([{"error": 1.0}, {"loss": 1.0}])
+    with pytest.raises(ValueError, match=re.escape("gave the metrics ['loss'] at epoch 2, where it gave ['error']")):
+        run(tmp_path / "renamed", validate=lambda params: next(names))
+
+
 def test_early_stopping_and_the_best_need_a_held_out_error(tmp_path: Path) -> None:
     refused: list[tuple[dict[str, Any], str]] = [
         ({"patience": 2}, "patience and keep_best watch the held-out error: pass validate"),
