@@ -420,6 +420,16 @@ def test_training_loop_times_the_loop_against_its_steps_for_both_tasks(scales: P
     last_line(out, "ratio loop/step")
 
 
+def test_precision_trains_in_float32_and_bfloat16_and_prints_the_ratio(shared: Path) -> None:
+    out = bench(shared, "precision.py", "--smoke")
+    table = rows(out, "| compute | seconds a step | test token accuracy |")
+    assert [row[0] for row in table] == ["float32", "bfloat16, float32 parameters"]
+    for row in table:
+        positive(row[1])
+        assert 0 <= float(row[2]) <= 1
+    last_line(out, "ratio bfloat16/float32 seconds a step")
+
+
 def test_poisson_baselines_prints_its_three_tables(shared: Path) -> None:
     out = bench(shared, "poisson_baselines.py", "--smoke")
     accuracy = rows(out, "| predictor | mean | median | p95 | fit / training |")

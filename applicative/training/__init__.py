@@ -10,9 +10,9 @@ a finished run; ``files``: atomic files and the run directory's lock; ``store``:
 ``processes``, ``rendezvous`` (with ``hosting`` and ``wire``) and ``lifeline``: one run on several processes
 (``jax.distributed``), their meeting, the proof that each belongs to the run, a dead one named within seconds,
 SIGTERM as preemption; ``stopping``: SIGTERM outside the loop, exit status 75 at any moment;
-``optimisers``: ``warmup_cosine`` and ``step_decay``; ``losses``: ``values_relative_l2``; ``symmetry``: the
-square's eight symmetries as an augmentation (``dihedral``); ``command``: the flags and exit statuses every
-training command line shares.
+``optimisers``: ``warmup_cosine`` and ``step_decay``; ``precision``: ``bfloat16``, mixed precision;
+``losses``: ``values_relative_l2``; ``symmetry``: the square's eight symmetries as an augmentation
+(``dihedral``); ``command``: the flags and exit statuses every training command line shares.
 """
 
 from applicative.training import command as command
@@ -28,6 +28,7 @@ from applicative.training.loop import fit as fit
 from applicative.training.losses import values_relative_l2 as values_relative_l2
 from applicative.training.optimisers import step_decay as step_decay
 from applicative.training.optimisers import warmup_cosine as warmup_cosine
+from applicative.training.precision import bfloat16 as bfloat16
 from applicative.training.symmetry import dihedral as dihedral
 from applicative.training.symmetry import symmetrised as symmetrised
 
@@ -39,6 +40,7 @@ __all__ = [
     "Source",
     "State",
     "TrainingDiverged",
+    "bfloat16",
     "command",
     "dihedral",
     "fit",

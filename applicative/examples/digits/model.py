@@ -99,8 +99,10 @@ def init_model(key: Array, config: Config) -> DigitModel:
 
 
 def logits(model: DigitModel, tokens: Array) -> Array:
-    """The (LENGTH, VOCABULARY) logits for one sequence of ``LENGTH`` digits."""
-    return to_array(model(one_hot(tokens, Seq, VOCABULARY, Vocab, jnp.float32)))
+    """The (LENGTH, VOCABULARY) logits for one sequence of ``LENGTH`` digits, in the parameters' dtype (bfloat16
+    under ``training.bfloat16``)."""
+    dtype = jax.tree_util.tree_leaves(model)[0].dtype
+    return to_array(model(one_hot(tokens, Seq, VOCABULARY, Vocab, dtype)))
 
 
 def batch_logits(model: DigitModel, tokens: Array) -> Array:
