@@ -44,6 +44,7 @@ __all__ = [
     "load_pytree",
     "read",
     "restore",
+    "same_run",
     "save",
     "save_pytree",
     "stored",
@@ -171,7 +172,7 @@ def read(
         )
     if not (np.isfinite(stored_scale) and stored_scale > 0):
         raise ValueError(f"{path}: the stored output scale is {stored_scale}, not a positive finite number")
-    if saved != description:
+    if not same_run(saved, description):
         raise ValueError(f"{path} was written by a different run configuration ({difference(saved, description)})")
     if extra:
         raise ValueError(f"{path} holds arrays the configuration has no place for: {', '.join(extra)}")
@@ -258,16 +259,44 @@ def _key_impl(leaf: Any) -> Any:
     return found[0]
 
 
-def difference(saved: str, description: str) -> str:
-    """The top-level settings in which two run descriptions (JSON objects) differ, or why they cannot be compared."""
+def same_run(saved: str, description: str) -> bool:
+    """Whether two run descriptions hold the same settings: equal as JSON (whatever their spacing or the order
+    of their keys), or, where either is not JSON, equal as text."""
     try:
-        old, new = json.loads(saved), json.loads(description)
+        return bool(json.loads(saved) == json.loads(description))
     except ValueError:
+        return saved == description
+
+
+def difference(saved: str, description: str) -> str:
+    """The settings in which two run descriptions (JSON objects) differ, each with its value in the run
+    (``saved``) and the value given (a nested setting named by its path, ``config.batch``), or why they cannot
+    be compared."""
+    try:
+        old, new = _flat(json.loads(saved)), _flat(json.loads(description))
+    except (ValueError, TypeError):
         return "its description is not the run's"
-    if not (isinstance(old, dict) and isinstance(new, dict)):
-        return "its description is not the run's"
-    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-    return f"fields differ: {', '.join(changed)}"
+    missing = object()
+    changed = sorted(k for k in old.keys() | new.keys() if old.get(k, missing) != new.get(k, missing))
+
+    def said(settings: dict[str, object], key: str) -> str:
+        return json.dumps(settings[key]) if key in settings else "none"
+
+    parts = [f"{key}: {said(old, key)} in the run, {said(new, key)} given" for key in changed]
+    return f"settings differ: {'; '.join(parts)}"
+
+
+def _flat(settings: object, prefix: str = "") -> dict[str, object]:
+    """A JSON object's settings by path (``config.batch``); TypeError for what is not a JSON object."""
+    if not isinstance(settings, dict):
+        raise TypeError("not a JSON object")
+    flat: dict[str, object] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat |= _flat(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def restore(

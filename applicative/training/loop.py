@@ -40,7 +40,16 @@ import optax
 from jax.sharding import NamedSharding
 from tqdm.auto import tqdm
 
-from applicative.training.checkpoints import State, difference, read, save, stored, template, write_history
+from applicative.training.checkpoints import (
+    State,
+    difference,
+    read,
+    same_run,
+    save,
+    stored,
+    template,
+    write_history,
+)
 from applicative.training.data import Arrays, Drawn, Source, count
 from applicative.training.files import BEST, CHECKPOINT, CONFIG, HISTORY, write_atomically
 from applicative.training.learner import Learner
@@ -292,7 +301,7 @@ def opened(description: str, out: Path, resume: bool) -> bytes:
         return b""
     if not (out / CONFIG).exists():
         raise FileNotFoundError(f"no trained run at {out}: {CONFIG} is missing")
-    if (written := (out / CONFIG).read_text(encoding="utf-8", errors="replace")) != description:
+    if not same_run(written := (out / CONFIG).read_text(encoding="utf-8", errors="replace"), description):
         raise ValueError(
             f"resume: {out / CONFIG} holds a different run ({difference(written, description)}); resume it with its "
             "own settings"

@@ -120,7 +120,8 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["train", "--out", run, *RUN]) == 1
     assert "python -m applicative.examples.digits train: error: " in capsys.readouterr().err
     assert main(["train", "--out", run, "--resume", *RUN[:-1], "3"]) == 1
-    assert "holds a different run (fields differ: seed); resume it with its own settings" in capsys.readouterr().err
+    differ = "holds a different run (settings differ: seed: 2 in the run, 3 given); resume it with its own settings"
+    assert differ in capsys.readouterr().err
     budget = str(tmp_path / "budget")  # a budget spent in the first epoch: stopped at its end, then resumed
     assert main(["train", "--out", budget, "--seconds", "1e-6", *RUN]) == 75  # not finished: --resume goes on
     assert "stopped at step 5 of 15: continue with --resume" in capsys.readouterr().out

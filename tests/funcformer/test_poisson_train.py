@@ -141,7 +141,7 @@ def test_checkpoint_errors_are_clear(tmp_path: Path) -> None:
     with pytest.raises(FileExistsError, match="already holds a run"):
         train(RUN, tmp_path / "run", progress=False)
     other = RunConfig.of(PROBLEM, model=TINY, steps=7, batch=4, train_size=16, checkpoint_every=2, warmup=0)
-    with pytest.raises(ValueError, match="fields differ: steps"):
+    with pytest.raises(ValueError, match="settings differ: steps: "):
         load(tmp_path / "run", other)
     (tmp_path / "run" / CHECKPOINT).write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="corrupt or not a checkpoint"):
