@@ -406,8 +406,8 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
             value = plan.validate(model)
             start += time.perf_counter() - validating  # the training time leaves the held-out error out
             held_out.append((epoch + 1, _record(value, epoch + 1, metrics)))
-            shown = metrics.items() if metrics else [("error", held_out)]
-            line += ", held-out " + ", ".join(f"{name} {curve[-1][1]:.4e}" for name, curve in shown)
+            named = metrics.items() if metrics else [("error", held_out)]
+            line += ", held-out " + ", ".join(f"{name} {curve[-1][1]:.4e}" for name, curve in named)
             if plan.keep_best and held_out[-1][1] < min((e for _, e in held_out[:-1]), default=np.inf) and is_owner():
                 seconds = time.perf_counter() - start
                 best = State(model, opt_state, step + 1, losses, state.scale, seconds, held_out, metrics)
