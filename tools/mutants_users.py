@@ -91,7 +91,7 @@ MUTANTS = [
            "end = time.monotonic() + FAREWELL_SECONDS", "end = time.monotonic()",
            "process 0 stopped before the others came leaves them waiting their whole timeout",
            TF + "test_rendezvous.py"),
-    mutant("early-stop-one-late", "applicative/training/loop.py",
+    mutant("early-stop-one-late", "applicative/training/validation.py",
            "    return waited >= patience", "    return waited > patience",
            "early stopping waits one held-out error more than Keras's rule", "tests/applicative/test_training_fit.py"),
     mutant("early-stop-resumes", "applicative/training/loop.py",

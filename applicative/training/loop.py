@@ -56,8 +56,9 @@ from applicative.training.learner import Learner
 from applicative.training.processes import from_owner, is_owner, owning, preemption
 from applicative.training.steps import data_parallel, epoch_order, make_block, make_update, place, shardings
 from applicative.training.stopping import NOTHING_SAVED, Stopped, deferred, note
+from applicative.training.validation import improved, record, stalled, stopped_early
 
-__all__ = ["Plan", "Preempted", "TrainingDiverged", "fit", "opened", "opening", "run_from", "stalled"]
+__all__ = ["Plan", "Preempted", "TrainingDiverged", "fit", "opened", "opening", "run_from"]
 
 P = TypeVar("P")
 
@@ -119,7 +120,7 @@ class Plan(Generic[P]):
     epoch's end, a checkpoint or the interrupt point."""
     patience: int | None = None
     """Early stopping: the run ends, checkpointed, once ``patience`` held-out errors in a row have not fallen
-    below the best before them by more than ``min_delta`` (``stalled``)."""
+    below the best before them by more than ``min_delta`` (``validation.stalled``)."""
     min_delta: float = 0.0
     keep_best: bool = False
     """Whether best.npz keeps the state of the lowest held-out error so far (``checkpoints.restore(best=True)``)."""
@@ -258,36 +259,6 @@ def run_from(plan: Plan[P], out: Path, state: State[P], *, resume: bool, progres
     return _steps(plan, out, state, progress)
 
 
-def _record(value: float | Mapping[str, float], epoch: int, metrics: dict[str, list[tuple[int, float]]]) -> float:
-    """A validation's value: one error, or named metrics appended to their curves in ``metrics`` (the same names
-    each time); the error the loop watches (the first metric). ValueError naming the names where they change."""
-    if not isinstance(value, Mapping):
-        return float(value)
-    if not value or (metrics and list(value) != list(metrics)):
-        raise ValueError(f"fit: validate gave the metrics {list(value)} at epoch {epoch}, where it gave "
-                         f"{list(metrics)} before: give the same named metrics each time")  # fmt: skip
-    for name, number in value.items():
-        metrics.setdefault(name, []).append((epoch, float(number)))
-    return float(next(iter(value.values())))
-
-
-def stalled(held_out: list[tuple[int, float]], patience: int, min_delta: float = 0.0) -> bool:
-    """Whether the last ``patience`` held-out errors each failed to improve on the best before them, an
-    improvement being an error below it by more than ``min_delta`` (Keras's ``EarlyStopping``)."""
-    best, waited = np.inf, 0
-    for _, error in held_out:
-        best, waited = (error, 0) if error < best - min_delta else (best, waited + 1)
-    return waited >= patience
-
-
-def _stopped_early(plan: Plan[P], held_out: list[tuple[int, float]], epoch: int) -> str:
-    epoch_best, best = min(held_out, key=lambda held: held[1])
-    return (
-        f"stopped early after epoch {epoch}: {plan.patience} held-out errors with none below the best before by more "
-        f"than {plan.min_delta:g} (the best: {best:.4e}, epoch {epoch_best})"
-    )
-
-
 def opened(description: str, out: Path, resume: bool) -> bytes:
     """On the owner: the checkpoint of the run to resume (its config.json must hold ``description``), or
     nothing for a new run in a directory that holds none, and for a run to resume that holds its config.json
@@ -405,10 +376,10 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
             validating = time.perf_counter()
             value = plan.validate(model)
             start += time.perf_counter() - validating  # the training time leaves the held-out error out
-            held_out.append((epoch + 1, _record(value, epoch + 1, metrics)))
+            held_out.append((epoch + 1, record(value, epoch + 1, metrics)))
             named = metrics.items() if metrics else [("error", held_out)]
             line += ", held-out " + ", ".join(f"{name} {curve[-1][1]:.4e}" for name, curve in named)
-            if plan.keep_best and held_out[-1][1] < min((e for _, e in held_out[:-1]), default=np.inf) and is_owner():
+            if plan.keep_best and improved(held_out) and is_owner():
                 seconds = time.perf_counter() - start
                 best = State(model, opt_state, step + 1, losses, state.scale, seconds, held_out, metrics)
                 with deferred():
@@ -463,7 +434,7 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
                 if stopped:
                     raise Preempted(end, out if is_owner() else None)
                 if early and plan.log:
-                    bar.write(_stopped_early(plan, held_out, end // per_epoch))
+                    bar.write(stopped_early(held_out, plan.patience, plan.min_delta, end // per_epoch))
                 if spent or early:
                     return dataclasses.replace(state, losses=losses, held_out=held_out, metrics=metrics)
             elif read_between and time.perf_counter() - shown > _SHOW_EVERY:
