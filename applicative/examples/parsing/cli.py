@@ -33,7 +33,7 @@ from applicative.examples.parsing.decoding import parse
 from applicative.examples.parsing.figure import plot
 from applicative.examples.parsing.model import Config, Parser
 from applicative.examples.parsing.runs import PER_EPOCH, STEPS, Result, Run, evaluate, load, train
-from applicative.examples.parsing.source import compared, decoded, parse_source, sources, unread
+from applicative.examples.parsing.source import Parsed, compared, decoded, parse_source, sources, unread
 from applicative.examples.parsing.testing import Measured
 from applicative.examples.trees import LIBRARY
 from applicative.training import command
@@ -150,7 +150,9 @@ def _parse(args: argparse.Namespace) -> int | None:
     parser, config = load(args.run)
     stdin = str(args.file) == "-"
     found = [("<stdin>", decoded(sys.stdin.buffer.read(), "<stdin>"))] if stdin else sources(args.file)
-    parsed, left, failed = [], [], 0
+    parsed: list[Parsed] = []
+    left: list[int] = []
+    failed = 0
     for name, source in found:
         if len(found) > 1:
             print(f"== {name}")
@@ -165,10 +167,10 @@ def _parse(args: argparse.Namespace) -> int | None:
             continue
         for statement in here:
             print(compared(statement), end="\n\n")
-        for line in unread(source, here):
+        lines = unread(source, here)
+        for line in lines:
             print(f"line {line}: not parsed: Python's positions in it do not nest\n")
-        parsed += here
-        left += unread(source, here)
+        parsed, left = parsed + here, left + lines
     if not parsed and not left and not failed:
         print(f"{found[0][0] if len(found) == 1 else args.file}: no statement to parse")
         return None

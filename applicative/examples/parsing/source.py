@@ -206,7 +206,7 @@ def parse_source(parser: Parser, config: Config, source: str | bytes, name: str 
 
 def unread(source: str, parsed: Sequence[Parsed]) -> list[int]:
     """The first lines of ``source``'s top-level statements that ``parse_source`` left out: those whose
-    positions Python gives do not nest (some f-strings before Python 3.12), so that they have no reference
+    positions Python gives do not nest, so that they have no reference
     tree over their tokens (``syntax``)."""
     read = {p.line for p in parsed}
     lines = []
