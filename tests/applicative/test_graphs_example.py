@@ -8,13 +8,14 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import networkx as nx
 import numpy as np
 import pytest
+from jax import Array
 
 from applicative.examples.graphs import clrs
 from applicative.examples.graphs.cli import main
@@ -289,3 +290,48 @@ def test_a_batch_of_the_benchmarks_graphs_is_one_stack_of_graphs() -> None:
         np.testing.assert_allclose(np.asarray(inputs.pairs[b, ..., 2]), s.adjacency.T, rtol=1e-6)
         assert float(inputs.nodes[b, s.source, 1]) == 1.0
         np.testing.assert_array_equal(np.asarray(targets["pi"][b]), s.outputs["pi"])
+
+
+@pytest.mark.parametrize("mask", ["all", "edges"])
+def test_the_max_processors_step_is_its_formula_in_float64_numpy(mask: str) -> None:
+    """``MaxStep`` on a directed graph of 5 nodes: m_ij = relu(R x_i + S x_j + E e_ij), node i's new vector
+    O max_j m_ij over every j (``mask="all"``) or its in-neighbours and itself, the pairs' e_ij + W m_ij, against
+    the same written in float64 numpy from each map's matrix and bias."""
+    import jax
+
+    from applicative import Dim, Graph, Vec, to_array
+    from applicative.examples.graphs.model import Edge, Hidden, MaxStep, Model
+
+    rng = np.random.default_rng(5)
+    n, width, edge, hidden = 5, 4, 3, 6
+    adjacency = (rng.random((n, n)) < 0.4).astype(np.float32)
+    np.fill_diagonal(adjacency, 0)
+    g = Graph.from_adjacency(adjacency, np.zeros(n, np.float32), capacity=n, edge_capacity=n * n)
+
+    def vec(size: int, tag: type[Dim]) -> Vec[Any, Array]:
+        return Vec.from_array(np.zeros(size, np.float32), tag)
+
+    step = MaxStep.init(jax.random.PRNGKey(3), vec(width, Model), vec(edge, Edge), vec(hidden, Hidden))
+    x, e = rng.normal(size=(n, width)).astype(np.float32), rng.normal(size=(n, n, edge)).astype(np.float32)
+    nodes = g.with_elements(jax.vmap(lambda v: Vec.from_array(v, Model))(x))
+    pairs = g.pairs(jax.vmap(jax.vmap(lambda v: Vec.from_array(v, Edge)))(e))
+    y, e_next = step(nodes, pairs, g.mask(1) if mask == "edges" else None)
+
+    def matrix(linear: Callable[[Vec[Any, Array]], Any], size: int, tag: type[Dim]) -> tuple[np.ndarray, np.ndarray]:
+        """A Linear's (matrix, bias), read through its action on zero and on the basis vectors."""
+
+        def call(v: np.ndarray) -> np.ndarray:
+            return np.asarray(to_array(linear(Vec.from_array(np.asarray(v, np.float32), tag))), np.float64)
+
+        bias = call(np.zeros(size))
+        return np.stack([call(row) - bias for row in np.eye(size)]), bias
+
+    (r, rb), (s, sb) = matrix(step.receiver, width, Model), matrix(step.sender, width, Model)
+    (k, kb), (o, ob) = matrix(step.edge, edge, Edge), matrix(step.node_out, hidden, Hidden)
+    w, wb = matrix(step.edge_out, hidden, Hidden)
+    x64, e64 = x.astype(np.float64), e.astype(np.float64)
+    m = np.maximum((x64 @ r + rb)[:, None] + (x64 @ s + sb)[None, :] + e64 @ k + kb, 0.0)
+    keep = np.ones((n, n), bool) if mask == "all" else (adjacency.T > 0) | np.eye(n, dtype=bool)
+    largest = np.where(keep[..., None], m, -np.inf).max(axis=1)
+    np.testing.assert_allclose(np.asarray(to_array(y)), largest @ o + ob, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(to_array(e_next)), e64 + m @ w + wb, rtol=1e-5, atol=1e-5)

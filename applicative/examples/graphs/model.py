@@ -6,7 +6,10 @@ and whether the edge runs, both ways) are linear maps to ``width`` and ``edge_wi
 processor is one ``nn.RelationalAttention`` block with pre-norms, a node MLP and residual connections, its
 weights shared by ``steps`` applications (the same number on the small training graphs and the large test
 ones: more steps than it was trained with, its state drifts), over every pair (``mask="all"``) or along the
-input graph's edges only (``mask="edges"``, each node with itself). Decoders, by the kind of each output:
+input graph's edges only (``mask="edges"``, each node with itself). With ``processor="max"``, the block's
+attention is a message-passing step as the benchmark's baselines take (``MaxStep``): node i's update is the
+largest, feature by feature, of the messages of its senders, where attention takes a softmax-weighted mean.
+Decoders, by the kind of each output:
 
     node pointer    p_i(j) = softmax_j (W_a h_i . W_b h_j + w . e_ij)       (pi: i's parent is j)
     node mask       sigmoid(w . h_i)
@@ -32,12 +35,14 @@ import numpy as np
 import optax
 from jax import Array
 
-from applicative import Dim, Graph, Vec, nn, record, to_array
+from applicative import Applicative, Dim, Graph, Vec, add, nn, record, to_array
 from applicative.examples.graphs.clrs import ALGORITHMS, MASKED, Output, Sample
 from applicative.stacked import stack
 from applicative.training import Learner
 
-__all__ = ["Config", "GraphModel", "Inputs", "Targets", "batch_of", "init_model", "learner", "loss", "predict"]
+__all__ = [
+    "Config", "GraphModel", "Inputs", "MaxStep", "Targets", "batch_of", "init_model", "learner", "loss", "predict",
+]  # fmt: skip
 
 
 class NodeIn(Dim):
@@ -75,6 +80,7 @@ class Config:
     hidden: int = 64
     steps: int = 8  # the processor's steps, on every graph (more on larger graphs diverge: docs/graphs.md)
     mask: Literal["all", "edges"] = "all"
+    processor: Literal["attention", "max"] = "attention"  # relational attention, or messages' maximum (MaxStep)
     batch: int = 16
     learning_rate: float = 1e-3
     train_samples: int = 1000  # CLRS-30's training set: the first 1000 graphs of 16 nodes of seed 1
@@ -96,11 +102,55 @@ class GraphModel:
     pair_in: nn.Linear[Any, Any]
     norm: nn.LayerNorm[Any]
     pair_norm: nn.LayerNorm[Any]
-    attention: nn.RelationalAttention[Any, Any, Any, Any]
+    processor: nn.RelationalAttention[Any, Any, Any, Any] | MaxStep
     mlp: nn.MLP[Any, Any]
     out_norm: nn.LayerNorm[Any]
     out_pair_norm: nn.LayerNorm[Any]
     heads: tuple[Head, ...]
+
+
+@record
+class MaxStep:
+    """The max processor's step: each pair's message m_ij = relu(R x_i + S x_j + E e_ij) (of ``Hidden`` width), node
+    i's new vector O max_j m_ij (the largest message of each feature over its senders j: every node, or its
+    in-neighbours and itself with ``mask="edges"``), each pair's e_ij + W m_ij: the relational attention's pair
+    update, with a maximum in place of its softmax-weighted mean."""
+
+    receiver: nn.Linear[Any, Any]
+    sender: nn.Linear[Any, Any]
+    edge: nn.Linear[Any, Any]
+    node_out: nn.Linear[Any, Any]
+    edge_out: nn.Linear[Any, Any]
+
+    def __call__(
+        self, x: Graph[Applicative[Any, Array]], e: Graph[Any], mask: Graph[Graph[Array]] | None
+    ) -> tuple[Graph[Applicative[Any, Array]], Applicative[Any, Any]]:
+        """(the nodes' new vectors, the pairs' new vectors): the messages as generic code on the pairs, their
+        maximum on coordinates (a masked row maximum, which no structure's operation gives)."""
+        sent = x.fmap(self.sender)
+        messages = (
+            x.fmap(self.receiver)
+            .pair(e)
+            .fmap(lambda p: sent.pair(p[1]).fmap(lambda q: _relu(add(add(p[0], q[0]), self.edge(q[1])))))
+        )
+        grid = to_array(messages)  # (n, n, hidden): row i holds i's messages from each j
+        keep = jnp.ones(grid.shape[:2], bool) if mask is None else to_array(mask) > 0
+        largest = jnp.max(jnp.where(keep[..., None], grid, -jnp.inf), axis=1)
+        y = x.with_elements(jax.vmap(lambda v: self.node_out(Vec.from_array(v, Hidden)))(largest))
+        return y, add(e, messages.fmap(lambda row: row.fmap(self.edge_out)))
+
+    @staticmethod
+    def init(key: Array, width: Vec[Any, Array], edge: Vec[Any, Array], hidden: Vec[Any, Array]) -> MaxStep:
+        keys = jax.random.split(key, 5)
+        return MaxStep(
+            nn.Linear.init(keys[0], width, hidden), nn.Linear.init(keys[1], width, hidden),
+            nn.Linear.init(keys[2], edge, hidden), nn.Linear.init(keys[3], hidden, width),
+            nn.Linear.init(keys[4], hidden, edge),
+        )  # fmt: skip
+
+
+def _relu(x: Applicative[Any, Array]) -> Applicative[Any, Array]:
+    return x.fmap(lambda a: jnp.maximum(a, 0.0))
 
 
 @record
@@ -146,7 +196,9 @@ def init_model(key: Array, config: Config, outputs: Sequence[Output]) -> GraphMo
         nn.Linear.init(keys[1], _vec(4, PairIn), edge),
         nn.LayerNorm.init(width),
         nn.LayerNorm.init(edge),
-        nn.RelationalAttention.init(keys[2], width, edge, k, hidden),
+        nn.RelationalAttention.init(keys[2], width, edge, k, hidden)
+        if config.processor == "attention"
+        else MaxStep.init(keys[2], width, edge, hidden),
         nn.MLP.init(keys[3], width, hidden),
         nn.LayerNorm.init(width),
         nn.LayerNorm.init(edge),
@@ -186,7 +238,7 @@ def _process(model: GraphModel, config: Config, g: Graph[Any], nodes: Array, pai
     def step(_: int, state: tuple[Array, Array]) -> tuple[Array, Array]:
         x_arr, e_arr = state
         e = g.pairs(jax.vmap(jax.vmap(lambda v: Vec.from_array(v, Edge)))(e_arr))
-        y, e_next = model.attention(
+        y, e_next = model.processor(
             nodes_of(x_arr).fmap(model.norm), e.fmap(lambda row: row.fmap(model.pair_norm)), mask
         )
         x_arr = x_arr + to_array(y)
