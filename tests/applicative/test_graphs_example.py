@@ -24,6 +24,7 @@ from applicative.examples.graphs.training import answer, describe, evaluate, tra
 from applicative.stacked import element
 from applicative.training.files import CONFIG
 from applicative.training.loop import _killed_after
+from tests.applicative.tolerance import float32
 
 REFERENCE = Path(__file__).parent / "data" / "clrs_reference.npz"
 """Samples ``dm-clrs`` 2.0.3 made (tools/clrs_reference.py): 8 training graphs of 16 nodes (seed 1) and 2 test
@@ -333,5 +334,5 @@ def test_the_max_processors_step_is_its_formula_in_float64_numpy(mask: str) -> N
     m = np.maximum((x64 @ r + rb)[:, None] + (x64 @ s + sb)[None, :] + e64 @ k + kb, 0.0)
     keep = np.ones((n, n), bool) if mask == "all" else (adjacency.T > 0) | np.eye(n, dtype=bool)
     largest = np.where(keep[..., None], m, -np.inf).max(axis=1)
-    np.testing.assert_allclose(np.asarray(to_array(y)), largest @ o + ob, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(to_array(e_next)), e64 + m @ w + wb, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(to_array(y)), largest @ o + ob, **float32(1e-5))
+    np.testing.assert_allclose(np.asarray(to_array(e_next)), e64 + m @ w + wb, **float32(1e-5))
