@@ -202,27 +202,36 @@ def _sigterm() -> Stopped:
     return stopped
 
 
-def _meeting(process: int, port: int, timeout: float, ended: dict[int, tuple[str, float]]) -> threading.Thread:
-    """Process ``process`` of two meeting in a thread; ``ended[process]`` its ``Stopped`` message (or another
-    exception's) and when it ended."""
+def _stopped_then_the_other(stopped: int, ended: dict[int, tuple[str, float]]) -> None:
+    """Process ``stopped`` of two meets first, in a thread named "process K", and a patched step of it records
+    in ``ended[-1]`` when it raises its SIGTERM's ``Stopped``; the other comes 1 s later. Both end: the stopped one
+    with its own SIGTERM's message, the other told in process 0's words, both within 3 s of the signal."""
+    port = free_port()
 
-    def one() -> None:
+    def one(process: int) -> None:
         try:
-            meet(f"127.0.0.1:{port}", 2, process, start="", timeout=timeout, bind=f"127.0.0.1:{port}", secret=b"s")
+            meet(f"127.0.0.1:{port}", 2, process, start="", timeout=30.0, bind=f"127.0.0.1:{port}", secret=b"s")
             ended[process] = ("met", time.monotonic())
         except (Stopped, StartupError) as error:
             ended[process] = (str(error), time.monotonic())
 
-    thread = threading.Thread(target=one)
-    thread.start()
-    return thread
+    threads = [threading.Thread(target=one, args=(k,), name=f"process {k}") for k in (stopped, 1 - stopped)]
+    threads[0].start()
+    time.sleep(1.0)
+    threads[1].start()
+    for thread, timeout in zip(threads, (FAREWELL_SECONDS + 5, 5), strict=True):
+        thread.join(timeout=timeout)
+    told = f"stopped: process {stopped} was stopped by SIGTERM while the processes met: {NOTHING_SAVED}"
+    assert ended[stopped][0] == f"stopped by SIGTERM: {NOTHING_SAVED}"
+    assert ended[1 - stopped][0] == told
+    assert max(ended[0][1], ended[1][1]) - ended[-1][1] < 3.0  # the other came 1 s after the signal
 
 
 def test_a_process_stopped_before_process_0_listens_tells_it_when_it_comes(monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGTERM to process 1 while it waits for process 0 to listen (process 0 still starting): it spends up to
     FAREWELL_SECONDS reaching it, and process 0, coming 1 s later, stops at once, naming it, where it waited for
     it until its timeout ("process 1 never came")."""
-    attempt = rendezvous._attempt
+    attempt, ended = rendezvous._attempt, dict[int, tuple[str, float]]()
 
     def stopped_at_first(*args: Any) -> socket.socket | None:
         if threading.current_thread().name == "process 1" and not ended.get(-1):
@@ -231,23 +240,14 @@ def test_a_process_stopped_before_process_0_listens_tells_it_when_it_comes(monke
         return attempt(*args)
 
     monkeypatch.setattr(rendezvous, "_attempt", stopped_at_first)
-    port, ended = free_port(), dict[int, tuple[str, float]]()
-    one = _meeting(1, port, 30.0, ended)
-    one.name = "process 1"
-    time.sleep(1.0)
-    zero = _meeting(0, port, 30.0, ended)
-    one.join(timeout=FAREWELL_SECONDS + 5)
-    zero.join(timeout=5)
-    assert ended[1][0] == f"stopped by SIGTERM: {NOTHING_SAVED}"
-    assert ended[0][0] == f"stopped: process 1 was stopped by SIGTERM while the processes met: {NOTHING_SAVED}"
-    assert max(ended[0][1], ended[1][1]) - ended[-1][1] < 3.0  # process 0 came 1 s after the signal
+    _stopped_then_the_other(1, ended)
 
 
 def test_process_0_stopped_while_it_waits_tells_each_process_that_comes(monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGTERM to process 0 while no other has come: it listens up to FAREWELL_SECONDS more, and process 1, coming
     then, is told at once and stops with 75's message, where it waited its whole timeout and said nothing
     listens; process 0 ends once every missing process was told."""
-    serve = Host._serve
+    serve, ended = Host._serve, dict[int, tuple[str, float]]()
 
     def stopped_at_first(host: Host, *args: Any) -> None:
         if not ended.get(-1):
@@ -256,15 +256,7 @@ def test_process_0_stopped_while_it_waits_tells_each_process_that_comes(monkeypa
         serve(host, *args)
 
     monkeypatch.setattr(Host, "_serve", stopped_at_first)
-    port, ended = free_port(), dict[int, tuple[str, float]]()
-    zero = _meeting(0, port, 30.0, ended)
-    time.sleep(1.0)
-    one = _meeting(1, port, 30.0, ended)
-    zero.join(timeout=FAREWELL_SECONDS + 5)
-    one.join(timeout=5)
-    assert ended[0][0] == f"stopped by SIGTERM: {NOTHING_SAVED}"
-    assert ended[1][0] == f"stopped: process 0 was stopped by SIGTERM while the processes met: {NOTHING_SAVED}"
-    assert max(ended[0][1], ended[1][1]) - ended[-1][1] < 3.0  # process 1 came 1 s after the signal
+    _stopped_then_the_other(0, ended)
 
 
 def test_a_process_with_another_secret_is_refused_by_name_and_the_run_goes_on() -> None:
