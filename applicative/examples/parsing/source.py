@@ -106,7 +106,7 @@ def decoded(data: bytes, name: str) -> str:
     file), or a declaration of an encoding Python does not know."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding).removeprefix("\ufeff")
+        return data.decode(encoding)  # "utf-8-sig" where a byte-order mark opens it, which drops the mark
     except (SyntaxError, UnicodeDecodeError, LookupError) as error:
         reason = error.msg if isinstance(error, SyntaxError) else str(error)
         raise ValueError(f"{name}: not Python source text ({reason})") from None
