@@ -242,4 +242,7 @@ MUTANTS = [
     mutant("tf32-highest-rounded", "tests/applicative/tolerance.py",
            "            if _exact(params.get(\"precision\")):", "            if False:",
            "a product asked for at the highest precision is rounded too", TA + "test_tolerance.py"),
+    mutant("laws-tolerance-cpus", "applicative/laws/_compare.py",
+           "if kind in (np.dtype(np.float32), np.dtype(np.complex64)) and rounded_products():", "if False:",
+           "the laws' float32 tolerance is the CPU's on a GPU too", TA + "test_tolerance.py"),
 ]

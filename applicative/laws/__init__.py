@@ -24,7 +24,9 @@ default maps act leaf by leaf: scalars, Vecs, functions). Equality is structural
 Tolerances follow the dtype unless given: ``default_tolerance`` is 1e-10 for
 float64 and 1000 ulps for narrower floats (1.2e-4 for float32, JAX's default
 dtype, where a correct instance's sums differ from the exact ones by a few
-ulps; 1e-2 at most). Integers compare to 1e-10, i.e. exactly.
+ulps; 1e-2 at most); at least 5e-3 for float32 where the backend's matrix products round
+their operands (``rounded_products``: a GPU's TF32, a TPU's bfloat16 passes, at JAX's default
+precision). Integers compare to 1e-10, i.e. exactly.
 An instance whose ``fmap`` is exact only for some maps (Chebyshev functions
 applying a nonlinearity on a grid) passes its own ``maps`` and tolerances.
 
@@ -37,8 +39,10 @@ Module and Ring laws) and ``_compare`` (``assert_close``, the tolerances and the
 from applicative.laws._algebra import MODULE_LAWS as MODULE_LAWS
 from applicative.laws._algebra import RING_LAWS as RING_LAWS
 from applicative.laws._algebra import check_algebra_laws as check_algebra_laws
+from applicative.laws._compare import ROUNDED_PRODUCTS as ROUNDED_PRODUCTS
 from applicative.laws._compare import assert_close as assert_close
 from applicative.laws._compare import default_tolerance as default_tolerance
+from applicative.laws._compare import rounded_products as rounded_products
 from applicative.laws._dense import DENSE_LAWS as DENSE_LAWS
 from applicative.laws._dense import check_dense as check_dense
 from applicative.laws._structure import LAWS as LAWS
@@ -54,6 +58,7 @@ __all__ = [
     "LAWS",
     "MODULE_LAWS",
     "RING_LAWS",
+    "ROUNDED_PRODUCTS",
     "Maps",
     "Triple",
     "assert_close",
@@ -64,4 +69,5 @@ __all__ = [
     "claimed_laws",
     "default_tolerance",
     "leafwise",
+    "rounded_products",
 ]

@@ -11,7 +11,10 @@ that a tree and its refinement, or one at another capacity, are equal (a stack o
 not pair, is compared as it is).
 
 Tolerances follow the dtype unless given: ``default_tolerance`` is 1e-10 for float64 and 1000 ulps
-for narrower floats (1.2e-4 for float32; 1e-2 at most); integers compare to 1e-10, i.e. exactly.
+for narrower floats (1.2e-4 for float32; 1e-2 at most); integers compare to 1e-10, i.e. exactly. Where
+the backend's float32 matrix products round their operands (``rounded_products``: TF32 on NVIDIA GPUs
+since Ampere, bfloat16 passes on TPUs, at JAX's default precision), a float32 tolerance is at least
+``ROUNDED_PRODUCTS`` (5e-3): their errors are about 1e-3, not a few ulps.
 A failure's report (``_report``) states the failure, shows the values it concerns (arrays
 abbreviated, a value's text cut at 600 characters) and ends with the comparison's own message.
 """
@@ -27,15 +30,36 @@ from applicative.protocols.applicative import Shaped
 from applicative.protocols.dense import Dense
 from applicative.stacked import to_host
 
-__all__ = ["assert_close", "default_tolerance"]
+__all__ = ["ROUNDED_PRODUCTS", "assert_close", "default_tolerance", "rounded_products"]
+
+ROUNDED_PRODUCTS = 5e-3
+"""The least tolerance of a float32 result where matrix products round their operands to 10 mantissa bits
+(TF32) or fewer (bfloat16 passes): errors of about 1e-3 against float64."""
+
+_CPU_ROUNDS = False
+"""Whether the CPU's float32 products round their operands as a GPU's do: never, but in a test harness that
+emulates a GPU's products on the CPU (tests/applicative/tolerance.py sets it)."""
 
 
 def default_tolerance(dtype: Any) -> float:
-    """The laws' default rtol and atol at ``dtype``: 1e-10, or 1000 ulps of a narrower float (at most 1e-2)."""
+    """The laws' default rtol and atol at ``dtype``: 1e-10, or 1000 ulps of a narrower float (at most 1e-2),
+    and for float32 at least ``ROUNDED_PRODUCTS`` where ``rounded_products()``."""
     kind = np.dtype(dtype)
     if not np.issubdtype(kind, np.inexact):
         return 1e-10
-    return float(min(max(1e-10, 1000.0 * np.finfo(kind).eps), 1e-2))
+    tolerance = float(min(max(1e-10, 1000.0 * np.finfo(kind).eps), 1e-2))
+    if kind in (np.dtype(np.float32), np.dtype(np.complex64)) and rounded_products():
+        return max(tolerance, ROUNDED_PRODUCTS)
+    return tolerance
+
+
+def rounded_products() -> bool:
+    """Whether float32 matrix products on JAX's default backend round their operands: on any backend but the
+    CPU (a GPU, a TPU) unless the default precision in force (``jax.default_matmul_precision``) is "highest"
+    or "float32"."""
+    precision = str(getattr(jax.config, "jax_default_matmul_precision", None)).lower().removeprefix("precision.")
+    exact = precision in ("highest", "float32") or "f32_f32_f32" in precision
+    return (jax.default_backend() != "cpu" or _CPU_ROUNDS) and not exact
 
 
 def assert_close(

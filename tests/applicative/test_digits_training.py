@@ -24,6 +24,7 @@ from applicative.examples.digits.data import source
 from applicative.examples.digits.training import description, learner, optimiser, settings
 from applicative.training import State, restore
 from applicative.training.loop import _killed_after
+from tests.applicative.tolerance import float32
 
 ROOT = Path(__file__).parent.parent.parent
 CHANCE_LOSS = math.log(VOCABULARY)  # cross entropy of the uniform prediction
@@ -39,10 +40,10 @@ def test_reversal_training_beats_chance() -> None:
     """60 steps of 64 sequences: far from converged, far from chance too. The figures are those of the loop the
     example had before the learning layer (a jitted step drawing its own minibatch), measured on it: seed 0
     reached a loss of 2.6541 -> 0.20171 and a test accuracy of 0.96338 (seed 1: 2.6215 -> 0.32062, 0.92773);
-    the port gives them bit for bit on the CPU."""
+    the port gives them bit for bit on the CPU; a GPU's TF32 products give 2.6541 -> 0.20156 (emulated)."""
     result = train(60, seed=0, config=Config(batch=64, test_size=512), log=False)
-    assert result.initial_loss == pytest.approx(2.6541366577148438, rel=1e-5)
-    assert result.final_loss == pytest.approx(0.20170548558235168, rel=1e-3)
+    assert result.initial_loss == pytest.approx(2.6541366577148438, rel=float32(1e-5)["rtol"])
+    assert result.final_loss == pytest.approx(0.20170548558235168, rel=float32(1e-3)["rtol"])
     assert result.test_accuracy == pytest.approx(0.96337890625, abs=4 / 4096)  # 512 x 8 test tokens
     assert result.final_loss < 0.5 * CHANCE_LOSS
     assert result.test_accuracy > CHANCE_ACCURACY + 0.4
@@ -159,7 +160,8 @@ def test_sigterm_checkpoints_exits_75_and_resume_finishes(tmp_path: Path) -> Non
     resumed = subprocess.run([*arguments, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True,
                              timeout=300, check=False)  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
-    train(400, 2, TINY, out=tmp_path / "straight", log=True)
+    straight = [*arguments[:5], str(tmp_path / "straight"), *arguments[6:]]  # the same program, uninterrupted
+    assert subprocess.run(straight, cwd=ROOT, env=env, capture_output=True, timeout=300).returncode == 0
     a = restore(tmp_path / "straight", learner(TINY), optimiser(TINY, 400), seed=2)
     b = restore(tmp_path / "run", learner(TINY), optimiser(TINY, 400), seed=2)
     assert (b.step, b.losses, b.held_out) == (400, a.losses, a.held_out)

@@ -15,15 +15,17 @@ import jax
 import numpy as np
 import pytest
 
-from tests.applicative import tolerance
+from applicative import laws
+from applicative.laws import _compare
 from tests.applicative.tolerance import TF32, float32
 
 
 def test_the_cpu_keeps_the_tolerance_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jax, "default_backend", lambda: "cpu")  # the suite's on any machine
-    monkeypatch.setattr(tolerance, "EMULATED", [])  # products not rounded to TF32
+    monkeypatch.setattr(_compare, "_CPU_ROUNDS", False)  # products not rounded to TF32
     for precision in (None, "default", "tensorfloat32"):  # the CPU takes float32 products in float32 always
         with jax.default_matmul_precision(precision):
+            assert laws.default_tolerance(np.float32) == pytest.approx(1000 * np.finfo(np.float32).eps)
             assert float32(1e-5) == {"rtol": 1e-5, "atol": 1e-5}
             assert float32(1e-4, atol=1e-7) == {"rtol": 1e-4, "atol": 1e-7}
             assert float32(1e-2) == {"rtol": 1e-2, "atol": 1e-2}
@@ -35,11 +37,14 @@ def test_a_backend_of_fewer_mantissa_bits_takes_at_least_tf32(monkeypatch: pytes
     monkeypatch.setattr(jax, "default_backend", lambda: backend)
     for default in (None, "default"):  # unset, or set to the backend's default
         with jax.default_matmul_precision(default):
+            assert laws.default_tolerance(np.float32) == laws.default_tolerance(np.complex64) == TF32
+            assert laws.default_tolerance(np.float64) == 1e-10
             assert float32(1e-5) == {"rtol": TF32, "atol": TF32}
             assert float32(1e-4, atol=1e-7) == {"rtol": TF32, "atol": TF32}
             assert float32(1e-2, atol=2e-2) == {"rtol": 1e-2, "atol": 2e-2}  # looser than TF32: as given
     for precision in ("highest", "float32"):
         with jax.default_matmul_precision(precision):
+            assert laws.default_tolerance(np.float32) == pytest.approx(1000 * np.finfo(np.float32).eps)
             assert float32(1e-4, atol=1e-7) == {"rtol": 1e-4, "atol": 1e-7}
     with jax.default_matmul_precision("tensorfloat32"):
         assert float32(1e-5) == {"rtol": TF32, "atol": TF32}

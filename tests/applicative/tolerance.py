@@ -13,6 +13,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from applicative import laws
+from applicative.laws import _compare
+
 EMULATE_TF32 = "APPLICATIVE_EMULATE_TF32"
 """The environment variable that, set to 1, makes the suite's CPU products TF32's (tests/conftest.py)."""
 
@@ -25,7 +28,7 @@ class Tolerance(TypedDict):
     atol: float
 
 
-TF32 = 5e-3
+TF32 = laws.ROUNDED_PRODUCTS
 """Float32 matrix products in TF32 (NVIDIA GPUs' default since Ampere) or bfloat16 passes (TPUs): 10 mantissa
 bits, so errors about 1e-3 against float64 where the CPU's are about 1e-7."""
 
@@ -34,11 +37,12 @@ def float32(cpu: float, atol: float | None = None) -> Tolerance:
     """The tolerance of a float32 result against a float64 numpy reference: ``cpu`` (and ``atol``, where
     the absolute tolerance differs from the relative one) where float32 matrix products are float32 (the CPU,
     or a default precision fixed at "highest" or "float32"), each at least ``TF32`` where the backend's
-    default takes them with fewer mantissa bits (a GPU, a TPU, the CPU under ``emulate_tf32``)."""
-    precision = str(getattr(jax.config, "jax_default_matmul_precision", None)).lower()
-    exact = (jax.default_backend() == "cpu" and not EMULATED) or precision in ("highest", "float32")
+    default takes them with fewer mantissa bits (a GPU, a TPU, the CPU under ``emulate_tf32``: the
+    library's own ``laws.rounded_products``)."""
     rtol, atol = cpu, cpu if atol is None else atol
-    return {"rtol": rtol, "atol": atol} if exact else {"rtol": max(rtol, TF32), "atol": max(atol, TF32)}
+    if laws.rounded_products():
+        return {"rtol": max(rtol, TF32), "atol": max(atol, TF32)}
+    return {"rtol": rtol, "atol": atol}
 
 
 EMULATED: list[str] = []
@@ -77,6 +81,7 @@ def emulate_tf32() -> None:
 
         mlir.register_lowering(primitive, lowering, platform="cpu")
         EMULATED.append(primitive.name)
+    _compare._CPU_ROUNDS = True  # the library's float32 tolerances (laws.default_tolerance), as on a GPU
 
 
 def _exact(precision: object) -> bool:

@@ -279,10 +279,10 @@ def test_training_loss_is_the_benchmarks_metric(tmp_path: Path) -> None:
     output = reference_forward(reference_params, (a - mean_a) / (std_a + 1e-5), TINY)
     decoded = output * (u.std(axis=0, ddof=1) + 1e-5) + u.mean(axis=0)
     assert history.shape == (1,)
-    assert history[0] == pytest.approx(mean_values_relative_l2(decoded, u), rel=1e-5)
-    np.testing.assert_allclose(predict(params, normalisers, a, TINY, batch=4), decoded, rtol=1e-5, atol=1e-7)
+    assert history[0] == pytest.approx(mean_values_relative_l2(decoded, u), rel=float32(1e-5)["rtol"])
+    np.testing.assert_allclose(predict(params, normalisers, a, TINY, batch=4), decoded, **float32(1e-5, 1e-7))
     assert evaluate(params, normalisers, a, u, TINY, batch=4) == pytest.approx(
-        mean_values_relative_l2(decoded, u), rel=1e-5
+        mean_values_relative_l2(decoded, u), rel=float32(1e-5)["rtol"]
     )
 
 

@@ -20,6 +20,7 @@ from funcformer.learning.cli import main as cli_main
 from funcformer.learning.steps import optimiser
 from funcformer.model import Funcformer, ModelConfig, init
 from funcformer.poisson import PROBLEM, DataConfig, solve, truncate
+from tests.applicative.tolerance import float32
 
 TINY = ModelConfig(channels=2, heads=1, head_channels=1, hidden_channels=2, layers=1)
 RUN = RunConfig.of(PROBLEM, model=TINY, steps=6, batch=4, train_size=16, checkpoint_every=2, warmup=0)
@@ -166,8 +167,8 @@ def test_load_solver_predicts_and_validates(tmp_path: Path) -> None:
     direct = np.stack(
         [np.asarray(state.model(jax.numpy.asarray(x / n, np.float32))) for x, n in zip(f, norms, strict=True)]
     )
-    np.testing.assert_allclose(predicted, direct * (norms * scale)[:, None, None], rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(solver(2.0 * f), 2.0 * predicted, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(predicted, direct * (norms * scale)[:, None, None], **float32(1e-5, 1e-7))
+    np.testing.assert_allclose(solver(2.0 * f), 2.0 * predicted, **float32(1e-5, 1e-7))
     with pytest.raises(ValueError, match=r"expected source f coefficients of shape \(B, P, Q\).* got \(16, 16\)"):
         solver(f[0])
     assert solver(f[:, :12, :12]).shape == (3, 12, 12)  # any count: tests/funcformer/test_resolution.py
