@@ -68,7 +68,7 @@ def test_integer_inputs_pass_as_they_are_and_the_loop_keeps_float32(tmp_path: Pa
             Arrays(X, Y, 8),
             tmp_path / name,
             description="{}",
-            steps=200,
+            steps=40,
             progress=False,
             log=False,
         )
@@ -79,6 +79,7 @@ def test_integer_inputs_pass_as_they_are_and_the_loop_keeps_float32(tmp_path: Pa
             jnp.dtype(jnp.float32),
             jnp.dtype(jnp.int32),
         }
+    assert all(state.losses[-1] < 0.2 * state.losses[0] for state in states)  # both learned (4.57 -> 0.67)
     np.testing.assert_allclose(np.asarray(states[1].model["w"]), np.asarray(states[0].model["w"]), atol=0.05)
     tokens, _ = held_out_digits(0, 4)  # integers, which a cast to bfloat16 would corrupt
     plain = digits(Config())
