@@ -36,4 +36,12 @@ MUTANTS = [
            "resampled = by_file[rng.integers(0, 1, (RESAMPLES, len(names)))].sum(1)",
            "the bootstrap resamples one file over and over",
            TA + "test_parsing_testing.py"),
+    mutant("population-cache-unchecked", PARSING + "batches.py",
+           'if json.loads(header) == {"key": key, "sha256": hashlib.sha256(text).hexdigest()}:', "if True:",
+           "a kept population is read back whatever it was written for, altered or not",
+           TA + "test_parsing_testing.py"),
+    mutant("population-cache-key-without-bands", PARSING + "batches.py",
+           "json.dumps([sys.version, str(LIBRARY), repr(bands), side,", "json.dumps([sys.version, str(LIBRARY), side,",
+           "the population of other bands is read from the same file",
+           TA + "test_parsing_testing.py"),
 ]  # fmt: skip

@@ -2,7 +2,9 @@
 against a resampling written again with ``syntax.score``, the fragments training saw against brute force, and
 the test on other code against where its files are."""
 
+import gzip
 import itertools
+import json
 import sysconfig
 from collections import Counter
 from pathlib import Path
@@ -23,14 +25,37 @@ def fragments() -> list[Fragment]:
 
 
 def test_the_population_is_every_fragment_of_a_band_that_fits_it(
-    fragments: list[Fragment], monkeypatch: pytest.MonkeyPatch
+    fragments: list[Fragment], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    monkeypatch.setenv(batches.CACHE, str(tmp_path))
     monkeypatch.setattr(syntax, "fragments", lambda low, high, side: iter(fragments))
-    found = batches.population(parsing.Config(bands=BANDS), "all")  # a side no other test reads: not cached
+    config = parsing.Config(bands=BANDS)
+    batches._population.cache_clear()
+    found = batches.population(config, "all")
     for band, members in zip(BANDS, found, strict=True):
         expected = [f for f in fragments if band.low <= len(f.tokens) <= band.high and batches.fits(f.tree, band)]
         assert members == expected
         assert members
+    # kept on disk: the next process reads it back whole, and reads no file
+    (kept,) = tmp_path.glob("population-all-*.json.gz")
+    monkeypatch.setattr(syntax, "fragments", lambda low, high, side: pytest.fail("a file read"))
+    batches._population.cache_clear()
+    assert batches.population(config, "all") == found
+    # a truncated file, or one whose fragments were altered, is made anew (here: of the first 100 fragments)
+    first = fragments[:100]
+    monkeypatch.setattr(syntax, "fragments", lambda low, high, side: iter(first))
+    header, text = gzip.decompress(kept.read_bytes()).split(b"\n", 1)
+    groups = json.loads(text)
+    groups[0][0][1][0] = "altered"  # a token kind of the first fragment, under the header of the whole
+    for damaged in (kept.read_bytes()[:-20], gzip.compress(header + b"\n" + json.dumps(groups).encode())):
+        kept.write_bytes(damaged)
+        batches._population.cache_clear()
+        assert batches.population(config, "all") == [[f for f in band if f in first] for band in found]
+    # other bands are another population, in another file
+    batches._population.cache_clear()
+    batches.population(parsing.Config(bands=BANDS[:1]), "all")
+    assert len(list(tmp_path.glob("population-all-*.json.gz"))) == 2
+    batches._population.cache_clear()
 
 
 def test_the_sample_is_a_reference_draw_from_each_band(fragments: list[Fragment]) -> None:
