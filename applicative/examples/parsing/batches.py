@@ -56,6 +56,7 @@ from applicative.instances import dyadic
 from applicative.training.files import atomic_file
 
 __all__ = [
+    "CACHE",
     "Data",
     "Host",
     "Minibatches",
