@@ -49,6 +49,7 @@ from applicative.nn._normalisations import Sampled as Sampled
 from applicative.nn._normalisations import Softmax as Softmax
 from applicative.nn._options import AttentionOptions as AttentionOptions
 from applicative.nn._relational import RelationalAttention as RelationalAttention
+from applicative.nn._relational import pair_messages as pair_messages
 from applicative.nn._scores import Additive as Additive
 from applicative.nn._scores import Biased as Biased
 from applicative.nn._scores import DotProduct as DotProduct
@@ -118,5 +119,6 @@ __all__ = [
     "normal_like",
     "one_hot",
     "padding_mask",
+    "pair_messages",
     "sinusoidal_positions",
 ]

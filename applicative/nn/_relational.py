@@ -37,7 +37,7 @@ from applicative.protocols.integration import counit
 from applicative.protocols.kinds import Measured
 from applicative.records import record
 
-__all__ = ["RelationalAttention"]
+__all__ = ["RelationalAttention", "pair_messages"]
 
 S = TypeVar("S", bound=Measured)  # the positions (a graph's nodes)
 D = TypeVar("D", bound=Measured)  # node features
@@ -82,12 +82,7 @@ class RelationalAttention(Generic[D, E, H, Hidden]):
         pair_values = e.fmap(lambda row: row.fmap(self.edge_value))
         mixed = add(mul_mm(weights, v), weights.pair(pair_values).fmap(lambda p: mul_vm(p[0], p[1])))
         y = mixed.fmap(self.out)
-        sent = x.fmap(self.sender)
-        hidden = (
-            x.fmap(self.receiver)
-            .pair(e)
-            .fmap(lambda p: sent.pair(p[1]).fmap(lambda q: _relu(add(add(p[0], q[0]), self.edge_in(q[1])))))
-        )
+        hidden = pair_messages(self.receiver, self.sender, self.edge_in, x, e)
         update = hidden.fmap(lambda row: row.fmap(self.edge_out))
         return y, add(e, update)
 
@@ -109,6 +104,23 @@ class RelationalAttention(Generic[D, E, H, Hidden]):
         ):  # fmt: skip
             parts[name] = draw_linear(draw, inputs, outputs)
         return RelationalAttention(**parts)
+
+
+def pair_messages(
+    receiver: Linear[D, Hidden],
+    sender: Linear[D, Hidden],
+    edge_in: Linear[E, Hidden],
+    x: Matrix[S, D],
+    e: Applicative[S, Matrix[S, E]],
+) -> Applicative[S, Matrix[S, Hidden]]:
+    """m_ij = relu(R x_i + S x_j + E e_ij) on every pair: row i holds query i's message from each key j (the
+    relational attention's edge update reads them; a message-passing step may take their maximum)."""
+    sent = x.fmap(sender)
+    return (
+        x.fmap(receiver)
+        .pair(e)
+        .fmap(lambda p: sent.pair(p[1]).fmap(lambda q: _relu(add(add(p[0], q[0]), edge_in(q[1])))))
+    )
 
 
 def _relu(x: Applicative[Any, Array]) -> Applicative[Any, Array]:

@@ -12,14 +12,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, cast
 
+import jax
 import networkx as nx
 import numpy as np
 import pytest
 from jax import Array
 
+from applicative import Dim, Graph, Vec, to_array
 from applicative.examples.graphs import clrs
 from applicative.examples.graphs.cli import main
-from applicative.examples.graphs.model import Config
+from applicative.examples.graphs.model import Config, Edge, Hidden, MaxStep, Model
 from applicative.examples.graphs.training import answer, describe, evaluate, train, trivial
 from applicative.stacked import element
 from applicative.training.files import CONFIG
@@ -298,11 +300,6 @@ def test_the_max_processors_step_is_its_formula_in_float64_numpy(mask: str) -> N
     """``MaxStep`` on a directed graph of 5 nodes: m_ij = relu(R x_i + S x_j + E e_ij), node i's new vector
     O max_j m_ij over every j (``mask="all"``) or its in-neighbours and itself, the pairs' e_ij + W m_ij, against
     the same written in float64 numpy from each map's matrix and bias."""
-    import jax
-
-    from applicative import Dim, Graph, Vec, to_array
-    from applicative.examples.graphs.model import Edge, Hidden, MaxStep, Model
-
     rng = np.random.default_rng(5)
     n, width, edge, hidden = 5, 4, 3, 6
     adjacency = (rng.random((n, n)) < 0.4).astype(np.float32)

@@ -125,14 +125,10 @@ class MaxStep:
     def __call__(
         self, x: Graph[Applicative[Any, Array]], e: Graph[Any], mask: Graph[Graph[Array]] | None
     ) -> tuple[Graph[Applicative[Any, Array]], Applicative[Any, Any]]:
-        """(the nodes' new vectors, the pairs' new vectors): the messages as generic code on the pairs, their
-        maximum on coordinates (a masked row maximum, which no structure's operation gives)."""
-        sent = x.fmap(self.sender)
-        messages = (
-            x.fmap(self.receiver)
-            .pair(e)
-            .fmap(lambda p: sent.pair(p[1]).fmap(lambda q: _relu(add(add(p[0], q[0]), self.edge(q[1])))))
-        )
+        """(the nodes' new vectors, the pairs' new vectors): the messages as generic code on the pairs (the
+        relational attention's, ``nn.pair_messages``), their maximum on coordinates (a masked row maximum,
+        which no structure's operation gives)."""
+        messages = nn.pair_messages(self.receiver, self.sender, self.edge, x, e)
         grid = to_array(messages)  # (n, n, hidden): row i holds i's messages from each j
         keep = jnp.ones(grid.shape[:2], bool) if mask is None else to_array(mask) > 0
         largest = jnp.max(jnp.where(keep[..., None], grid, -jnp.inf), axis=1)
@@ -147,10 +143,6 @@ class MaxStep:
             nn.Linear.init(keys[2], edge, hidden), nn.Linear.init(keys[3], hidden, width),
             nn.Linear.init(keys[4], hidden, edge),
         )  # fmt: skip
-
-
-def _relu(x: Applicative[Any, Array]) -> Applicative[Any, Array]:
-    return x.fmap(lambda a: jnp.maximum(a, 0.0))
 
 
 @record
