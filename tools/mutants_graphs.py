@@ -84,4 +84,13 @@ MUTANTS = [
            "            keep = truth != MASKED", "            keep = truth == truth",
            "a mask's F1 counts the entries the benchmark masks (bridges' non-edges)",
            TGE + "test_the_score_is_the_mean_over_outputs_of_accuracy_or_f1"),
+    mutant("clrs-injected-recurrence-sums", EX + "model.py",
+           "            x_arr, e_arr = to_array(y), to_array(e_next) - to_array(e_in)",
+           "            x_arr, e_arr = x_arr + to_array(y), to_array(e_next) - to_array(e_in)",
+           "the injected recurrence sums its steps' outputs as the residual one does",
+           TGE + "test_the_injected_recurrence_holds_no_sum_over_the_steps"),
+    mutant("clrs-drawn-batch-of-seed-only", EX + "training.py",
+           "np.random.SeedSequence([seed, step])", "np.random.SeedSequence([seed, 0])",
+           "every drawn minibatch of a run is the same graphs",
+           TGE + "test_drawn_minibatches_are_of_one_size_each_and_repeat_from_seed_and_step"),
 ]  # fmt: skip

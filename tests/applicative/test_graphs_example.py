@@ -4,6 +4,7 @@ command line."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -21,9 +22,11 @@ from jax import Array
 from applicative import Dim, Graph, Vec, to_array
 from applicative.examples.graphs import clrs
 from applicative.examples.graphs.cli import main
-from applicative.examples.graphs.model import Config, Edge, Hidden, MaxStep, Model
-from applicative.examples.graphs.training import answer, describe, evaluate, train, trivial
+from applicative.examples.graphs.model import Config, Edge, Hidden, MaxStep, Model, batch_of, init_model, steps_on
+from applicative.examples.graphs.model import _process as process
+from applicative.examples.graphs.training import answer, describe, evaluate, settings, train, training_data, trivial
 from applicative.stacked import element
+from applicative.training import Drawn
 from applicative.training.files import CONFIG
 from applicative.training.loop import _killed_after
 from tests.applicative.tolerance import float32
@@ -281,8 +284,6 @@ def test_sigterm_stops_a_run_that_resume_finishes(tmp_path: Path) -> None:
 def test_a_batch_of_the_benchmarks_graphs_is_one_stack_of_graphs() -> None:
     """The model's input: each sample a Graph of its n nodes, its edges the input graph's (both ways for an
     undirected task), stacked; the pair inputs A_ij, the edge, A_ji and the edge back."""
-    from applicative.examples.graphs.model import batch_of
-
     samples = clrs.sample("dag_shortest_paths", 10, 3, 5)
     inputs, targets = batch_of(samples, "dag_shortest_paths")
     assert inputs.nodes.shape == (3, 10, 2)
@@ -333,3 +334,68 @@ def test_the_max_processors_step_is_its_formula_in_float64_numpy(mask: str) -> N
     largest = np.where(keep[..., None], m, -np.inf).max(axis=1)
     np.testing.assert_allclose(np.asarray(to_array(y)), largest @ o + ob, **float32(1e-5))
     np.testing.assert_allclose(np.asarray(to_array(e_next)), e64 + m @ w + wb, **float32(1e-5))
+
+
+def test_the_processors_steps_follow_the_graphs_size_under_the_nodes_rule() -> None:
+    """``step_rule="nodes"``: as many steps on n nodes as ``steps`` on ``train_nodes``, in proportion, rounded
+    up (32 on the test set's 64 nodes for 8 on 16); ``"fixed"``: ``steps`` on every graph."""
+    scaled, fixed = Config(steps=8, step_rule="nodes"), Config(steps=8)
+    assert [steps_on(scaled, n) for n in (4, 7, 11, 16, 64)] == [2, 4, 6, 8, 32]
+    assert {steps_on(fixed, n) for n in (4, 16, 64)} == {8}
+
+
+def test_drawn_minibatches_are_of_one_size_each_and_repeat_from_seed_and_step() -> None:
+    """With ``sizes``, each minibatch is drawn afresh from (seed, step) alone: graphs of one of the sizes, the
+    task's outputs on them (the port's, checked above against dm-clrs and networkx), positions the sorted
+    uniform draws in [0, 1) with ``positions="random"``; sizes outside 1 ... train_nodes are refused."""
+    config = Config(sizes=(4, 7), positions="random", batch=3)
+    data = training_data("bfs", config, [])
+    assert isinstance(data, Drawn)
+    seen = set()
+    for step in range(12):
+        inputs, targets = data.draw(0, step)
+        again, _ = data.draw(0, step)
+        np.testing.assert_array_equal(np.asarray(inputs.pairs), np.asarray(again.pairs))
+        n = inputs.nodes.shape[1]
+        seen.add(n)
+        positions = np.asarray(inputs.nodes[..., 0])
+        assert np.all(np.diff(positions, axis=1) > 0)
+        assert np.all((positions >= 0) & (positions < 1))
+        assert not np.allclose(positions, np.arange(n) / n)
+        for b in range(3):
+            adjacency, source = np.asarray(inputs.pairs[b, ..., 0], np.float64), int(np.argmax(inputs.nodes[b, :, 1]))
+            expected = clrs.ALGORITHMS["bfs"].algorithm(adjacency, source)["pi"]
+            np.testing.assert_array_equal(np.asarray(targets["pi"][b]), expected)
+    assert seen == {4, 7}
+    assert not np.array_equal(np.asarray(data.draw(1, 0)[0].pairs), np.asarray(data.draw(0, 0)[0].pairs))
+    with pytest.raises(ValueError, match=r"sizes \[4, 20\] must lie between 1 and train_nodes 16"):
+        Config(sizes=(4, 20))
+    assert settings(describe("bfs", 1, 0, config))[3] == config  # JSON's list read back as the tuple
+
+
+def test_the_injected_recurrence_holds_no_sum_over_the_steps() -> None:
+    """``recurrence="injected"``: each step reads the inputs' encoding beside the state, and the new state is
+    the step's output alone. A processor whose output maps are zero gives the same nodes after 1, 2 or 5 steps
+    and the pairs' encoding unchanged; the residual recurrence sums its steps, so its nodes move with each."""
+    sample = clrs.sample("bfs", 6, 1, 0)[0]
+    inputs, _ = batch_of([sample], "bfs")
+    g, nodes, pairs = element(inputs.graphs, 0), inputs.nodes[0], inputs.pairs[0]
+    outputs = clrs.ALGORITHMS["bfs"].outputs
+
+    def run(recurrence: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
+        config = Config(width=8, edge_width=4, key_width=4, hidden=8, steps=steps, processor="max",
+                        recurrence=cast(Any, recurrence))  # fmt: skip
+        model = init_model(jax.random.PRNGKey(0), config, outputs)
+        silent = model.processor
+        assert isinstance(silent, MaxStep)
+        zero = jax.tree_util.tree_map(np.zeros_like, (silent.node_out, silent.edge_out))
+        model = dataclasses.replace(model, processor=dataclasses.replace(silent, node_out=zero[0], edge_out=zero[1]))
+        x, e = process(model, config, g, nodes, pairs)
+        return np.asarray(x), np.asarray(e)
+
+    injected = [run("injected", k) for k in (1, 2, 5)]
+    for x, e in injected[1:]:
+        np.testing.assert_allclose(x, injected[0][0], **float32(1e-6))
+        np.testing.assert_allclose(e, injected[0][1], **float32(1e-6))
+    residual = [run("residual", k)[0] for k in (1, 2)]
+    assert np.max(np.abs(residual[1] - residual[0])) > 1e-2

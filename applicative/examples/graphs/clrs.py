@@ -45,7 +45,7 @@ from applicative.examples.graphs.algorithms import (
     topological_sort,
 )
 
-__all__ = ["ALGORITHMS", "MASKED", "Graphs", "Output", "Sample", "Task", "interval", "sample", "score"]
+__all__ = ["ALGORITHMS", "MASKED", "Graphs", "Output", "Sample", "Task", "drawn", "interval", "sample", "score"]
 
 
 class Output(NamedTuple):
@@ -163,8 +163,12 @@ def sample(name: str, n: int, count: int, seed: int) -> list[Sample]:
     A KeyError names the algorithm and lists the twelve."""
     if name not in ALGORITHMS:
         raise KeyError(f"{name!r} is not one of the benchmark's graph algorithms: {', '.join(ALGORITHMS)}")
-    task, rng = ALGORITHMS[name], np.random.RandomState(seed)
-    out = []
+    return drawn(name, n, count, np.random.RandomState(seed))
+
+
+def drawn(name: str, n: int, count: int, rng: np.random.RandomState) -> list[Sample]:
+    """``count`` samples of the task ``name`` on graphs of ``n`` nodes, drawn from ``rng``."""
+    task, out = ALGORITHMS[name], []
     for _ in range(count):
         a, s = task.graphs.draw(rng, n)
         out.append(Sample(a, s, task.algorithm(a, s)))

@@ -1,14 +1,22 @@
-"""The model of the CLRS graph tasks: encode, process, decode, its processor the library's relational attention.
+"""The model of the CLRS graph tasks: encode, process, decode; the processor relational attention or max messages.
 
 A sample is a ``Graph`` of its n nodes (its edges the task's input graph) and a vector on every pair of nodes.
-Encoders: each node's inputs (its position i / n, whether it is the source) and each pair's (the weight A_ij
-and whether the edge runs, both ways) are linear maps to ``width`` and ``edge_width`` features. The
-processor is one ``nn.RelationalAttention`` block with pre-norms, a node MLP and residual connections, its
-weights shared by ``steps`` applications (the same number on the small training graphs and the large test
-ones: more steps than it was trained with, its state drifts), over every pair (``mask="all"``) or along the
-input graph's edges only (``mask="edges"``, each node with itself). With ``processor="max"``, the block's
-attention is a message-passing step as the benchmark's baselines take (``MaxStep``): node i's update is the
-largest, feature by feature, of the messages of its senders, where attention takes a softmax-weighted mean.
+Encoders: each node's inputs (its position, whether it is the source) and each pair's (the weight A_ij and
+whether the edge runs, both ways) are linear maps to ``width`` and ``edge_width`` features. The processor is
+one step, its weights shared by all its applications: an ``nn.RelationalAttention`` block (the default:
+node i's update a softmax-weighted mean of its senders' messages), or with ``processor="max"`` a
+message-passing step as the benchmark's baselines take (``MaxStep``: the largest message, feature by
+feature), each with pre-norms and a node MLP, over every pair (``mask="all"``) or along the input graph's
+edges only (``mask="edges"``, each node with itself). The recurrence:
+
+    residual   x_{t+1} = x_t + P(x_t),           x_0 = enc(inputs)      (the default: the state sums the steps)
+    injected   x_{t+1} = P(x_t + enc(inputs)),   x_0 = 0                 (each step's own)
+
+(P the step, its node MLP included; the pairs' state likewise). The injected recurrence can settle on a
+fixed point, so that more steps than in training leave the answer where it was: with ``step_rule="nodes"``
+the steps grow with the graph, ``steps`` on ``train_nodes`` nodes (32 on the test set's 64 for 8 on 16),
+where the residual one drifts (docs/graphs.md measures both, and where each setting helps).
+
 Decoders, by the kind of each output:
 
     node pointer    p_i(j) = softmax_j (W_a h_i . W_b h_j + w . e_ij)       (pi: i's parent is j)
@@ -42,6 +50,7 @@ from applicative.training import Learner
 
 __all__ = [
     "Config", "GraphModel", "Inputs", "MaxStep", "Targets", "batch_of", "init_model", "learner", "loss", "predict",
+    "steps_on",
 ]  # fmt: skip
 
 
@@ -78,16 +87,25 @@ class Config:
     edge_width: int = 32
     key_width: int = 32
     hidden: int = 64
-    steps: int = 8  # the processor's steps, on every graph (more on larger graphs diverge: docs/graphs.md)
+    steps: int = 8  # the processor's steps on a graph of train_nodes nodes
+    step_rule: Literal["fixed", "nodes"] = "fixed"  # "nodes": ceil(steps * n / train_nodes) on n nodes
     mask: Literal["all", "edges"] = "all"
     processor: Literal["attention", "max"] = "attention"  # relational attention, or messages' maximum (MaxStep)
+    recurrence: Literal["residual", "injected"] = "residual"  # the state summed over the steps, or each step's own
+    sizes: tuple[int, ...] = ()  # (): CLRS-30's training set; else minibatches drawn afresh, each of one size
+    positions: Literal["index", "random"] = "index"  # training graphs' positions: i / n, or sorted uniform draws
     batch: int = 16
     learning_rate: float = 1e-3
-    train_samples: int = 1000  # CLRS-30's training set: the first 1000 graphs of 16 nodes of seed 1
+    train_samples: int = 1000  # CLRS-30's training set: the first 1000 graphs of 16 nodes of seed 1 (an epoch's)
     train_nodes: int = 16
     test_nodes: int = 64
     test_samples: int = 32  # CLRS-30's test set: 32 graphs of 64 nodes of seed 3
     held_out: int = 32  # its validation set: 32 graphs of 16 nodes of seed 2
+
+    def __post_init__(self) -> None:  # sizes as JSON gives them (a list) held as a tuple, each checked
+        object.__setattr__(self, "sizes", tuple(int(n) for n in self.sizes))
+        if any(not 1 <= n <= self.train_nodes for n in self.sizes):
+            raise ValueError(f"Config: sizes {list(self.sizes)} must lie between 1 and train_nodes {self.train_nodes}")
 
 
 def _vec(n: int, tag: type[Dim]) -> Vec[Any, Array]:
@@ -198,8 +216,18 @@ def init_model(key: Array, config: Config, outputs: Sequence[Output]) -> GraphMo
     )
 
 
-def batch_of(samples: Sequence[Sample], name: str) -> tuple[Inputs, Targets]:
-    """The batch of these samples (of one size) for the task ``name``: its inputs and targets."""
+def steps_on(config: Config, n: int) -> int:
+    """The processor's steps on a graph of ``n`` nodes: ``steps``, or with ``step_rule="nodes"`` as many as
+    ``steps`` on ``train_nodes``, in proportion (rounded up)."""
+    return config.steps if config.step_rule == "fixed" else -(-config.steps * n // config.train_nodes)
+
+
+def batch_of(
+    samples: Sequence[Sample], name: str, rng: np.random.RandomState | None = None
+) -> tuple[Inputs, Targets]:
+    """The batch of these samples (of one size) for the task ``name``: its inputs and targets. Each node's
+    position is i / n, or with ``rng`` the i-th smallest of n uniform draws (Ibarz et al.'s randomised
+    positions: what a graph's order means, never its size)."""
     n = samples[0].adjacency.shape[0]
     graphs, nodes, pairs = [], [], []
     for s in samples:
@@ -208,7 +236,8 @@ def batch_of(samples: Sequence[Sample], name: str) -> tuple[Inputs, Targets]:
         source = np.zeros(n, np.float32)
         if s.source >= 0:
             source[s.source] = 1.0
-        nodes.append(np.stack([np.arange(n) / n, source], -1))
+        position = np.arange(n) / n if rng is None else np.sort(rng.uniform(size=n))
+        nodes.append(np.stack([position, source], -1))
         a = s.adjacency.astype(np.float32)
         pairs.append(np.stack([a, adj, a.T, adj.T], -1))
     targets = {o.name: jnp.asarray(np.stack([s.outputs[o.name] for s in samples]).astype(np.float32))
@@ -218,8 +247,8 @@ def batch_of(samples: Sequence[Sample], name: str) -> tuple[Inputs, Targets]:
 
 
 def _process(model: GraphModel, config: Config, g: Graph[Any], nodes: Array, pairs: Array) -> tuple[Array, Array]:
-    """The processor's node (n, width) and pair (n, n, edge_width) features of one graph: ``steps`` shared
-    steps, the state carried as arrays and rebuilt on the graph each step."""
+    """The processor's node (n, width) and pair (n, n, edge_width) features of one graph: ``steps_on`` shared
+    steps of the ``recurrence``, the state carried as arrays and rebuilt on the graph each step."""
     x0 = to_array(g.with_elements(jax.vmap(lambda v: model.node_in(Vec.from_array(v, NodeIn)))(nodes)))
     e0 = to_array(g.pairs(jax.vmap(jax.vmap(lambda v: model.pair_in(Vec.from_array(v, PairIn))))(pairs)))
     mask = g.mask(1) if config.mask == "edges" else None
@@ -229,16 +258,24 @@ def _process(model: GraphModel, config: Config, g: Graph[Any], nodes: Array, pai
 
     def step(_: int, state: tuple[Array, Array]) -> tuple[Array, Array]:
         x_arr, e_arr = state
+        if config.recurrence == "injected":  # the step reads the inputs' encoding beside the state
+            x_arr, e_arr = x_arr + x0, e_arr + e0
         e = g.pairs(jax.vmap(jax.vmap(lambda v: Vec.from_array(v, Edge)))(e_arr))
-        y, e_next = model.processor(
-            nodes_of(x_arr).fmap(model.norm), e.fmap(lambda row: row.fmap(model.pair_norm)), mask
-        )
-        x_arr = x_arr + to_array(y)
+        e_in = e.fmap(lambda row: row.fmap(model.pair_norm))
+        y, e_next = model.processor(nodes_of(x_arr).fmap(model.norm), e_in, mask)
+        if config.recurrence == "injected":  # the new state is the step's output alone: no sum over the steps
+            x_arr, e_arr = to_array(y), to_array(e_next) - to_array(e_in)
+        else:
+            x_arr, e_arr = x_arr + to_array(y), to_array(e_next)
         x_arr = x_arr + to_array(nodes_of(x_arr).fmap(lambda v: model.mlp(model.norm(v))))
-        return x_arr, to_array(e_next)
+        return x_arr, e_arr
 
-    out: tuple[Array, Array] = jax.lax.fori_loop(0, config.steps, step, (x0, e0))
-    return out
+    steps = steps_on(config, nodes.shape[0])
+    if config.recurrence == "residual":
+        out: tuple[Array, Array] = jax.lax.fori_loop(0, steps, step, (x0, e0))
+        return out
+    x, e_step = jax.lax.fori_loop(0, steps, step, (jnp.zeros_like(x0), jnp.zeros_like(e0)))
+    return x, e0 + e_step
 
 
 def logits(model: GraphModel, config: Config, name: str, g: Graph[Any], nodes: Array, pairs: Array) -> dict[str, Array]:

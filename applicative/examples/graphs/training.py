@@ -5,8 +5,10 @@
     predict(directory, edges, ...)    the run's answer on a user's graph
     lines(result), report_lines(report)   what the command line prints
 
-A run trains on the benchmark's training set (CLRS-30: the first 1,000 graphs of 16 nodes of seed 1, held whole:
-``Arrays``) and is tested on its test set (32 graphs of 64 nodes of seed 3), out of distribution; each epoch
+A run trains on the benchmark's training set (CLRS-30: the first 1,000 graphs of 16 nodes of seed 1, held
+whole: ``Arrays``), or with ``sizes`` (Ibarz et al.'s are 4, 7, 11, 13, 16) on minibatches drawn afresh from
+the benchmark's samplers, each of graphs of one of those sizes (``training_data``); it is tested on its test
+set (32 graphs of 64 nodes of seed 3), out of distribution; each epoch (``train_samples // batch`` steps)
 prints the score on its validation set (32 graphs of 16 nodes of seed 2), kept in the checkpoint. Beside the
 model's score, the trivial answer's: every node pointing to itself, every mask empty (a mask_one on node 0).
 A run is a directory of ``fit``'s: config.json (``describe``: the algorithm, the steps, the seed, the epoch and
@@ -30,7 +32,8 @@ import optax
 
 from applicative.examples.graphs import clrs
 from applicative.examples.graphs.model import Config, GraphModel, Inputs, Targets, batch_of, learner, predict
-from applicative.training import Arrays, State, fit, restore
+from applicative.training import Arrays, Drawn, State, fit, restore
+from applicative.training.data import Source
 from applicative.training.files import CONFIG, holding_run
 
 __all__ = [
@@ -100,10 +103,28 @@ def optimiser(config: Config) -> optax.GradientTransformation:
 
 def _sets(algorithm: str, config: Config) -> dict[str, list[clrs.Sample]]:
     return {
-        "train": clrs.sample(algorithm, config.train_nodes, config.train_samples, 1),
+        "train": [] if config.sizes else clrs.sample(algorithm, config.train_nodes, config.train_samples, 1),
         "validation": clrs.sample(algorithm, config.train_nodes, config.held_out, 2),
         "test": clrs.sample(algorithm, config.test_nodes, config.test_samples, 3),
     }
+
+
+def training_data(algorithm: str, config: Config, train: list[clrs.Sample]) -> Source:
+    """What ``fit`` trains on: the training set ``train`` held whole, or with ``config.sizes`` minibatches drawn
+    afresh, each of graphs of one of those sizes (Ibarz et al.'s online sampling), a function of (seed, step);
+    an "epoch" ``train_samples // batch`` steps either way. With ``positions="random"``, randomised positions
+    (drawn once for a set held whole)."""
+    if not config.sizes:
+        positions = np.random.RandomState(0) if config.positions == "random" else None
+        return Arrays(*batch_of(train, algorithm, positions), config.batch)
+
+    def draw(seed: int, step: int) -> tuple[Inputs, Targets]:
+        rng = np.random.RandomState(np.random.SeedSequence([seed, step]).generate_state(1))
+        n = int(config.sizes[rng.randint(len(config.sizes))])
+        samples = clrs.drawn(algorithm, n, config.batch, rng)
+        return batch_of(samples, algorithm, rng if config.positions == "random" else None)
+
+    return Drawn(draw, config.train_samples // config.batch)
 
 
 Answers = list[dict[str, np.ndarray]]
@@ -167,8 +188,8 @@ def train(
     log: bool = True,
     progress: bool = False,
 ) -> Result:
-    """Train the task ``algorithm`` for ``steps`` minibatches of the benchmark's training set into ``out`` (an
-    epoch: the training set once, a checkpoint, a line and the validation score), then score it on the test set.
+    """Train the task ``algorithm`` for ``steps`` minibatches (``training_data``) into ``out`` (an epoch: a
+    checkpoint, a line and the validation score), then score it on the test set.
     ValueError naming an algorithm the benchmark does not have."""
     if algorithm not in clrs.ALGORITHMS:
         raise ValueError(f"{algorithm!r} is not one of the benchmark's graph algorithms: {', '.join(clrs.ALGORITHMS)}")
@@ -178,13 +199,12 @@ def train(
             return train(algorithm, steps, seed, config, Path(directory), seconds=seconds, log=log, progress=progress)
     start = time.perf_counter()
     sets = _sets(algorithm, config)
-    inputs, targets = batch_of(sets["train"], algorithm)
     model = learner(config, algorithm)
 
     def held_out(m: GraphModel) -> float:
         return 1.0 - _score(m, config, algorithm, sets["validation"])
 
-    state = fit(model, optimiser(config), Arrays(inputs, targets, config.batch), out,
+    state = fit(model, optimiser(config), training_data(algorithm, config, sets["train"]), out,
                 description=describe(algorithm, steps, seed, config), steps=steps, seed=seed, resume=resume,
                 progress=progress, log=log, validate=held_out, seconds=seconds)  # fmt: skip
     return Result(
