@@ -187,4 +187,12 @@ MUTANTS = [
            equivalent="only when losses are read changes (one step behind, between checkpoints): they are "
            "appended in step order either way, every checkpoint reads all of them first, and a non-finite one is "
            "reported with the same step"),
+    mutant("tensorboard-epochs-as-steps", "applicative/training/tensorboard.py",
+           "step=int(row[1])", "step=int(row[0])",
+           "the TensorBoard events put each epoch's scalars at the epoch's number, not its last step",
+           TA + "test_training_fit.py::test_the_curve_is_written_as_tensorboard_events_also_after_a_kill"),
+    mutant("tensorboard-loss-as-held-out", "applicative/training/tensorboard.py",
+           'tags = ["loss", "held_out", *', 'tags = ["held_out", "loss", *',
+           "the TensorBoard events swap the loss and the held-out error",
+           TA + "test_training_fit.py::test_the_curve_is_written_as_tensorboard_events_also_after_a_kill"),
 ]

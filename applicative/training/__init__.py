@@ -6,8 +6,9 @@ as ``flax.training`` is Flax's. It knows no model and no task: a model is a ``Le
 prediction, optionally an augmentation); ``data``: where minibatches come from (``Arrays``, a training set
 held whole; ``Drawn``, minibatches made from (seed, step)); ``loop``: ``fit``; ``validation``: its held-out
 curve (named metrics, early stopping, the best); ``steps``: the jitted step and the minibatch order (pure
-functions); ``checkpoints``: ``State`` and the one checkpoint format, ``restore`` of
-a finished run; ``files``: atomic files and the run directory's lock; ``store``: datasets on disk, checked;
+functions); ``checkpoints``: ``State`` and the one checkpoint format, ``restore`` of a finished run;
+``tensorboard``: a run's curve as TensorBoard events, where tensorboardX is installed; ``files``: atomic files
+and the run directory's lock; ``store``: datasets on disk, checked;
 ``processes``, ``rendezvous`` (with ``hosting`` and ``wire``) and ``lifeline``: one run on several processes
 (``jax.distributed``), their meeting, the proof that each belongs to the run, a dead one named within seconds,
 SIGTERM as preemption; ``stopping``: SIGTERM outside the loop, exit status 75 at any moment;

@@ -9,7 +9,8 @@ run's (a different one is refused naming the settings that differ).
 
 Beside it, ``fit`` may keep best.npz (the same format: the state of the lowest held-out error so far;
 ``restore(..., best=True)``) and writes history.csv with every checkpoint (``write_history``: an epoch a row,
-its last step, its mean loss and its held-out error, for a spreadsheet or ``pandas.read_csv``).
+its last step, its mean loss and its held-out error, for a spreadsheet or ``pandas.read_csv``; the same curve
+as TensorBoard events where ``tensorboardX`` is installed: ``tensorboard``).
 
 ``save_pytree`` and ``load_pytree`` keep any pytree in the same format, checked the same way: a batch of
 trees, a structure holding trees, a dataset to cache or hand to another process. A leaf that is a typed
@@ -36,6 +37,7 @@ import optax
 from applicative import stacked
 from applicative.training.files import BEST, CHECKPOINT, CONFIG, HISTORY, atomic_file, write_atomically
 from applicative.training.learner import Learner
+from applicative.training.tensorboard import write_events
 
 __all__ = [
     "State",
@@ -111,16 +113,19 @@ def save(directory: Path, description: str, state: State[P], name: str = CHECKPO
 def write_history(directory: Path, state: State[Any], per_epoch: int) -> None:
     """history.csv, atomically: a row an epoch begun (the last may be partial): ``epoch`` (from 1), ``step`` (the
     steps done at its end), ``loss`` (the mean of its steps' losses), ``held_out`` (its held-out error) and a
-    column a named metric (``State.metrics``), each empty where none was computed."""
+    column a named metric (``State.metrics``), each empty where none was computed; the same curve as
+    TensorBoard events where ``tensorboardX`` is installed (``tensorboard.write_events``)."""
     curves = [dict(state.held_out), *(dict(curve) for curve in state.metrics.values())]
-    text = io.StringIO()
-    rows = csv.writer(text, lineterminator="\n")
-    rows.writerow(["epoch", "step", "loss", "held_out", *state.metrics])
+    header = ["epoch", "step", "loss", "held_out", *state.metrics]
+    rows = []
     for epoch in range(1, -(-len(state.losses) // per_epoch) + 1):
         step = min(epoch * per_epoch, len(state.losses))
         mean = float(np.mean(state.losses[(epoch - 1) * per_epoch : step]))
-        rows.writerow([epoch, step, repr(mean), *("" if epoch not in c else repr(c[epoch]) for c in curves)])
+        rows.append([str(epoch), str(step), repr(mean), *("" if epoch not in c else repr(c[epoch]) for c in curves)])
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows([header, *rows])
     write_atomically(directory / HISTORY, text.getvalue())
+    write_events(directory, header, rows)
 
 
 def stored(directory: Path, name: str = CHECKPOINT) -> bytes:

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import struct
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from tensorboardX.proto import event_pb2
 
 from applicative.training import Arrays, Learner, State, fit, loop, restore, values_relative_l2
 from applicative.training.loop import _killed_after
@@ -226,6 +228,61 @@ def test_named_held_out_metrics_are_each_kept_and_the_first_is_the_error(
     names = iter([{"error": 1.0}, {"loss": 1.0}])
     with pytest.raises(ValueError, match=re.escape("gave the metrics ['loss'] at epoch 2, where it gave ['error']")):
         run(tmp_path / "renamed", validate=lambda params: next(names))
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), bit by bit, masked as TFRecords mask it."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def scalars(run_directory: Path) -> list[tuple[str, int, float]]:
+    """The (tag, step, value) of each scalar of a run's TensorBoard events, read as TensorBoard reads them:
+    TFRecords (a little-endian uint64 length and its masked CRC-32C, the bytes and theirs), the first naming
+    the format, each an ``Event`` protocol buffer."""
+    data, at, events = (run_directory / "tensorboard" / "events.out.tfevents.applicative").read_bytes(), 0, []
+    while at < len(data):
+        length, length_crc = struct.unpack("<QI", data[at : at + 12])
+        record = data[at + 12 : at + 12 + length]
+        (record_crc,) = struct.unpack("<I", data[at + 12 + length : at + 16 + length])
+        assert (length_crc, record_crc) == (crc32c(data[at : at + 8]), crc32c(record))
+        events.append(event_pb2.Event.FromString(record))
+        at += 16 + length
+    assert events[0].file_version == "brain.Event:2"
+    return [(v.tag, int(event.step), float(v.simple_value)) for event in events for v in event.summary.value]
+
+
+def test_the_curve_is_written_as_tensorboard_events_also_after_a_kill(tmp_path: Path) -> None:
+    """Where tensorboardX is installed (the suite installs it), each checkpoint writes the run's curve as
+    TensorBoard events: ``loss`` (an epoch's mean) at its last step, ``held_out`` and ``metrics/NAME`` where
+    validated; a killed and resumed run holds the same scalars, once each."""
+    errors, accuracies = [3.0, 1.0, 2.0, 2.5, 0.7], [0.1, 0.5, 0.4, 0.3, 0.9]
+
+    def scripted(first: int = 0) -> Any:
+        epochs = iter(range(first, 5))
+        return lambda params: {"error": errors[e := next(epochs)], "accuracy": accuracies[e]}
+
+    state = run(tmp_path / "straight", validate=scripted())
+    means = np.mean(np.reshape(state.losses, (5, 3)), 1)
+    steps = [3, 6, 9, 12, 15]
+    def curve(values: Any) -> list[tuple[int, float]]:  # as TensorBoard holds them: float32
+        return list(zip(steps, np.asarray(values, np.float32).tolist(), strict=True))
+
+    expected = {"loss": curve(means), "held_out": curve(errors), "metrics/error": curve(errors),
+                "metrics/accuracy": curve(accuracies)}  # fmt: skip
+    written = scalars(tmp_path / "straight")
+    assert {tag: [(step, value) for t, step, value in written if t == tag] for tag in expected} == expected
+    assert len(written) == 20
+    with _killed_after(7):
+        run(tmp_path / "killed", validate=scripted())
+    run(tmp_path / "killed", resume=True, validate=scripted(2))
+    assert scalars(tmp_path / "killed") == written
+    assert os.listdir(tmp_path / "killed" / "tensorboard") == ["events.out.tfevents.applicative"]
 
 
 def test_early_stopping_and_the_best_need_a_held_out_error(tmp_path: Path) -> None:

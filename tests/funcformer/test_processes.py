@@ -142,7 +142,7 @@ def test_two_processes_sharing_a_run_directory_train_as_one_process_with_two_dev
     assert len(reference["losses"]) == STEPS
     assert "test relative L2 error (8 held-out samples)" in report  # the owner evaluates and reports
     assert "test relative" not in silent  # the other only trains (gloo may print its connection)
-    written = [".lock", "checkpoint.npz", "config.json", "history.csv", "metrics.json"]
+    written = [".lock", "checkpoint.npz", "config.json", "history.csv", "metrics.json", "tensorboard"]
     assert sorted(path.name for path in out.iterdir()) == written  # by process 0 alone
 
 

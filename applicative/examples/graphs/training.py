@@ -32,8 +32,7 @@ import optax
 
 from applicative.examples.graphs import clrs
 from applicative.examples.graphs.model import Config, GraphModel, Inputs, Targets, batch_of, learner, predict
-from applicative.training import Arrays, Drawn, State, fit, restore
-from applicative.training.data import Source
+from applicative.training import Arrays, Drawn, Source, State, fit, restore
 from applicative.training.files import CONFIG, holding_run
 
 __all__ = [
