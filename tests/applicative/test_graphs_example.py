@@ -375,8 +375,8 @@ def test_drawn_minibatches_are_of_one_size_each_and_repeat_from_seed_and_step() 
 
 def test_the_injected_recurrence_holds_no_sum_over_the_steps() -> None:
     """``recurrence="injected"``: each step reads the inputs' encoding beside the state, and the new state is
-    the step's output alone. A processor whose output maps are zero gives the same nodes after 1, 2 or 5 steps
-    and the pairs' encoding unchanged; the residual recurrence sums its steps, so its nodes move with each."""
+    the step's output alone. A processor whose output maps are zero gives the same nodes and pairs after 1, 2
+    or 5 steps (a fixed point after one); the residual recurrence sums its steps, so its nodes move with each."""
     sample = clrs.sample("bfs", 6, 1, 0)[0]
     inputs, _ = batch_of([sample], "bfs")
     g, nodes, pairs = element(inputs.graphs, 0), inputs.nodes[0], inputs.pairs[0]
