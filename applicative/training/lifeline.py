@@ -17,7 +17,8 @@ from a daemon thread. Four words travel on them:
   and ends with 75 (``stopping.Stopped``'s: the advice in SAVED, a rerun or ``--resume``, continues the run),
   or, after another's error, "error: process I ...", with 1;
 - nothing: a connection that closes without goodbye or stop is a process that died (SIGKILL, a crash: its
-  kernel closes it at once; a host lost: TCP's keepalive notices within about ``KEEPALIVE`` seconds), and every
+  kernel closes it at once; a host lost: the beats it no longer acknowledges drop it after ``UNANSWERED``
+  seconds), and every
   other process writes "error: process I (at ADDRESS) of the run is gone ..." and ends with status 1 at once;
 - a beat (``{"beat": true}``), every ``BEAT_EVERY`` seconds from a thread of its own: a process silent for ``SILENT``
   seconds is stopped (SIGSTOP, Ctrl-Z) or hung, and every other process ends as for a death, naming it ("...
@@ -45,12 +46,18 @@ from collections.abc import Callable
 
 from applicative.training.wire import BYE, GONE, STOP, Lines, Malformed, Shape, encode, parse
 
-__all__ = ["BEAT_EVERY", "GRACE", "KEEPALIVE", "SILENT", "Lifeline", "explains", "hold", "holding", "speaking_as",
-           "stop"]  # fmt: skip
+__all__ = ["BEAT_EVERY", "GRACE", "KEEPALIVE", "SILENT", "UNANSWERED", "Lifeline", "explains", "hold", "holding",
+           "speaking_as", "stop"]  # fmt: skip
 
 KEEPALIVE = (2, 1, 3)
 """TCP keepalive: idle seconds before the first probe, seconds between probes, probes lost before the connection
-is: a host that vanished is noticed within about 5 s."""
+is: a host that vanished from a connection with nothing to send is noticed within about 5 s."""
+
+UNANSWERED = 6.0
+"""Seconds what a process sent (its beats) may go unacknowledged before its kernel drops the connection
+(``TCP_USER_TIMEOUT``): a host lost (its power, its cable, a partition) is named within about this, where the
+kernel would retransmit for 15 minutes and keepalive probes only an idle connection. A host that is up
+acknowledges at once, even when its process is stopped or busy (``SILENT`` names those)."""
 
 BEAT_EVERY = 1.0
 """Seconds between a process's beats on its connections."""
@@ -134,6 +141,7 @@ def _keep_alive(connection: socket.socket) -> None:
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, round(UNANSWERED * 1000))
 
 
 def _end(message: str | None, status: int) -> None:

@@ -26,11 +26,13 @@ With one process (``jax.process_count() == 1``) every function here is the ident
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import ipaddress
 import math
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -38,7 +40,9 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from jax._src import config, distributed, xla_bridge
 from jax.experimental import multihost_utils
+from jaxlib import _jax
 
 from applicative.training.files import RunInUse, holding_run
 from applicative.training.hosting import split
@@ -105,6 +109,7 @@ def initialize(
         raise ValueError(f"the process id must be in 0..{processes - 1} for {processes} processes, got {process_id}")
     if not timeout > 0:
         raise ValueError(f"the startup timeout must be positive, got {timeout} s")
+    connections: dict[int, socket.socket] = {}
     if coordinator is not None and processes is not None and process_id is not None:
         bind = bind or os.environ.get(ENVIRONMENT["bind"]) or coordinator
         key = (secret if secret is not None else os.environ.get(SECRET, "")).encode()
@@ -115,7 +120,31 @@ def initialize(
     jax.distributed.initialize(
         coordinator, processes, process_id, initialization_timeout=math.ceil(timeout), coordinator_bind_address=bind
     )
+    if connections:  # they met here (processes of a cluster JAX detects meet its own way)
+        _collectives_at(_own_address(next(iter(connections.values()))))
     return True
+
+
+def _own_address(connection: socket.socket) -> str:
+    """This host's address on ``connection``: the one the other end reached it at, or left it from."""
+    return str(connection.getsockname()[0]).removeprefix("::ffff:")
+
+
+def _collectives_at(address: str) -> None:
+    """JAX's collectives on the CPU (gloo) listen at ``address``, this process's end of its connection to the run.
+
+    Left to itself gloo listens at the address the host's name resolves to, which many hosts map to a loopback
+    address (Debian's /etc/hosts: ``127.0.1.1 NAME``; a container's: ``127.0.0.1 NAME``): each other host then
+    connects to itself and the run ends at its first collective ("timed out connecting ... remote=[127.0.0.1]").
+    The address the processes met at reaches this one from the others. (JAX names no setting for it: this
+    registers its own CPU client with gloo told the address, as ``jax._src.xla_bridge`` registers its own.)
+    """
+    if config.cpu_collectives_implementation.value != "gloo":
+        return
+    gloo = _jax.make_gloo_tcp_collectives(distributed.global_state.client, hostname=address)
+    xla_bridge.register_backend_factory(
+        "cpu", functools.partial(xla_bridge.make_cpu_client, collectives=gloo), priority=0, fail_quietly=False
+    )
 
 
 def _without_secret(address: str) -> None:

@@ -28,7 +28,16 @@ import numpy as np
 import pytest
 
 from applicative.training.lifeline import SILENT
-from tests.funcformer.test_processes import FLAGS, TIMEOUT, _assert_bitwise_equal, _checkpoint, _finish, _kill, _start
+from tests.funcformer.test_processes import (
+    FLAGS,
+    STEPS,
+    TIMEOUT,
+    _assert_bitwise_equal,
+    _checkpoint,
+    _finish,
+    _kill,
+    _start,
+)
 from tests.funcformer.test_rendezvous import ADVERSARIAL, free_port
 
 pytestmark = pytest.mark.processes  # JAX's distributed runtime: CI runs these in both environments
@@ -313,6 +322,76 @@ def test_a_process_stopped_by_sigstop_is_named_by_the_other_before_jaxs_heartbea
         f"hung): process {1 - stopped} stops too; continue the run from its last checkpoint with --resume"
     )
     assert err.strip().splitlines()[-1].endswith(named), err
+
+
+@contextlib.contextmanager
+def _second_host() -> Iterator[tuple[str, str, list[str]]]:
+    """Host B: a network namespace of its own, joined to this one by a virtual cable (a veth pair): this end
+    ``A``, the other ``B``, and the command that runs a program on host B. Its end of the cable (on this host) is
+    ``ap<pid>a``; ``ip link set ap<pid>a down`` loses host B without a word (no FIN, no RST: what is sent vanishes,
+    as when a host loses its power or its cable). Skipped where this user may not make namespaces (root's)."""
+    pid = os.getpid()
+    name, here, there = f"applicative-{pid}", f"ap{pid}a", f"ap{pid}b"
+    a, b = f"10.{200 + pid % 50}.{pid // 50 % 250}.1", f"10.{200 + pid % 50}.{pid // 50 % 250}.2"
+    commands = [
+        ["ip", "netns", "add", name],
+        ["ip", "link", "add", here, "type", "veth", "peer", "name", there],
+        ["ip", "link", "set", there, "netns", name],
+        ["ip", "addr", "add", f"{a}/24", "dev", here],
+        ["ip", "link", "set", here, "up"],
+        ["ip", "netns", "exec", name, "ip", "addr", "add", f"{b}/24", "dev", there],
+        ["ip", "netns", "exec", name, "ip", "link", "set", there, "up"],
+        ["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"],
+    ]
+    try:
+        for command in commands:
+            made = subprocess.run(command, capture_output=True, text=True, check=False)
+            if made.returncode != 0:
+                pytest.skip(f"no second host here: {' '.join(command)}: {made.stderr.strip()}")
+        yield a, b, ["ip", "netns", "exec", name]
+    finally:
+        subprocess.run(["ip", "link", "del", here], capture_output=True, check=False)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+
+
+@pytest.mark.slow
+def test_a_lost_host_is_named_by_both_within_seconds_and_resume_finishes_the_run(
+    tmp_path: Path, running: list[subprocess.Popen[str]]
+) -> None:
+    """Two hosts (process 1 on host B, ``_second_host``; process 0 here at A), the cable to B cut mid-run: each
+    process names the other, gone, and ends with status 1 within 10 s (JAX's heartbeat took 60-100 s, and TCP
+    alone retransmits for 15 minutes); ``--resume`` on host A alone finishes the run. The processes reach each
+    other at A and B only: the run's collectives (gloo) listen where the processes met, not where this host's
+    name resolves (here 127.0.0.1, as on many hosts: host B would connect to itself)."""
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    with _second_host() as (a, b, on_b):
+        port = free_port()
+        several = ["--processes", "2", "--startup-timeout", "60", "--coordinator", f"{a}:{port}"]
+        for i, on in ((0, []), (1, on_b)):
+            arguments = ["--out", str(out if i == 0 else tmp_path / "never"), *FLAGS, *several, "--process-id", str(i)]
+            running.append(_start(arguments, cache, secret=SECRET, on=on))
+        deadline = time.monotonic() + TIMEOUT
+        while _step(out) < 4:
+            assert running[0].poll() is None, running[0].communicate()[1]
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        subprocess.run(["ip", "link", "set", f"ap{os.getpid()}a", "down"], check=True)
+        began = time.monotonic()
+        ended = _finish(running)
+        assert time.monotonic() - began < 10
+    for i, (status, _, err) in enumerate(ended):
+        named = (
+            f"train: error: process {1 - i} (at {(b, a)[i]}) of the run is gone (killed, crashed, or its host lost): "
+            f"process {i} stops too; continue the run from its last checkpoint with --resume"
+        )
+        assert status == 1, err
+        assert err.strip().splitlines()[-1].endswith(named), err
+    saved = _step(out)
+    assert 4 <= saved < STEPS
+    [(status, _, err)] = _finish([_start(["--out", str(out), "--resume", "--quiet"], cache)])
+    assert status == 0, err
+    assert _step(out) == STEPS
+    assert not (tmp_path / "never").exists()
 
 
 @pytest.mark.slow

@@ -41,8 +41,10 @@ TIMEOUT = 180.0
 
 
 def _start(
-    arguments: Sequence[str], cache: Path, devices: int = 1, secret: str | None = None
+    arguments: Sequence[str], cache: Path, devices: int = 1, secret: str | None = None, on: Sequence[str] = ()
 ) -> subprocess.Popen[str]:
+    """``funcformer.poisson train ARGUMENTS`` in a session of its own, run by the command ``on`` (another host's
+    network: ``ip netns exec NAME``) where given."""
     env = {
         **os.environ,
         "JAX_PLATFORMS": "cpu",
@@ -51,7 +53,7 @@ def _start(
         **({} if secret is None else {processes.ENVIRONMENT["secret"]: secret}),
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "funcformer.poisson", "train", *arguments],
+        [*on, sys.executable, "-m", "funcformer.poisson", "train", *arguments],
         env=env,
         cwd=ROOT,
         stdout=subprocess.PIPE,
