@@ -87,6 +87,11 @@ MUTANTS = [
            "            _farewell(address, said, secret)\n", "            pass\n",
            "a process stopped before process 0 answered leaves it waiting its whole timeout",
            TF + "test_rendezvous.py"),
+    mutant("sigterm-early-not-carried", "applicative/_sigterm.py",
+           "    if not _carried and _several():", "    if False:",
+           "a process of several stopped while it imports leaves the others waiting their whole start-up timeout",
+           TF + "test_process_faults.py::"
+           "test_sigterm_while_one_process_imports_ends_both_with_75_and_the_same_commands_run"),
     mutant("hosting-no-farewell", "applicative/training/hosting.py",
            "end = time.monotonic() + FAREWELL_SECONDS", "end = time.monotonic()",
            "process 0 stopped before the others came leaves them waiting their whole timeout",

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from applicative.training.stopping import NOTHING_SAVED, Stopped
+from applicative.training.stopping import NOTHING_SAVED, Stopped, raise_early
 from applicative.training.wire import (
     FAREWELL,
     HELLO,
@@ -123,6 +123,7 @@ class Host:
         self.selector.register(server, selectors.EVENT_READ)
         deadline = time.monotonic() + self.timeout
         try:
+            raise_early()  # stopped while it started: the others are told, as those that come within FAREWELL_SECONDS
             while len(self.peers) < self.processes - 1:
                 if time.monotonic() >= deadline:
                     self._refuse(self.peers.values(), self._never_came())

@@ -48,6 +48,7 @@ from applicative.training.files import RunInUse, holding_run
 from applicative.training.hosting import split
 from applicative.training.lifeline import hold
 from applicative.training.rendezvous import SECRET, meet
+from applicative.training.stopping import raise_early
 from applicative.training.stopping import received as stopped_before
 
 __all__ = ["agree", "from_owner", "initialize", "is_owner", "owning", "preemption"]
@@ -117,6 +118,7 @@ def initialize(
             _without_secret(bind if process_id == 0 else coordinator)
         connections = meet(coordinator, processes, process_id, start=start, timeout=timeout, bind=bind, secret=key)
         hold(connections, process_id)
+    raise_early()  # (where no meeting raised it: JAX meets a cluster's processes)
     jax.distributed.initialize(
         coordinator, processes, process_id, initialization_timeout=math.ceil(timeout), coordinator_bind_address=bind
     )

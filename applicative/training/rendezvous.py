@@ -46,7 +46,7 @@ import socket
 import time
 
 from applicative.training.hosting import FAREWELL_SECONDS, Host, PortInUse, StartupError, split
-from applicative.training.stopping import NOTHING_SAVED, Stopped
+from applicative.training.stopping import NOTHING_SAVED, Stopped, raise_early
 from applicative.training.wire import (
     ERROR,
     GO,
@@ -233,6 +233,7 @@ def _join(
     seen: dict[str, object] = {}
     said: dict[str, object] = {"process": process_id, "processes": processes, "start": start}
     try:
+        raise_early()  # stopped while it started: process 0 is told (``_farewell``)
         while time.monotonic() < deadline:
             try:
                 connection = _attempt(address, said, secret, deadline, seen)

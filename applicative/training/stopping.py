@@ -9,7 +9,8 @@ command line turns into exit status 75 and its message (``command.run``): "stopp
 saved, as the code last said it (``note``: "nothing saved yet" until a run directory holds its config). A block
 that must not be cut in two (a run directory and its config.json, made together; a checkpoint and its note)
 runs in ``deferred()``, where a SIGTERM or a Ctrl-C waits for the block's end. Before a command line's first
-module is imported, ``applicative._sigterm`` stands in.
+module is imported, ``applicative._sigterm`` stands in; for a run of several processes it carries the signal to
+the meeting (``raise_early``), which tells the other processes.
 
 With several processes, once ``jax.distributed`` has joined them, JAX's runtime takes SIGTERM over and the
 loop stops every process after one step (``processes.preemption``): ``stopping`` then has nothing to catch.
@@ -23,7 +24,9 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["NOTHING_SAVED", "Stopped", "deferred", "note", "received", "saved", "stopping"]
+from applicative import _sigterm
+
+__all__ = ["NOTHING_SAVED", "Stopped", "deferred", "note", "raise_early", "received", "saved", "stopping"]
 
 NOTHING_SAVED = "nothing saved yet: run the same command again"
 
@@ -46,6 +49,7 @@ class _State(threading.local):
     pending = False
     interrupted = False
     received = False
+    early = False  # a SIGTERM came while the command imported its modules (``_sigterm.carried``)
 
 
 _state = _State()  # per thread, though only the main thread sees signals
@@ -65,6 +69,14 @@ def _stop() -> Stopped:
     stopped = Stopped(f"stopped by SIGTERM: {_state.saved}")
     stopped.here = True
     return stopped
+
+
+def raise_early() -> None:
+    """Raise the ``Stopped`` of a SIGTERM that came while the command line imported its modules, which
+    ``applicative._sigterm`` carried to this point (the meeting of several processes, which tells the others)."""
+    if _state.early:
+        _state.early = False
+        raise _stop()
 
 
 def received() -> bool:
@@ -91,11 +103,12 @@ def stopping() -> Iterator[None]:
     note(NOTHING_SAVED)
     _state.received = False
     previous = signal.signal(signal.SIGTERM, _handle)
+    _state.early = _sigterm.carried()
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-        _state.received = False
+        _state.received = _state.early = False
 
 
 @contextlib.contextmanager

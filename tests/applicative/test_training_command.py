@@ -119,6 +119,41 @@ def test_sigterm_before_anything_is_written_stops_with_75_saying_so(capsys: pyte
     assert signal.getsignal(signal.SIGTERM) == before
 
 
+@pytest.mark.parametrize(
+    ("argv", "environment", "several"),
+    [
+        (["--processes", "2"], None, True),
+        (["--processes=3"], None, True),
+        (["--processes", "1"], "4", False),  # the flag wins over $JAX_NUM_PROCESSES, as the command line reads them
+        ([], "2", True),
+        ([], None, False),
+        (["--processes"], None, False),
+    ],
+)
+def test_sigterm_while_a_command_of_several_processes_imports_is_carried_to_the_meeting(
+    argv: list[str], environment: str | None, several: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_sigterm`` records a SIGTERM of a run of several processes (it would end any other at once: not called
+    here) and ``stopping`` raises it, once, where the meeting calls ``raise_early``: this process's own stop."""
+    from applicative import _sigterm
+
+    monkeypatch.setattr("sys.orig_argv", ["python", "-m", "funcformer.poisson", "train", "--out", "x", *argv])
+    if environment is None:
+        monkeypatch.delenv("JAX_NUM_PROCESSES", raising=False)
+    else:
+        monkeypatch.setenv("JAX_NUM_PROCESSES", environment)
+    assert _sigterm._several() is several
+    if not several:
+        return
+    _sigterm._stop(signal.SIGTERM, None)
+    with stopping.stopping():
+        with pytest.raises(stopping.Stopped, match=r"^stopped by SIGTERM: nothing saved yet") as raised:
+            stopping.raise_early()
+        assert raised.value.here
+        stopping.raise_early()  # once
+    assert not _sigterm.carried()
+
+
 def test_sigterm_before_the_step_0_checkpoint_leaves_the_config_and_resume_starts_the_same_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

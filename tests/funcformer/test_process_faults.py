@@ -198,6 +198,32 @@ def test_sigterm_while_the_processes_meet_ends_every_process_that_came_with_75(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("signalled", [0, 1])
+def test_sigterm_while_one_process_imports_ends_both_with_75_and_the_same_commands_run(
+    signalled: int, tmp_path: Path, running: list[subprocess.Popen[str]]
+) -> None:
+    """Processes 0 and 1 of two started together, SIGTERM to either while it imports its modules (``_sigterm``):
+    both end with 75 within seconds, nothing saved, where the signalled one ended at once and the other waited
+    for it its whole start-up timeout ("never came", "nothing listens"); the same commands then train."""
+    port, cache = free_port(), tmp_path / "cache"
+    commands = [["--out", str(tmp_path / "run"), *SHORT, *_several(port, i)] for i in (0, 1)]
+    running += [_start(command, cache) for command in commands]
+    _when("imports", tmp_path / "run", running[signalled])
+    os.kill(running[signalled].pid, signal.SIGTERM)
+    began = time.monotonic()
+    results = _finish(running)
+    assert [status for status, _, _ in results] == [75, 75], results
+    assert time.monotonic() - began < 15
+    says = "stopped by SIGTERM: nothing saved yet: run the same command again"
+    told = f"stopped: process {signalled} was stopped by SIGTERM while the processes met: {says.partition(': ')[2]}"
+    assert results[signalled][2].strip().endswith(f"train: {says}")
+    assert results[1 - signalled][2].strip().endswith(f"train: {told}")
+    assert not (tmp_path / "run").exists()
+    running[:] = [_start(command, cache) for command in commands]
+    assert [status for status, _, _ in _finish(running)] == [0, 0]
+
+
+@pytest.mark.slow
 def test_sigterm_before_process_0_answered_ends_both_with_75_at_once(
     tmp_path: Path, running: list[subprocess.Popen[str]]
 ) -> None:
