@@ -20,6 +20,7 @@ import random
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -348,6 +349,37 @@ def test_a_process_stopped_by_sigstop_is_named_by_the_other_before_jaxs_heartbea
         f"hung): process {1 - stopped} stops too; continue the run from its last checkpoint with --resume"
     )
     assert err.strip().splitlines()[-1].endswith(named), err
+
+
+@pytest.mark.slow
+def test_a_stranger_registering_with_jaxs_coordinator_ends_the_run_named_and_resume_finishes_it(
+    tmp_path: Path, running: list[subprocess.Popen[str]]
+) -> None:
+    """What the run's secret does not guard (docs/processes.md, "What it does not guard"): a program without it
+    that registers with JAX's coordinator as process 1 once the run has met ends both processes within seconds,
+    each with JAX's fatal line naming it (process 1 "tried to connect with a different incarnation"); the last
+    checkpoint stands, and ``--resume`` finishes the run."""
+    port, out, cache = free_port(), tmp_path / "run", tmp_path / "cache"
+    running += [_start(["--out", str(out), *FLAGS, *_several(port, i)], cache, secret=SECRET) for i in (0, 1)]
+    deadline = time.monotonic() + TIMEOUT
+    while _step(out) < 4:
+        assert running[0].poll() is None, running[0].communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    stranger = f"import jax; jax.distributed.initialize('127.0.0.1:{port}', 2, 1, initialization_timeout=20)"
+    environment = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    running.append(subprocess.Popen([sys.executable, "-c", stranger], env=environment, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True))  # fmt: skip
+    began = time.monotonic()
+    ended = _finish(running[:2])
+    assert time.monotonic() - began < 10
+    for status, _, err in ended:
+        assert status != 0
+        assert "1 unexpectedly tried to connect with a different incarnation" in err, err  # ("task:1" in JAX 0.9)
+    assert 4 <= _step(out) < STEPS
+    [(status, _, err)] = _finish([_start(["--out", str(out), "--resume", "--quiet"], cache)])
+    assert status == 0, err
+    assert _step(out) == STEPS
 
 
 @contextlib.contextmanager
