@@ -14,10 +14,12 @@ and the run directory's lock; ``store``: datasets on disk, checked;
 SIGTERM as preemption; ``stopping``: SIGTERM outside the loop, exit status 75 at any moment;
 ``optimisers``: ``warmup_cosine`` and ``step_decay``; ``precision``: ``bfloat16``, mixed precision;
 ``losses``: ``values_relative_l2``; ``symmetry``: the square's eight symmetries as an augmentation
-(``dihedral``); ``command``: the flags and exit statuses every training command line shares.
+(``dihedral``); ``command``: the flags and exit statuses every training command line shares; ``settings``: a
+run's settings as one typed record, its flags, config.json and the rule of ``--resume``.
 """
 
 from applicative.training import command as command
+from applicative.training import settings as settings
 from applicative.training.checkpoints import State as State
 from applicative.training.checkpoints import restore as restore
 from applicative.training.data import Arrays as Arrays
@@ -47,6 +49,7 @@ __all__ = [
     "dihedral",
     "fit",
     "restore",
+    "settings",
     "step_decay",
     "symmetrised",
     "values_relative_l2",

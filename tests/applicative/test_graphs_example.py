@@ -260,6 +260,14 @@ def test_the_command_line_trains_evaluates_plots_and_answers(
     assert "edges are sender-receiver pairs of node numbers, '0-1,1-2'; got '0-x'" in capsys.readouterr().err
     assert main(["train", "--algorithm", "bsf", "--out", str(tmp_path / "other")]) == 1
     assert "'bsf' is not one of the benchmark's graph algorithms" in capsys.readouterr().err
+    # --resume reads the run's own settings (not the flags' defaults); a flag given must agree with them
+    assert main(["train", "--out", str(run), "--resume", "--quiet", "--steps", "8", "--config", '{"width": 16}']) == 0
+    assert "topological_sort: loss" in capsys.readouterr().out
+    assert main(["train", "--out", str(run), "--resume", "--steps", "9", "--config", '{"width": 16, "batch": 4}']) == 1
+    assert capsys.readouterr().err.endswith(
+        f"train: error: --resume continues {run} with its own settings; given otherwise: --steps: 8 in the run, 9 "
+        "given; --config batch: 8 in the run, 4 given\n"
+    )
 
 
 @pytest.mark.slow  # two processes that each import JAX and compile: CI runs it
@@ -370,7 +378,7 @@ def test_drawn_minibatches_are_of_one_size_each_and_repeat_from_seed_and_step() 
     assert not np.array_equal(np.asarray(data.draw(1, 0)[0].pairs), np.asarray(data.draw(0, 0)[0].pairs))
     with pytest.raises(ValueError, match=r"sizes \[4, 20\] must lie between 1 and train_nodes 16"):
         Config(sizes=(4, 20))
-    assert settings(describe("bfs", 1, 0, config))[3] == config  # JSON's list read back as the tuple
+    assert settings(describe("bfs", 1, 0, config)).config == config  # JSON's list read back as the tuple
 
 
 def test_the_injected_recurrence_holds_no_sum_over_the_steps() -> None:

@@ -189,8 +189,10 @@ def test_the_command_line_trains_evaluates_and_plots(tmp_path: Path, capsys: pyt
     capsys.readouterr()
     assert main(["train", *flags]) == 1
     assert "python -m applicative.examples.trees train: error: " in capsys.readouterr().err  # pass --resume
-    assert main(["train", *flags, "--steps", "8", "--resume"]) == 1  # other settings: refused
-    assert "holds a different run" in capsys.readouterr().err
+    assert main(["train", *flags, "--steps", "8", "--resume"]) == 1  # other settings: refused, each named
+    assert capsys.readouterr().err.endswith(f"--resume continues {run} with its own settings; given otherwise: "
+                                            f"--steps: {TINY_STEPS} in the run, 8 given\n")  # fmt: skip
+    assert main(["train", "--out", str(run), "--resume", "--quiet"]) == 0  # the run's own settings, read back
     assert main(["evaluate", str(tmp_path / "nothing")]) == 1
     assert "no trained run at" in capsys.readouterr().err
 

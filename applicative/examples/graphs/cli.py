@@ -16,14 +16,12 @@ exist, a cycle given to a task on acyclic graphs).
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from applicative.examples.graphs.clrs import ALGORITHMS
-from applicative.examples.graphs.model import Config
-from applicative.examples.graphs.training import STEPS, answer, evaluate, lines, report_lines, settings, train
-from applicative.training import command
+from applicative.examples.graphs.training import Run, answer, evaluate, lines, report_lines, train
+from applicative.examples.graphs.training import settings as read
+from applicative.training import command, settings
 from applicative.training.files import CONFIG
 
 __all__ = ["PROG", "main"]
@@ -31,11 +29,11 @@ __all__ = ["PROG", "main"]
 PROG = "python -m applicative.examples.graphs"
 
 
-def _config(text: str) -> dict[str, object]:
-    fields = json.loads(text)
-    if not isinstance(fields, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object of Config's fields, got {text}")
-    return fields
+def _saved(directory: Path) -> Run:
+    """The settings of the run in ``directory``; FileNotFoundError where it holds none."""
+    if not (directory / CONFIG).exists():
+        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
+    return read((directory / CONFIG).read_text(encoding="utf-8"))
 
 
 def _edges(text: str) -> list[tuple[int, int]]:
@@ -53,10 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     learn = commands.add_parser("train", help="train a model on one of the benchmark's graph tasks")
     command.add_flags(learn)
-    learn.add_argument("--algorithm", required=True, help=f"one of: {', '.join(ALGORITHMS)}")
-    learn.add_argument("--steps", type=int, default=STEPS, help="training steps (default: %(default)s)")
-    learn.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    learn.add_argument("--config", type=_config, default={}, help="fields of Config as JSON (default: its own)")
+    settings.add_flags(learn, Run)
     check = commands.add_parser("evaluate", help="the test score of the run in DIR")
     check.add_argument("run", type=Path, help="the run's directory")
     draw = commands.add_parser("plot", help="DIR/loss.png: the loss a step and the validation errors")
@@ -70,13 +65,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def action() -> int | None:
         if args.command == "train":
-            result = train(args.algorithm, args.steps, args.seed, Config(**args.config), args.out, resume=args.resume,
+            run = settings.chosen(Run, args, _saved(args.out) if args.resume else None, str(args.out))
+            result = train(run.algorithm, run.steps, run.seed, run.config, args.out, resume=args.resume,
                            seconds=args.seconds, progress=not args.quiet)  # fmt: skip
-            if result.steps < args.steps:
-                print(f"stopped after step {result.steps} of {args.steps}, checkpointed: --resume goes on")
+            if result.steps < run.steps:
+                print(f"stopped after step {result.steps} of {run.steps}, checkpointed: --resume goes on")
             for line in lines(result):
                 print(line)
-            return command.UNFINISHED if result.steps < args.steps else None
+            return command.UNFINISHED if result.steps < run.steps else None
         elif args.command == "evaluate":
             for line in report_lines(evaluate(args.run)):
                 print(line)
@@ -86,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             if not (args.run / CONFIG).exists():
                 raise FileNotFoundError(f"no trained run at {args.run}: {CONFIG} is missing")
-            config = settings((args.run / CONFIG).read_text(encoding="utf-8"))[3]
+            config = _saved(args.run).config
             print(f"wrote {command.plot(args.run, config.train_samples // config.batch)}")
         return None
 

@@ -34,6 +34,7 @@ from applicative.examples.graphs import clrs
 from applicative.examples.graphs.model import Config, GraphModel, Inputs, Targets, batch_of, learner, predict
 from applicative.training import Arrays, Drawn, Source, State, fit, restore
 from applicative.training.files import CONFIG, holding_run
+from applicative.training.settings import from_dict, setting, to_dict
 
 __all__ = [
     "STEPS",
@@ -81,18 +82,28 @@ class Report(NamedTuple):
     tested: str
 
 
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A run's settings, everything that decides its result: its description (config.json) and its command
+    line's flags (``applicative.training.settings``)."""
+
+    algorithm: str = setting(help=f"one of: {', '.join(clrs.ALGORITHMS)}")
+    steps: int = setting(STEPS, help="training steps")
+    seed: int = setting(0, help="random seed")
+    config: Config = setting(Config(), help="fields of Config as JSON")
+
+
 def describe(algorithm: str, steps: int, seed: int, config: Config) -> str:
     """A run's description, config.json."""
-    return json.dumps({"example": "graphs", "algorithm": algorithm, "steps": steps, "seed": seed,
-                       "config": dataclasses.asdict(config)}, indent=2)  # fmt: skip
+    return json.dumps({"example": "graphs", **to_dict(Run(algorithm, steps, seed, config))}, indent=2)
 
 
-def settings(description: str) -> tuple[str, int, int, Config]:
-    """(algorithm, steps, seed, config) of a run's description; ValueError if it is not one."""
+def settings(description: str) -> Run:
+    """The settings of a run's description; ValueError if it is not one."""
     run = json.loads(description)
     if not isinstance(run, dict) or run.get("example") != "graphs":
         raise ValueError("not a run of the graphs example")
-    return run["algorithm"], int(run["steps"]), int(run["seed"]), Config(**run["config"])
+    return from_dict(Run, run, besides=("example",))
 
 
 def optimiser(config: Config) -> optax.GradientTransformation:
@@ -230,7 +241,8 @@ def restored(directory: Path) -> tuple[State[GraphModel], str, int, int, Config]
     """The run in ``directory`` read back: its state and its (algorithm, steps, seed, config)."""
     if not (directory / CONFIG).exists():
         raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    algorithm, steps, seed, config = settings((directory / CONFIG).read_text(encoding="utf-8"))
+    run = settings((directory / CONFIG).read_text(encoding="utf-8"))
+    algorithm, steps, seed, config = run.algorithm, run.steps, run.seed, run.config
     state = restore(directory, learner(config, algorithm), optimiser(config), seed)
     return state, algorithm, steps, seed, config
 
@@ -256,7 +268,7 @@ def answer(directory: Path, nodes: int, edges: Sequence[tuple[int, int]], source
 
     if not (directory / CONFIG).exists():
         raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    algorithm = settings((directory / CONFIG).read_text(encoding="utf-8"))[0]
+    algorithm = settings((directory / CONFIG).read_text(encoding="utf-8")).algorithm
     pairs = np.asarray(edges, np.int64).reshape(-1, 2).T
     Graph.from_edges(pairs, np.zeros(max(nodes, 0)), capacity=max(nodes, 1), edge_capacity=max(pairs.shape[1], 1))
     graphs = clrs.ALGORITHMS[algorithm].graphs

@@ -14,21 +14,12 @@ bad input.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from applicative.examples.trees.training import (
-    PER_EPOCH,
-    STEPS,
-    config_of,
-    evaluate,
-    lines,
-    report_lines,
-    settings,
-    train,
-)
-from applicative.training import command
+from applicative.examples.trees.training import Run, evaluate, lines, report_lines, train
+from applicative.examples.trees.training import settings as read
+from applicative.training import command, settings
 from applicative.training.files import CONFIG
 
 __all__ = ["PROG", "main"]
@@ -36,11 +27,11 @@ __all__ = ["PROG", "main"]
 PROG = "python -m applicative.examples.trees"
 
 
-def _config(text: str) -> dict[str, object]:
-    fields = json.loads(text)
-    if not isinstance(fields, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object of Config's fields, got {text}")
-    return fields
+def _saved(directory: Path) -> Run:
+    """The settings of the run in ``directory``; FileNotFoundError where it holds none."""
+    if not (directory / CONFIG).exists():
+        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
+    return read((directory / CONFIG).read_text(encoding="utf-8"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,10 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     learn = commands.add_parser("train", help="train a transformer on trees to compare leaves with the integral")
     command.add_flags(learn)
-    learn.add_argument("--steps", type=int, default=STEPS, help="training steps (default: %(default)s)")
-    learn.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    learn.add_argument("--per-epoch", type=int, default=PER_EPOCH, help="steps an epoch (default: %(default)s)")
-    learn.add_argument("--config", type=_config, default={}, help="fields of Config as JSON (default: its own)")
+    settings.add_flags(learn, Run)
     check = commands.add_parser("evaluate", help="the tests of the run in DIR")
     check.add_argument("run", type=Path, help="the run's directory")
     draw = commands.add_parser("plot", help="DIR/loss.png: the loss a step and the held-out errors")
@@ -61,21 +49,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def action() -> int | None:
         if args.command == "train":
-            result = train(args.steps, args.seed, config_of(args.config), args.out, per_epoch=args.per_epoch,
-                           resume=args.resume, seconds=args.seconds, progress=not args.quiet)  # fmt: skip
-            if result.steps < args.steps:
-                print(f"stopped after step {result.steps} of {args.steps}, checkpointed: --resume goes on")
+            run = settings.chosen(Run, args, _saved(args.out) if args.resume else None, str(args.out))
+            result = train(run.steps, run.seed, run.config, args.out, per_epoch=run.per_epoch, resume=args.resume,
+                           seconds=args.seconds, progress=not args.quiet)  # fmt: skip
+            if result.steps < run.steps:
+                print(f"stopped after step {result.steps} of {run.steps}, checkpointed: --resume goes on")
             for line in lines(result):
                 print(line)
-            return command.UNFINISHED if result.steps < args.steps else None
+            return command.UNFINISHED if result.steps < run.steps else None
         elif args.command == "evaluate":
             for line in report_lines(evaluate(args.run)):
                 print(line)
         else:
-            if not (args.run / CONFIG).exists():
-                raise FileNotFoundError(f"no trained run at {args.run}: {CONFIG} is missing")
-            per_epoch = settings((args.run / CONFIG).read_text(encoding="utf-8"))[3]
-            print(f"wrote {command.plot(args.run, per_epoch)}")
+            print(f"wrote {command.plot(args.run, _saved(args.run).per_epoch)}")
         return None
 
     return command.run(PROG, args.command, action)

@@ -28,7 +28,6 @@ import numpy as np
 from jax import Array
 
 from applicative import DenseTree
-from applicative.examples.common import Optimisation
 from applicative.examples.trees.data import draws, pool, test_sets
 from applicative.examples.trees.model import (
     CLASSES,
@@ -43,6 +42,7 @@ from applicative.examples.trees.model import (
 )
 from applicative.training import State, fit, restore
 from applicative.training.files import CONFIG, holding_run
+from applicative.training.settings import from_dict, setting, to_dict
 from applicative.training.steps import make_update
 
 __all__ = [
@@ -104,33 +104,37 @@ class Report(NamedTuple):
     seconds: float  # of training, all sessions
 
 
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A run's settings, everything that decides its result: its description (config.json) and its command
+    line's flags (``applicative.training.settings``)."""
+
+    steps: int = setting(STEPS, help="training steps")
+    seed: int = setting(0, help="random seed")
+    per_epoch: int = setting(PER_EPOCH, help="steps an epoch")
+    config: Config = setting(Config(), help="fields of Config as JSON")
+
+
 def describe(steps: int, seed: int, config: Config, per_epoch: int = PER_EPOCH) -> str:
     """A run's description, config.json: a JSON object of its steps, seed, steps per epoch and ``config``."""
-    return json.dumps({"example": "trees", "steps": steps, "seed": seed, "per_epoch": per_epoch,
-                       "config": dataclasses.asdict(config)}, indent=2)  # fmt: skip
+    return json.dumps({"example": "trees", **to_dict(Run(steps, seed, per_epoch, config))}, indent=2)
 
 
-def settings(description: str) -> tuple[int, int, Config, int]:
-    """(steps, seed, config, per_epoch) of a run's description (``describe``). ValueError naming what is not
-    one; TypeError naming a field ``Config`` does not have."""
+def settings(description: str) -> Run:
+    """The settings of a run's description (``describe``). ValueError naming what is not one."""
     run = json.loads(description)
     if not isinstance(run, dict) or run.get("example") != "trees":
         raise ValueError("not a run of the trees example")
     missing = sorted({"steps", "seed", "config", "per_epoch"} - run.keys())
     if missing:
         raise ValueError(f"the run's description lacks {', '.join(missing)}")
-    return int(run["steps"]), int(run["seed"]), config_of(run["config"]), int(run["per_epoch"])
+    return from_dict(Run, run, besides=("example",))
 
 
 def config_of(fields: dict[str, Any]) -> Config:
     """The ``Config`` of JSON fields (``dataclasses.asdict``'s, or a user's subset: the others default);
-    TypeError naming a field it does not have."""
-    fields = dict(fields)
-    if "test_bands" in fields:
-        fields["test_bands"] = tuple((int(low), int(high)) for low, high in fields["test_bands"])
-    if "optimisation" in fields:
-        fields["optimisation"] = Optimisation(**fields["optimisation"])
-    return Config(**fields)
+    ValueError naming a field it does not have."""
+    return from_dict(Config, fields)
 
 
 def _valid(trees: DenseTree[Array]) -> np.ndarray:
@@ -248,7 +252,8 @@ def restored(directory: Path) -> tuple[State[TreeModel], int, int, Config, int]:
     FileNotFoundError: no run there; ValueError: not a run of this example, or a checkpoint not its own."""
     if not (directory / CONFIG).exists():
         raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    steps, seed, config, per_epoch = settings((directory / CONFIG).read_text(encoding="utf-8"))
+    run = settings((directory / CONFIG).read_text(encoding="utf-8"))
+    steps, seed, config, per_epoch = run.steps, run.seed, run.config, run.per_epoch
     return restore(directory, learner(config), optimiser(config, steps), seed), steps, seed, config, per_epoch
 
 

@@ -1,0 +1,188 @@
+"""A run's settings as one typed record: its command line's flags, its ``--help``, its config.json and the rule
+of ``--resume``, derived from the record in one place.
+
+A record is a frozen dataclass whose fields are ``setting``\\ s (a default, or none: required, and a help text)::
+
+    @dataclasses.dataclass(frozen=True)
+    class Run:
+        algorithm: str = setting(help="one of the benchmark's algorithms")   # required
+        steps: int = setting(1500, help="training steps")
+        config: Config = setting(Config(), help="fields of Config as JSON")  # a record of records
+
+    add_flags(parser, Run)                  # --algorithm, --steps, --config JSON, each default in --help
+    run = chosen(Run, args)                  # a new run: the flags given, over the record's defaults
+    run = chosen(Run, args, saved, "runs/x")  # a resumed one: the run's own settings; any flag given must agree
+    text = json.dumps(to_dict(run)); run = from_dict(Run, json.loads(text))   # config.json and back
+
+A field's flag is its name with dashes (``per_epoch``: ``--per-epoch``), of its type: ``int``, ``float``, ``str``,
+``bool`` (``--x``/``--no-x``), a ``Literal`` (its choices), a record (a JSON object of some of its fields, over
+its default: ``--config '{"processor": "max"}'``) or any other (a JSON value, which the record's
+``__post_init__`` checks). The rule of ``--resume``, one for every command line: the run's own settings are read
+back from the run, and a flag given beside ``--resume`` must agree with them: ``chosen`` refuses a disagreement
+with a ValueError naming each setting, its value in the run and the value given. (Why not tyro or
+simple-parsing, which build command lines from dataclasses too: this rule needs the flags given apart from
+the defaults, which argparse keeps with ``SUPPRESS`` and neither exposes; the command lines keep argparse's
+sub-commands and ``command.add_flags``; and it is one module of the standard library's argparse, where either
+is a dependency of its own.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import typing
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = ["add_flags", "chosen", "from_dict", "given", "setting", "to_dict"]
+
+T = TypeVar("T")
+R = TypeVar("R", bound="DataclassInstance")
+
+
+def setting(default: Any = dataclasses.MISSING, *, help: str) -> Any:
+    """A field of a record of settings: ``default`` (none: required on a new run) and its flag's ``help``."""
+    metadata = {"help": help}
+    if dataclasses.is_dataclass(default):
+        return dataclasses.field(default_factory=lambda: default, metadata=metadata)  # (a record is immutable)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _json_object(text: str) -> dict[str, object]:
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not JSON ({error}): {text}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object of fields, got {text}")
+    return value
+
+
+def _json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not JSON ({error}): {text}") from None
+
+
+def add_flags(parser: argparse.ArgumentParser, record: type[Any]) -> None:
+    """A flag for each field of ``record`` on ``parser`` (the module's docstring), each ``help`` saying its default
+    or that a new run needs it. A flag not given leaves no attribute (``given`` reads those given)."""
+    types = typing.get_type_hints(record)
+    for field in dataclasses.fields(record):
+        kind, text = types[field.name], field.metadata.get("help", "")
+        default = _default(field)
+        said = "required for a new run" if default is dataclasses.MISSING else f"default: {_shown(default)}"
+        options: dict[str, Any] = {"default": argparse.SUPPRESS, "help": f"{text} ({said})".replace("%", "%%")}
+        if kind is bool:
+            options["action"] = argparse.BooleanOptionalAction
+        elif typing.get_origin(kind) is Literal:
+            options |= {"choices": typing.get_args(kind), "type": type(typing.get_args(kind)[0])}
+        elif kind in (int, float, str):
+            options["type"] = kind
+        elif dataclasses.is_dataclass(kind):
+            options |= {"type": _json_object, "metavar": "JSON"}
+        else:
+            options |= {"type": _json, "metavar": "JSON"}
+        parser.add_argument(_flag(field.name), dest=field.name, **options)
+
+
+def _default(field: dataclasses.Field[Any]) -> Any:
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default
+
+
+def _shown(value: object) -> str:
+    return json.dumps(to_dict(value)) if dataclasses.is_dataclass(value) else str(value)
+
+
+def given(args: argparse.Namespace, record: type[Any]) -> dict[str, object]:
+    """The fields of ``record`` whose flags the command line gave (``add_flags``), with their values."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(record) if hasattr(args, f.name)}
+
+
+def chosen(record: type[R], args: argparse.Namespace, saved: R | None = None, where: str = "the run") -> R:
+    """The settings of a run: with ``saved`` None (a new run), the flags given over ``record``'s defaults; else
+    ``saved`` (the run's own, read back from ``where``), each flag given agreeing with it. ValueError naming a
+    required setting not given, a record's field that does not exist, or every setting given otherwise than
+    the run holds it ("--steps: 1500 in the run, 3000 given")."""
+    flags, kinds = given(args, record), typing.get_type_hints(record)
+    if saved is None:
+        defaults = {f.name: _default(f) for f in dataclasses.fields(record)}
+        if absent := [_flag(name) for name, v in defaults.items() if v is dataclasses.MISSING and name not in flags]:
+            raise ValueError(f"a new run needs {', '.join(absent)}")
+        values = defaults | {name: _over(defaults[name], v, name, kinds[name]) for name, v in flags.items()}
+        return record(**values)
+    differ = []
+    for name, value in flags.items():
+        ours = getattr(saved, name)
+        if dataclasses.is_dataclass(ours) and isinstance(value, dict):
+            theirs = _over(ours, value, name, kinds[name])
+            differ += [_differ(f"{_flag(name)} {key}", getattr(ours, key), getattr(theirs, key)) for key in value]
+        else:
+            differ.append(_differ(_flag(name), ours, _typed(kinds[name], value)))
+    if differing := [line for line in differ if line]:
+        raise ValueError(f"--resume continues {where} with its own settings; given otherwise: {'; '.join(differing)}")
+    return saved
+
+
+def _differ(name: str, ours: object, theirs: object) -> str:
+    """"NAME: OURS in the run, THEIRS given" where they differ, else ""."""
+    if ours == theirs:
+        return ""
+    return f"{name}: {json.dumps(to_dict(ours))} in the run, {json.dumps(to_dict(theirs))} given"
+
+
+def _over(default: Any, value: Any, name: str, kind: Any) -> Any:
+    """``value`` given for the field ``name`` of type ``kind``: a record's fields given as a dict, over its
+    ``default`` (a field it does not have named); any other value as its type holds it (``_typed``)."""
+    if not (dataclasses.is_dataclass(default) and isinstance(value, dict)):
+        return _typed(kind, value)
+    kinds = typing.get_type_hints(type(default))
+    if unknown := sorted(set(value) - set(kinds)):
+        raise ValueError(f"{_flag(name)}: {type(default).__name__} has no field {', '.join(unknown)} "
+                         f"(its fields: {', '.join(sorted(kinds))})")  # fmt: skip
+    record = typing.cast("DataclassInstance", default)
+    return dataclasses.replace(record, **{key: _typed(kinds[key], v) for key, v in value.items()})
+
+
+def _typed(kind: Any, value: object) -> object:
+    """``value`` read from JSON as a field of type ``kind`` holds it: a record from its object, a tuple from a list."""
+    if dataclasses.is_dataclass(kind) and isinstance(value, dict):
+        return from_dict(kind, value)  # type: ignore[arg-type]  # (a dataclass type)
+    if typing.get_origin(kind) is tuple and isinstance(value, list):
+        parts = typing.get_args(kind)
+        each = [parts[0]] * len(value) if parts[-1:] == (Ellipsis,) else list(parts)
+        return tuple(_typed(part, v) for part, v in zip(each, value, strict=False))
+    return value
+
+
+def to_dict(value: T) -> Any:
+    """``value`` as JSON's data: a record (a dataclass) as an object of its fields, tuples as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_dict(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [to_dict(v) for v in value]
+    return value
+
+
+def from_dict(record: type[R], data: Mapping[str, object], *, besides: tuple[str, ...] = ()) -> R:
+    """The record of ``data`` (``to_dict``'s): its records made from their objects, tuples from lists.
+    ValueError naming a key that is not a field (but those ``besides``: a description's own, ``"example"``), a
+    field missing or malformed."""
+    kinds = typing.get_type_hints(record)
+    if unknown := sorted(set(data) - set(kinds) - set(besides)):
+        raise ValueError(f"{record.__name__} has no field {', '.join(unknown)} (its fields: {', '.join(kinds)})")
+    try:
+        return record(**{name: _typed(kind, data[name]) for name, kind in kinds.items() if name in data})
+    except TypeError as error:
+        raise ValueError(f"not the settings of a run ({error})") from None

@@ -1,0 +1,117 @@
+"""``applicative.training.settings``: a record of settings as flags, as JSON and as the rule of ``--resume``,
+each against the record written out by hand (its fields, defaults and types) and argparse's own parsing."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import Literal
+
+import pytest
+
+from applicative.training.settings import add_flags, chosen, from_dict, given, setting, to_dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Inner:
+    width: int = 8
+    sizes: tuple[int, ...] = ()
+    mode: str = "a"
+
+    def __post_init__(self) -> None:
+        if self.width < 1:
+            raise ValueError(f"width must be positive, got {self.width}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    task: str = setting(help="the task")
+    steps: int = setting(100, help="training steps, 50% more for luck")
+    rate: float = setting(0.5, help="learning rate")
+    fast: bool = setting(False, help="go fast")
+    kind: Literal["x", "y"] = setting("x", help="the kind")
+    inner: Inner = setting(Inner(), help="fields of Inner as JSON")
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="prog")
+    add_flags(parser, Run)
+    return parser.parse_args(argv)
+
+
+def test_the_flags_are_the_records_fields_typed_and_only_those_given_are_read() -> None:
+    args = _parse("--task", "t", "--steps", "7", "--rate", "0.25", "--fast", "--kind", "y", "--inner", '{"width": 3}')
+    assert given(args, Run) == {"task": "t", "steps": 7, "rate": 0.25, "fast": True, "kind": "y", "inner": {"width": 3}}
+    assert given(_parse("--no-fast"), Run) == {"fast": False}
+    assert given(_parse(), Run) == {}
+    assert chosen(Run, args) == Run("t", 7, 0.25, True, "y", Inner(width=3))
+    assert chosen(Run, _parse("--task", "t")) == Run("t")  # the record's defaults
+    assert chosen(Run, _parse("--task", "t", "--inner", '{"sizes": [4, 7]}')).inner == Inner(sizes=(4, 7))
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--steps", "x"], "argument --steps: invalid int value: 'x'"),
+        (["--kind", "z"], "argument --kind: invalid choice: 'z'"),
+        (["--inner", "[1]"], "argument --inner: must be a JSON object of fields, got [1]"),
+        (["--inner", "{"], "argument --inner: not JSON"),
+    ],
+)
+def test_a_malformed_flag_is_argparses_usage_error_naming_it(
+    argv: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as usage:
+        _parse(*argv)
+    assert usage.value.code == 2
+    assert error in capsys.readouterr().err
+
+
+def test_a_new_run_names_a_required_setting_missing_an_unknown_field_and_the_records_own_check() -> None:
+    with pytest.raises(ValueError, match=r"^a new run needs --task$"):
+        chosen(Run, _parse("--steps", "3"))
+    unknown = r"^--inner: Inner has no field depth, wdth \(its fields: mode, sizes, width\)$"
+    with pytest.raises(ValueError, match=unknown):
+        chosen(Run, _parse("--task", "t", "--inner", '{"wdth": 3, "depth": 1}'))
+    with pytest.raises(ValueError, match="width must be positive, got 0"):
+        chosen(Run, _parse("--task", "t", "--inner", '{"width": 0}'))
+
+
+def test_help_says_each_default_or_that_a_new_run_needs_it() -> None:
+    parser = argparse.ArgumentParser(prog="prog")
+    add_flags(parser, Run)
+    text = " ".join(parser.format_help().split())
+    assert "--task TASK the task (required for a new run)" in text
+    assert "--steps STEPS training steps, 50% more for luck (default: 100)" in text
+    assert "--fast, --no-fast go fast (default: False)" in text
+    assert "--kind {x,y} the kind (default: x)" in text
+    assert '--inner JSON fields of Inner as JSON (default: {"width": 8, "sizes": [], "mode": "a"})' in text
+
+
+def test_resume_keeps_the_runs_settings_and_names_every_flag_given_otherwise() -> None:
+    saved = Run("t", 7, 0.25, False, "y", Inner(width=3, sizes=(4, 7)))
+    assert chosen(Run, _parse(), saved, "runs/x") is saved  # nothing given: the run's own, not the defaults
+    agreeing = _parse("--task", "t", "--steps", "7", "--inner", '{"width": 3, "sizes": [4, 7]}')
+    assert chosen(Run, agreeing, saved, "runs/x") is saved
+    differing = _parse("--steps", "8", "--fast", "--kind", "y", "--inner", '{"width": 3, "sizes": [4], "mode": "a"}')
+    with pytest.raises(ValueError, match=r"^--resume continues runs/x") as refused:
+        chosen(Run, differing, saved, "runs/x")
+    assert str(refused.value) == (
+        "--resume continues runs/x with its own settings; given otherwise: --steps: 7 in the run, 8 given; "
+        "--fast: false in the run, true given; --inner sizes: [4, 7] in the run, [4] given"
+    )
+    with pytest.raises(ValueError, match="Inner has no field depth"):
+        chosen(Run, _parse("--inner", '{"depth": 1}'), saved, "runs/x")
+
+
+def test_a_record_goes_to_json_and_back_whole() -> None:
+    run = Run("t", 7, 0.25, True, "y", Inner(width=3, sizes=(4, 7), mode="b"))
+    data = json.loads(json.dumps({"example": "e", **to_dict(run)}))
+    assert data == {"example": "e", "task": "t", "steps": 7, "rate": 0.25, "fast": True, "kind": "y",
+                    "inner": {"width": 3, "sizes": [4, 7], "mode": "b"}}  # fmt: skip
+    assert from_dict(Run, data, besides=("example",)) == run  # the list read back as the tuple, the object as Inner
+    with pytest.raises(ValueError, match=r"^Run has no field example \(its fields: task, steps, rate, fast, kind"):
+        from_dict(Run, data)
+    with pytest.raises(ValueError, match="not the settings of a run"):
+        from_dict(Run, {"steps": 3})
