@@ -16,7 +16,8 @@ A record is a frozen dataclass whose fields are ``setting``\\ s (a default, or n
 
 A field's flag is its name with dashes (``per_epoch``: ``--per-epoch``), of its type: ``int``, ``float``, ``str``,
 ``bool`` (``--x``/``--no-x``), a ``Literal`` (its choices), a record (a JSON object of some of its fields, over
-its default: ``--config '{"processor": "max"}'``) or any other (a JSON value, which the record's
+its default: ``--config '{"processor": "max"}'``; or, its setting marked ``flat``, a flag for each of its fields
+and of the records within it: ``--learning-rate``) or any other (a JSON value, which the record's
 ``__post_init__`` checks). The rule of ``--resume``, one for every command line: the run's own settings are read
 back from the run, and a flag given beside ``--resume`` must agree with them: ``chosen`` refuses a disagreement
 with a ValueError naming each setting, its value in the run and the value given. (Why not tyro or
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import typing
 from collections.abc import Mapping
@@ -44,9 +46,10 @@ T = TypeVar("T")
 R = TypeVar("R", bound="DataclassInstance")
 
 
-def setting(default: Any = dataclasses.MISSING, *, help: str) -> Any:
-    """A field of a record of settings: ``default`` (none: required on a new run) and its flag's ``help``."""
-    metadata = {"help": help}
+def setting(default: Any = dataclasses.MISSING, *, help: str, flat: bool = False) -> Any:
+    """A field of a record of settings: ``default`` (none: required on a new run) and its flag's ``help``; a
+    record's with ``flat``, a flag for each of its fields (and of the records within it) in place of a JSON one."""
+    metadata = {"help": help, "flat": flat}
     if dataclasses.is_dataclass(default):
         return dataclasses.field(default_factory=lambda: default, metadata=metadata)  # (a record is immutable)
     return dataclasses.field(default=default, metadata=metadata)
@@ -73,26 +76,51 @@ def _json(text: str) -> object:
         raise argparse.ArgumentTypeError(f"not JSON ({error}): {text}") from None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Flag:
+    """A setting's flag: the field's ``path`` from the record (``("config", "batch")``), its ``name``
+    (``--batch``), type, default (``MISSING``: required) and help."""
+
+    path: tuple[str, ...]
+    name: str
+    kind: Any
+    default: Any
+    help: str
+
+
+def _flags(record: type[Any], within: tuple[str, ...] = (), defaults: Any = None) -> list[_Flag]:
+    """The flags of ``record``'s fields; a record's marked ``flat``, and every record within it, gives a flag
+    to each of its fields, named by the field alone, its default the enclosing default's."""
+    kinds, flags = typing.get_type_hints(record), []
+    for field in dataclasses.fields(record):
+        default = _default(field) if defaults is None else getattr(defaults, field.name)
+        path, kind = (*within, field.name), kinds[field.name]
+        if dataclasses.is_dataclass(kind) and (field.metadata.get("flat") or within):
+            flags += _flags(kind, path, default)  # type: ignore[arg-type]  # (a dataclass type)
+        else:
+            flags.append(_Flag(path, _flag(field.name), kind, default, field.metadata.get("help", "")))
+    return flags
+
+
 def add_flags(parser: argparse.ArgumentParser, record: type[Any]) -> None:
     """A flag for each field of ``record`` on ``parser`` (the module's docstring), each ``help`` saying its default
     or that a new run needs it. A flag not given leaves no attribute (``given`` reads those given)."""
-    types = typing.get_type_hints(record)
-    for field in dataclasses.fields(record):
-        kind, text = types[field.name], field.metadata.get("help", "")
-        default = _default(field)
-        said = "required for a new run" if default is dataclasses.MISSING else f"default: {_shown(default)}"
-        options: dict[str, Any] = {"default": argparse.SUPPRESS, "help": f"{text} ({said})".replace("%", "%%")}
-        if kind is bool:
+    for flag in _flags(record):
+        shown = json.dumps(to_dict(flag.default)) if dataclasses.is_dataclass(flag.default) else str(flag.default)
+        said = "required for a new run" if flag.default is dataclasses.MISSING else f"default: {shown}"
+        text = f"{flag.help} ({said})" if flag.help else f"({said})"
+        options: dict[str, Any] = {"default": argparse.SUPPRESS, "help": text.replace("%", "%%")}
+        if flag.kind is bool:
             options["action"] = argparse.BooleanOptionalAction
-        elif typing.get_origin(kind) is Literal:
-            options |= {"choices": typing.get_args(kind), "type": type(typing.get_args(kind)[0])}
-        elif kind in (int, float, str):
-            options["type"] = kind
-        elif dataclasses.is_dataclass(kind):
+        elif typing.get_origin(flag.kind) is Literal:
+            options |= {"choices": typing.get_args(flag.kind), "type": type(typing.get_args(flag.kind)[0])}
+        elif flag.kind in (int, float, str):
+            options |= {"type": flag.kind, "metavar": flag.path[-1].upper()}
+        elif dataclasses.is_dataclass(flag.kind):
             options |= {"type": _json_object, "metavar": "JSON"}
         else:
             options |= {"type": _json, "metavar": "JSON"}
-        parser.add_argument(_flag(field.name), dest=field.name, **options)
+        parser.add_argument(flag.name, dest=".".join(flag.path), **options)
 
 
 def _default(field: dataclasses.Field[Any]) -> Any:
@@ -101,13 +129,10 @@ def _default(field: dataclasses.Field[Any]) -> Any:
     return field.default
 
 
-def _shown(value: object) -> str:
-    return json.dumps(to_dict(value)) if dataclasses.is_dataclass(value) else str(value)
-
-
 def given(args: argparse.Namespace, record: type[Any]) -> dict[str, object]:
-    """The fields of ``record`` whose flags the command line gave (``add_flags``), with their values."""
-    return {f.name: getattr(args, f.name) for f in dataclasses.fields(record) if hasattr(args, f.name)}
+    """The settings of ``record`` whose flags the command line gave (``add_flags``), by their paths
+    (``"config.batch"`` for a field of a flattened record), with their values."""
+    return {dest: getattr(args, dest) for flag in _flags(record) if hasattr(args, dest := ".".join(flag.path))}
 
 
 def chosen(record: type[R], args: argparse.Namespace, saved: R | None = None, where: str = "the run") -> R:
@@ -115,24 +140,35 @@ def chosen(record: type[R], args: argparse.Namespace, saved: R | None = None, wh
     ``saved`` (the run's own, read back from ``where``), each flag given agreeing with it. ValueError naming a
     required setting not given, a record's field that does not exist, or every setting given otherwise than
     the run holds it ("--steps: 1500 in the run, 3000 given")."""
-    flags, kinds = given(args, record), typing.get_type_hints(record)
+    values = given(args, record)
+    flags = [(flag, values[".".join(flag.path)]) for flag in _flags(record) if ".".join(flag.path) in values]
     if saved is None:
-        defaults = {f.name: _default(f) for f in dataclasses.fields(record)}
-        if absent := [_flag(name) for name, v in defaults.items() if v is dataclasses.MISSING and name not in flags]:
+        if absent := [f.name for f in _flags(record) if f.default is dataclasses.MISSING and ".".join(f.path) not in values]:  # noqa: E501
             raise ValueError(f"a new run needs {', '.join(absent)}")
-        values = defaults | {name: _over(defaults[name], v, name, kinds[name]) for name, v in flags.items()}
-        return record(**values)
+        fields = {f.name: _default(f) for f in dataclasses.fields(record)}
+        for flag, value in flags:
+            top, *rest = flag.path
+            fields[top] = _put(fields[top], rest, value, flag)
+        return record(**fields)
     differ = []
-    for name, value in flags.items():
-        ours = getattr(saved, name)
+    for flag, value in flags:
+        ours = functools.reduce(getattr, flag.path, saved)
         if dataclasses.is_dataclass(ours) and isinstance(value, dict):
-            theirs = _over(ours, value, name, kinds[name])
-            differ += [_differ(f"{_flag(name)} {key}", getattr(ours, key), getattr(theirs, key)) for key in value]
+            theirs = _over(ours, value, flag)
+            differ += [_differ(f"{flag.name} {key}", getattr(ours, key), getattr(theirs, key)) for key in value]
         else:
-            differ.append(_differ(_flag(name), ours, _typed(kinds[name], value)))
+            differ.append(_differ(flag.name, ours, _typed(flag.kind, value)))
     if differing := [line for line in differ if line]:
         raise ValueError(f"--resume continues {where} with its own settings; given otherwise: {'; '.join(differing)}")
     return saved
+
+
+def _put(value: Any, path: list[str], given: object, flag: _Flag) -> Any:
+    """``value`` with the setting at ``path`` within it given (``_over``)."""
+    if not path:
+        return _over(value, given, flag)
+    inner = _put(getattr(value, path[0]), path[1:], given, flag)
+    return dataclasses.replace(value, **{path[0]: inner})
 
 
 def _differ(name: str, ours: object, theirs: object) -> str:
@@ -142,14 +178,14 @@ def _differ(name: str, ours: object, theirs: object) -> str:
     return f"{name}: {json.dumps(to_dict(ours))} in the run, {json.dumps(to_dict(theirs))} given"
 
 
-def _over(default: Any, value: Any, name: str, kind: Any) -> Any:
-    """``value`` given for the field ``name`` of type ``kind``: a record's fields given as a dict, over its
-    ``default`` (a field it does not have named); any other value as its type holds it (``_typed``)."""
+def _over(default: Any, value: Any, flag: _Flag) -> Any:
+    """``value`` given for ``flag``'s setting: a record's fields given as a dict, over its ``default`` (a field it
+    does not have named); any other value as its type holds it (``_typed``)."""
     if not (dataclasses.is_dataclass(default) and isinstance(value, dict)):
-        return _typed(kind, value)
+        return _typed(flag.kind, value)
     kinds = typing.get_type_hints(type(default))
     if unknown := sorted(set(value) - set(kinds)):
-        raise ValueError(f"{_flag(name)}: {type(default).__name__} has no field {', '.join(unknown)} "
+        raise ValueError(f"{flag.name}: {type(default).__name__} has no field {', '.join(unknown)} "
                          f"(its fields: {', '.join(sorted(kinds))})")  # fmt: skip
     record = typing.cast("DataclassInstance", default)
     return dataclasses.replace(record, **{key: _typed(kinds[key], v) for key, v in value.items()})

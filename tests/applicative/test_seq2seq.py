@@ -233,10 +233,11 @@ def test_decode_is_greedy_decoding_through_one_compile_per_bucket(trained: Seq2S
 
 @pytest.mark.slow
 def test_parse_gives_one_tree_or_none_per_fragment(trained: Seq2Seq, held_out: list[Fragment]) -> None:
+    decoded = seq2seq.decode(trained, held_out, batch=5, max_symbols=MAX_SYMBOLS)  # compiled here or before
     before = seq2seq.decoding_compilations()
     parsed = seq2seq.parse(trained, held_out, batch=5, max_symbols=MAX_SYMBOLS)
-    decoded = seq2seq.decode(trained, held_out, batch=5, max_symbols=MAX_SYMBOLS)
-    assert seq2seq.decoding_compilations() - before <= 1  # the decode test's, but the 64 prefix if it missed it
+    assert seq2seq.decode(trained, held_out, batch=5, max_symbols=MAX_SYMBOLS) == decoded
+    assert seq2seq.decoding_compilations() == before  # parse decodes with decode's compiled steps: none more
     assert len(parsed) == len(held_out)
     for fragment, tree, symbols in zip(held_out, parsed, decoded, strict=True):
         n = len(fragment.tokens)
@@ -378,6 +379,14 @@ def test_the_command_line_trains_evaluates_and_plots(tmp_path: Path, capsys: pyt
     assert (run / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["train", "--out", str(run), "--steps", "6", "--log-every", "3", *TINY_FLAGS]) == 1
     assert "already holds a run" in capsys.readouterr().err
+    assert main(["train", "--out", str(run), "--resume", "--quiet"]) == 0  # its own settings, read back
+    assert "trained 6 of 6 steps" in capsys.readouterr().out
+    other = ["--steps", "6", "--learning-rate", "0.5", "--held-out", "9"]  # the first as the run's
+    assert main(["train", "--out", str(run), "--resume", *other]) == 1
+    assert capsys.readouterr().err.endswith(
+        f"--resume continues {run} with its own settings; given otherwise: --held-out: 8 in the run, 9 given; "
+        "--learning-rate: 0.003 in the run, 0.5 given\n"
+    )
     assert main(["evaluate", str(tmp_path / "none")]) == 1
     assert "error: no trained run at" in capsys.readouterr().err
 

@@ -115,3 +115,36 @@ def test_a_record_goes_to_json_and_back_whole() -> None:
         from_dict(Run, data)
     with pytest.raises(ValueError, match="not the settings of a run"):
         from_dict(Run, {"steps": 3})
+
+
+@dataclasses.dataclass(frozen=True)
+class Optimiser:
+    rate: float = 0.1
+    clip: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    width: int = 8
+    optimiser: Optimiser = Optimiser(rate=0.01)  # a default other than Optimiser's own
+
+
+@dataclasses.dataclass(frozen=True)
+class Flat:
+    steps: int = setting(5, help="training steps")
+    model: Model = setting(Model(), help="the model", flat=True)
+
+
+def test_a_flat_records_fields_and_those_of_the_records_within_it_are_flags_of_their_own() -> None:
+    parser = argparse.ArgumentParser(prog="prog")
+    add_flags(parser, Flat)
+    text = " ".join(parser.format_help().split())
+    assert "--width WIDTH (default: 8) --rate RATE (default: 0.01) --clip CLIP (default: 1.0)" in text
+    args = parser.parse_args(["--rate", "0.5", "--width", "3"])
+    assert given(args, Flat) == {"model.width": 3, "model.optimiser.rate": 0.5}
+    assert chosen(Flat, args) == Flat(5, Model(3, Optimiser(rate=0.5)))  # the clip Model's default gives
+    assert chosen(Flat, parser.parse_args([])) == Flat()
+    saved = Flat(5, Model(3, Optimiser(rate=0.5)))
+    assert chosen(Flat, args, saved) is saved
+    with pytest.raises(ValueError, match=r"given otherwise: --rate: 0.5 in the run, 0.25 given$"):
+        chosen(Flat, parser.parse_args(["--rate", "0.25", "--width", "3"]), saved)

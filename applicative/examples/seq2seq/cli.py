@@ -21,46 +21,46 @@ from pathlib import Path
 import numpy as np
 
 from applicative.examples import syntax
-from applicative.examples.common import Optimisation
 from applicative.examples.seq2seq.decoding import parse
 from applicative.examples.seq2seq.model import Config
 from applicative.examples.seq2seq.training import Data, description, load, train
-from applicative.training import command
+from applicative.training import command, settings
 from applicative.training.checkpoints import history
+from applicative.training.settings import from_dict, setting
 
-__all__ = ["PROG", "STEPS", "main", "report"]
+__all__ = ["PROG", "STEPS", "Run", "main", "report"]
 
 PROG = "python -m applicative.examples.seq2seq"
 STEPS = 1000  # the default run's training steps
 
 
-def _settings(parser: argparse.ArgumentParser, settings: type[Config] | type[Data]) -> None:
-    """A flag for each field of ``settings`` (``--first-bucket`` for ``first_bucket``), its default the field's;
-    ``Config.optimisation``'s fields are flags of their own (``--learning-rate``...)."""
-    for field in dataclasses.fields(settings):
-        if field.name == "optimisation":
-            continue
-        default = field.default
-        parser.add_argument("--" + field.name.replace("_", "-"), type=type(default), default=default,
-                            help="(default: %(default)s)")  # fmt: skip
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A command-line run's settings (its config.json holds them beside its fragments' digests)."""
 
-
-def _chosen(args: argparse.Namespace, settings: type[Config] | type[Data] | type[Optimisation]) -> dict[str, object]:
-    fields = dataclasses.fields(settings)
-    return {field.name: getattr(args, field.name) for field in fields if field.name != "optimisation"}
+    steps: int = setting(STEPS, help="training steps")
+    seed: int = setting(0, help="the files' order and the run's")
+    log_every: int = setting(50, help="steps an epoch: a line, a checkpoint, the held-out loss")
+    data: Data = setting(Data(), help="the fragments", flat=True)
+    config: Config = setting(Config(), help="the model and its optimisation", flat=True)
 
 
 def _train(args: argparse.Namespace) -> int | None:
-    data = Data(**_chosen(args, Data))  # type: ignore[arg-type]
-    config = Config(**_chosen(args, Config), optimisation=Optimisation(**_chosen(args, Optimisation)))  # type: ignore[arg-type]
-    fragments, held_out = data.training(args.seed)
-    trained = train(fragments, args.steps, config=config, seed=args.seed, log_every=args.log_every, out=args.out,
-                    resume=args.resume, seconds=args.seconds, progress=not args.quiet, held_out=held_out,
-                    data=data)  # fmt: skip
+    saved = None
+    if args.resume:
+        run = description(args.out)
+        if run["data"] is None:
+            raise ValueError(f"{args.out} was trained from Python on fragments of its caller's: resume it there")
+        saved = from_dict(Run, {key: run[key] for key in ("steps", "seed", "log_every", "data", "config")})
+    chosen = settings.chosen(Run, args, saved, str(args.out))
+    fragments, held_out = chosen.data.training(chosen.seed)
+    trained = train(fragments, chosen.steps, config=chosen.config, seed=chosen.seed, log_every=chosen.log_every,
+                    out=args.out, resume=args.resume, seconds=args.seconds, progress=not args.quiet,
+                    held_out=held_out, data=chosen.data)  # fmt: skip
     done = len(trained.losses)
-    spent = "" if done == args.steps else ": the --seconds budget is spent, --resume goes on"
-    print(f"trained {done} of {args.steps} steps in {trained.seconds:.0f} s into {args.out}{spent}")
-    return command.UNFINISHED if done < args.steps else None
+    spent = "" if done == chosen.steps else ": the --seconds budget is spent, --resume goes on"
+    print(f"trained {done} of {chosen.steps} steps in {trained.seconds:.0f} s into {args.out}{spent}")
+    return command.UNFINISHED if done < chosen.steps else None
 
 
 def report(directory: Path, batch: int = 32) -> list[str]:
@@ -106,16 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     training = commands.add_parser("train", help="train a run into --out")
     command.add_flags(training)
-    training.add_argument("--steps", type=int, default=STEPS, help="training steps (default: %(default)s)")
-    training.add_argument("--seed", type=int, default=0, help="the files' order and the run's (default: %(default)s)")
-    epoch = "steps an epoch: a line, a checkpoint, the held-out loss (default: %(default)s)"
-    training.add_argument("--log-every", type=int, default=50, help=epoch)
-    _settings(training, Data)
-    _settings(training, Config)
-    for field in dataclasses.fields(Optimisation):  # Config.optimisation's, its defaults Config()'s
-        default = getattr(Config().optimisation, field.name)
-        training.add_argument("--" + field.name.replace("_", "-"), type=type(default), default=default,
-                              help="(default: %(default)s)")  # fmt: skip
+    settings.add_flags(training, Run)
     evaluating = commands.add_parser("evaluate", help="score a run on its test fragments")
     evaluating.add_argument("directory", type=Path)
     evaluating.add_argument("--batch", type=int, default=32, help="fragments decoded at once (default: %(default)s)")
