@@ -12,8 +12,9 @@
     plot DIR                      DIR/loss.png: the loss per step and the held-out loss
 
 Exit statuses are ``applicative.training.command.run``'s: 0; 75 after SIGTERM or the --seconds budget
-(checkpointed: ``--resume`` goes on); 1 with "python -m applicative.examples.parsing NAME: error: ..." after bad
-input, a run directory that holds a run already (without ``--resume``) or another run's settings.
+(checkpointed: ``--resume`` goes on, the run's settings read back: ``Flags``); 1 with "python -m
+applicative.examples.parsing NAME: error: ..." after bad input, a run directory that holds a run already (without
+``--resume``), or a flag given with ``--resume`` that differs from the run's.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import contextlib
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from applicative.examples import syntax
@@ -36,7 +37,8 @@ from applicative.examples.parsing.runs import PER_EPOCH, STEPS, Result, Run, eva
 from applicative.examples.parsing.source import Parsed, compared, decoded, parse_source, sources, unread
 from applicative.examples.parsing.testing import Measured
 from applicative.examples.trees import LIBRARY
-from applicative.training import command
+from applicative.training import command, settings
+from applicative.training.settings import setting
 
 __all__ = ["main"]
 
@@ -83,26 +85,65 @@ def _draw(parser: Parser, config: Config, data: Data, path: Path) -> None:
     print(f"drew {fragment.name} to {path}")
 
 
+_D = Config()
+
+
+@dataclasses.dataclass(frozen=True)
+class Flags:
+    """A run's settings as its command line says them (``runs.Run``'s: ``run``, and back, ``of``): the model's
+    layers one count for the reader and the builder, the bands the first K."""
+
+    steps: int = setting(STEPS, help="training steps")
+    seed: int = setting(0, help="random seed")
+    per_epoch: int = setting(PER_EPOCH, help="steps an epoch: a line, a checkpoint, a held-out loss")
+    train_fragments: int = setting(_D.train_fragments, help="training fragments, all bands together")
+    test_fragments: int = setting(_D.test_fragments, help="held-out fragments a band, drawn at random from all")
+    bands: int = setting(len(_D.bands), help="the first K bands of 1-32, 33-128 and 129-512 tokens")
+    width: int = setting(_D.width, help="features of the model's states")
+    hidden: int = setting(_D.hidden, help="features inside the MLP")
+    heads: int = setting(_D.heads, help="attention heads")
+    head_features: int = setting(_D.head_features, help="features of a head")
+    layers: int = setting(_D.reader_layers, help="layers of the reader, and of the builder")
+    pointer: int = setting(_D.pointer, help="features of the pointer's projections")
+    learning_rate: float = setting(_D.optimisation.learning_rate, help="the peak learning rate")
+    warmup: int = setting(_D.optimisation.warmup, help="warm-up steps")
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "per_epoch", "train_fragments", "bands", "width", "hidden", "heads", "head_features",
+                     "layers", "pointer"):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.bands > len(_D.bands):
+            raise ValueError(f"--bands {self.bands}: there are {len(_D.bands)} bands")
+
+    def run(self) -> Run:
+        config = dataclasses.replace(
+            _D, width=self.width, hidden=self.hidden, heads=self.heads, head_features=self.head_features,
+            reader_layers=self.layers, builder_layers=self.layers, pointer=self.pointer,
+            optimisation=dataclasses.replace(_D.optimisation, learning_rate=self.learning_rate, warmup=self.warmup),
+            bands=_D.bands[: self.bands], train_share=_D.train_share[: self.bands],
+            train_fragments=self.train_fragments, test_fragments=self.test_fragments,
+        )  # fmt: skip
+        return Run(self.steps, self.seed, self.per_epoch, config)
+
+    @staticmethod
+    def of(run: Run) -> Flags:
+        c = run.config
+        return Flags(run.steps, run.seed, run.per_epoch, c.train_fragments, c.test_fragments, len(c.bands), c.width,
+                     c.hidden, c.heads, c.head_features, c.reader_layers, c.pointer, c.optimisation.learning_rate,
+                     c.optimisation.warmup)  # fmt: skip
+
+
 def _train(args: argparse.Namespace) -> int | None:
     start = time.perf_counter()
-    defaults = Config()
-    if args.bands > len(defaults.bands):
-        raise ValueError(f"--bands {args.bands}: there are {len(defaults.bands)} bands")
-    config = Config(
-        width=args.width, hidden=args.hidden, heads=args.heads, head_features=args.head_features,
-        reader_layers=args.layers, builder_layers=args.layers, pointer=args.pointer,
-        optimisation=dataclasses.replace(defaults.optimisation, learning_rate=args.learning_rate, warmup=args.warmup),
-        bands=defaults.bands[: args.bands],
-        train_share=defaults.train_share[: args.bands], train_fragments=args.train_fragments,
-        test_fragments=args.test_fragments,
-    )  # fmt: skip
-    data = load_data(config, args.seed)
+    run = settings.chosen(Flags, args, Flags.of(Run.read(args.out)) if args.resume else None, str(args.out)).run()
+    data = load_data(run.config, run.seed)
     trained, config, result = train(
-        args.steps, args.seed, config, data, args.seq2seq_steps, progress=not args.quiet, out=args.out,
-        resume=args.resume, seconds=args.seconds, per_epoch=args.per_epoch,
+        run.steps, run.seed, run.config, data, args.seq2seq_steps, progress=not args.quiet, out=args.out,
+        resume=args.resume, seconds=args.seconds, per_epoch=run.per_epoch,
     )  # fmt: skip
-    if result.steps < args.steps:
-        print(f"stopped after step {result.steps} of {args.steps}, checkpointed in {args.out}: continue with --resume")
+    if result.steps < run.steps:
+        print(f"stopped after step {result.steps} of {run.steps}, checkpointed in {args.out}: continue with --resume")
         return command.UNFINISHED
     for line in lines(result):
         print(line)
@@ -191,40 +232,15 @@ def _plot(args: argparse.Namespace) -> None:
     print(f"wrote {command.plot(args.run, Run.read(args.run).per_epoch)}")
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's); the exit status."""
     parser = argparse.ArgumentParser(prog=PROG, description="Train a transformer to parse Python: tokens to trees.")
     commands = parser.add_subparsers(dest="command", required=True)
     training = commands.add_parser("train", help="train the parser (and its seq2seq baseline), then test them")
     command.add_flags(training)
-    d = Config()
-    settings: list[tuple[str, Callable[[str], object], object, str]] = [
-        ("--steps", _positive, STEPS, "training steps"),
-        ("--seed", int, 0, "random seed"),
-        ("--per-epoch", _positive, PER_EPOCH, "steps an epoch: a line, a checkpoint, a held-out loss"),
-        ("--seq2seq-steps", int, 0, "the seq2seq baseline's steps, 0: none"),
-        ("--train-fragments", _positive, d.train_fragments, "training fragments, all bands together"),
-        ("--test-fragments", int, d.test_fragments, "held-out fragments a band, drawn at random from all"),
-        ("--bands", _positive, len(d.bands), "the first K bands of 1-32, 33-128 and 129-512 tokens"),
-        ("--width", _positive, d.width, "features of the model's states"),
-        ("--hidden", _positive, d.hidden, "features inside the MLP"),
-        ("--heads", _positive, d.heads, "attention heads"),
-        ("--head-features", _positive, d.head_features, "features of a head"),
-        ("--layers", _positive, d.reader_layers, "layers of the reader, and of the builder"),
-        ("--pointer", _positive, d.pointer, "features of the pointer's projections"),
-        ("--learning-rate", float, d.optimisation.learning_rate, "the peak learning rate"),
-        ("--warmup", int, d.optimisation.warmup, "warm-up steps"),
-    ]
-    for flag, kind, default, what in settings:
-        said = what if default is None else f"{what} (default: %(default)s)"
-        training.add_argument(flag, type=kind, default=default, help=said)
+    settings.add_flags(training, Flags)
+    baseline = "the seq2seq baseline's steps, trained after the parser, 0: none (default: 0)"
+    training.add_argument("--seq2seq-steps", type=int, default=0, help=baseline)
     training.add_argument("--figure", type=Path, help="draw a held-out fragment's trees to this PNG")
     evaluating = commands.add_parser("evaluate", help="test a trained run on the held-out files")
     evaluating.add_argument("run", type=Path, help="the run directory")
