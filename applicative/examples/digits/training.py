@@ -5,8 +5,9 @@
     evaluate(DIR)                         the ``Result`` of the run in DIR, read back (``restore``)
     main(argv)                            ``python -m applicative.examples.digits train|evaluate|plot``
 
-The run's settings (``Config``, the step count and the seed) are its description, config.json: a resume with
-other settings is refused, and ``evaluate`` and ``plot`` read them back from the run alone.
+The run's settings (``Config``, the step count and the seed: ``Run``, the command line's flags) are its
+description, config.json: ``--resume`` reads them back (a flag given beside it must agree), ``fit`` refuses a
+resume of other settings, and ``evaluate`` and ``plot`` read them back from the run alone.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from applicative.examples.common import Optimisation
 from applicative.examples.digits.data import keys, source, test_set
 from applicative.examples.digits.model import VOCABULARY, Config, DigitModel, accuracy, init_model, loss, predict
 from applicative.training import Learner, State, command, fit, restore
+from applicative.training import settings as settings_
 from applicative.training.files import CONFIG
+from applicative.training.settings import setting
 
 __all__ = ["Result", "description", "evaluate", "learner", "main", "optimiser", "settings", "train"]
 
@@ -93,6 +96,16 @@ def settings(text: str) -> tuple[Config, int, int]:
     if not (isinstance(steps, int) and steps >= 1 and isinstance(seed, int)):
         raise ValueError(f"{CONFIG}: steps = {steps!r} must be a positive integer and seed = {seed!r} an integer")
     return config, steps, seed
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A run's settings as its command line gives them (``settings_``): its config.json holds them (``description``,
+    every setting at the top level)."""
+
+    steps: int = setting(300, help="training steps")
+    seed: int = setting(0, help="random seed")
+    config: Config = setting(Config(), help="the model, its data and its optimisation", flat=True)
 
 
 def train(
@@ -169,30 +182,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     learn = commands.add_parser("train", help="train a model into --out, then test it")
     command.add_flags(learn)
-    learn.add_argument("--steps", type=int, default=300, help="training steps (default: %(default)s)")
-    learn.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    defaults = Config()
-    for field in dataclasses.fields(Config):
-        if field.name != "optimisation":
-            learn.add_argument(f"--{field.name.replace('_', '-')}", type=int, default=getattr(defaults, field.name),
-                               help="default: %(default)s")  # fmt: skip
-    for field in dataclasses.fields(Optimisation):
-        value = getattr(defaults.optimisation, field.name)
-        learn.add_argument(f"--{field.name.replace('_', '-')}", type=type(value), default=value,
-                           help="default: %(default)s")  # fmt: skip
+    settings_.add_flags(learn, Run)
     for name, what in (("evaluate", "test the model of a run again"), ("plot", "the run's losses: DIR/loss.png")):
         commands.add_parser(name, help=what).add_argument("run", type=Path, help="the run's directory")
     args = parser.parse_args(argv)
 
     def action() -> int | None:
         if args.command == "train":
-            optimisation = Optimisation(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Optimisation)})
-            names = [f.name for f in dataclasses.fields(Config) if f.name != "optimisation"]
-            config = Config(**{name: getattr(args, name) for name in names}, optimisation=optimisation)
-            result = train(args.steps, args.seed, config, out=args.out, resume=args.resume, seconds=args.seconds,
+            saved = None
+            if args.resume:
+                config, steps, seed = _settings_of(args.out)
+                saved = Run(steps, seed, config)
+            run = settings_.chosen(Run, args, saved, str(args.out))
+            result = train(run.steps, run.seed, run.config, out=args.out, resume=args.resume, seconds=args.seconds,
                            progress=not args.quiet)  # fmt: skip
-            print(report(result, args.steps))
-            return command.UNFINISHED if result.step < args.steps else None
+            print(report(result, run.steps))
+            return command.UNFINISHED if result.step < run.steps else None
         elif args.command == "evaluate":
             print(report(evaluate(args.run), _settings_of(args.run)[1]))
         else:
