@@ -34,7 +34,7 @@ import dataclasses
 import functools
 import json
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
@@ -46,10 +46,14 @@ T = TypeVar("T")
 R = TypeVar("R", bound="DataclassInstance")
 
 
-def setting(default: Any = dataclasses.MISSING, *, help: str, flat: bool = False) -> Any:
+def setting(
+    default: Any = dataclasses.MISSING, *, help: str, flat: bool = False, parse: Callable[[str], Any] | None = None
+) -> Any:
     """A field of a record of settings: ``default`` (none: required on a new run) and its flag's ``help``; a
-    record's with ``flat``, a flag for each of its fields (and of the records within it) in place of a JSON one."""
-    metadata = {"help": help, "flat": flat}
+    record's with ``flat``, a flag for each of its fields (and of the records within it) in place of a JSON one;
+    ``parse``, the flag's own reading of its text in place of its type's (argparse's ``type``: a
+    ``argparse.ArgumentTypeError`` it raises is a usage error naming the flag)."""
+    metadata = {"help": help, "flat": flat, "parse": parse}
     if dataclasses.is_dataclass(default):
         return dataclasses.field(default_factory=lambda: default, metadata=metadata)  # (a record is immutable)
     return dataclasses.field(default=default, metadata=metadata)
@@ -86,6 +90,12 @@ class _Flag:
     kind: Any
     default: Any
     help: str
+    parse: Callable[[str], Any] | None = None
+
+    @property
+    def dest(self) -> str:
+        """Its attribute of argparse's namespace: the path joined by dots."""
+        return ".".join(self.path)
 
 
 def _flags(record: type[Any], within: tuple[str, ...] = (), defaults: Any = None) -> list[_Flag]:
@@ -98,14 +108,16 @@ def _flags(record: type[Any], within: tuple[str, ...] = (), defaults: Any = None
         if dataclasses.is_dataclass(kind) and (field.metadata.get("flat") or within):
             flags += _flags(kind, path, default)  # type: ignore[arg-type]  # (a dataclass type)
         else:
-            flags.append(_Flag(path, _flag(field.name), kind, default, field.metadata.get("help", "")))
+            metadata = field.metadata
+            flags.append(_Flag(path, _flag(field.name), kind, default, metadata.get("help", ""), metadata.get("parse")))
     return flags
 
 
-def add_flags(parser: argparse.ArgumentParser, record: type[Any]) -> None:
+def add_flags(parser: argparse.ArgumentParser, record: type[R], defaults: R | None = None) -> None:
     """A flag for each field of ``record`` on ``parser`` (the module's docstring), each ``help`` saying its default
-    or that a new run needs it. A flag not given leaves no attribute (``given`` reads those given)."""
-    for flag in _flags(record):
+    (``defaults``' where given: a task's own) or that a new run needs it. A flag not given leaves no attribute
+    (``given`` reads those given)."""
+    for flag in _flags(record, (), defaults):
         shown = json.dumps(to_dict(flag.default)) if dataclasses.is_dataclass(flag.default) else str(flag.default)
         said = "required for a new run" if flag.default is dataclasses.MISSING else f"default: {shown}"
         text = f"{flag.help} ({said})" if flag.help else f"({said})"
@@ -120,7 +132,9 @@ def add_flags(parser: argparse.ArgumentParser, record: type[Any]) -> None:
             options |= {"type": _json_object, "metavar": "JSON"}
         else:
             options |= {"type": _json, "metavar": "JSON"}
-        parser.add_argument(flag.name, dest=".".join(flag.path), **options)
+        if flag.parse is not None:
+            options["type"] = flag.parse
+        parser.add_argument(flag.name, dest=flag.dest, **options)
 
 
 def _default(field: dataclasses.Field[Any]) -> Any:
@@ -132,20 +146,24 @@ def _default(field: dataclasses.Field[Any]) -> Any:
 def given(args: argparse.Namespace, record: type[Any]) -> dict[str, object]:
     """The settings of ``record`` whose flags the command line gave (``add_flags``), by their paths
     (``"config.batch"`` for a field of a flattened record), with their values."""
-    return {dest: getattr(args, dest) for flag in _flags(record) if hasattr(args, dest := ".".join(flag.path))}
+    return {flag.dest: getattr(args, flag.dest) for flag in _flags(record) if hasattr(args, flag.dest)}
 
 
-def chosen(record: type[R], args: argparse.Namespace, saved: R | None = None, where: str = "the run") -> R:
-    """The settings of a run: with ``saved`` None (a new run), the flags given over ``record``'s defaults; else
-    ``saved`` (the run's own, read back from ``where``), each flag given agreeing with it. ValueError naming a
-    required setting not given, a record's field that does not exist, or every setting given otherwise than
-    the run holds it ("--steps: 1500 in the run, 3000 given")."""
-    values = given(args, record)
-    flags = [(flag, values[".".join(flag.path)]) for flag in _flags(record) if ".".join(flag.path) in values]
+def chosen(
+    record: type[R], args: argparse.Namespace, saved: R | None = None, where: str = "the run", defaults: R | None = None
+) -> R:
+    """The settings of a run: with ``saved`` None (a new run), the flags given over ``record``'s defaults (or
+    ``defaults``, as ``add_flags`` was given them); else ``saved`` (the run's own, read back from ``where``), each
+    flag given agreeing with it. ValueError naming a required setting not given, a record's field that does not
+    exist, or every setting given otherwise than the run holds it ("--steps: 1500 in the run, 3000 given")."""
+    values, every = given(args, record), _flags(record, (), defaults)
+    flags = [(flag, values[flag.dest]) for flag in every if flag.dest in values]
     if saved is None:
-        if absent := [f.name for f in _flags(record) if f.default is dataclasses.MISSING and ".".join(f.path) not in values]:  # noqa: E501
+        if absent := [f.name for f in every if f.default is dataclasses.MISSING and f.dest not in values]:
             raise ValueError(f"a new run needs {', '.join(absent)}")
         fields = {f.name: _default(f) for f in dataclasses.fields(record)}
+        if defaults is not None:
+            fields = {name: getattr(defaults, name) for name in fields}
         for flag, value in flags:
             top, *rest = flag.path
             fields[top] = _put(fields[top], rest, value, flag)

@@ -27,10 +27,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from applicative.training import command
+from applicative.training import command, settings
 from applicative.training.files import METRICS, holding_run
 from applicative.training.loop import opening
 from applicative.training.processes import ENVIRONMENT, STARTUP_TIMEOUT, from_owner, initialize, is_owner, owning
+from applicative.training.settings import setting
 from funcformer.learning.cache import default_cache
 from funcformer.learning.checkpoints import load
 from funcformer.learning.loop import train
@@ -53,29 +54,46 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse
 
 
-# (flag, RunConfig or ModelConfig field, type, help); defaults come from the dataclasses.
-_Flag = tuple[str, str, Callable[[str], Any], str]
-_RUN_FLAGS: list[_Flag] = [
-    ("--steps", "steps", _positive(int), "optimiser steps"),
-    ("--batch", "batch", _positive(int), "samples per minibatch"),
-    ("--learning-rate", "learning_rate", _positive(float), "peak learning rate (Adam)"),
-    ("--warmup", "warmup", int, "linear warm-up steps (at most a tenth of the run)"),
-    ("--clip", "clip", _positive(float), "global gradient-norm clip"),
-    ("--train-size", "train_size", _positive(int), "training samples"),
-    ("--seed", "seed", int, "seed of the training set, initialisation and minibatches"),
-    ("--checkpoint-every", "checkpoint_every", _positive(int), "steps between checkpoints"),
-]
-_MODEL_FLAGS: list[_Flag] = [
-    ("--channels", "channels", _positive(int), "channels of the residual stream"),
-    ("--heads", "heads", _positive(int), "attention heads"),
-    ("--head-channels", "head_channels", _positive(int), "channels of a head's queries, keys, values"),
-    ("--hidden-channels", "hidden_channels", _positive(int), "channels of the MLP's hidden layer"),
-    ("--layers", "layers", _positive(int), "encoder layers"),
-    ("--axes", "axes", str, "axis of successive layers, cycled: a string of 'x' and 'y' (e.g. 'xy', 'xxyy')"),
-    ("--normalise", "normalise", str, "attention normalisation: 'values' or 'coefficients'"),
-    ("--points", "points", int, "Chebyshev points for nonlinear maps (0: 2n)"),
-    ("--mixers", "mixers", str, "successive layers, cycled: 'a' attention + MLP, 'k' kernel integral, 'm' MLP"),
-]
+_positive_int, _positive_float = _positive(int), _positive(float)
+
+
+@dataclasses.dataclass(frozen=True)
+class Flags:
+    """A run's settings as ``train``'s flags say them: ``RunConfig``'s own and those of its model the command line
+    sets (``run``: the ``RunConfig`` of a problem; ``of``: back). Its defaults are a problem's (``Flags.of(
+    RunConfig.of(problem))``)."""
+
+    steps: int = setting(help="optimiser steps", parse=_positive_int)
+    batch: int = setting(help="samples per minibatch", parse=_positive_int)
+    learning_rate: float = setting(help="peak learning rate (Adam)", parse=_positive_float)
+    warmup: int = setting(help="linear warm-up steps (at most a tenth of the run)")
+    clip: float = setting(help="global gradient-norm clip", parse=_positive_float)
+    train_size: int = setting(help="training samples", parse=_positive_int)
+    seed: int = setting(help="seed of the training set, initialisation and minibatches")
+    checkpoint_every: int = setting(help="steps between checkpoints", parse=_positive_int)
+    channels: int = setting(help="channels of the residual stream", parse=_positive_int)
+    heads: int = setting(help="attention heads", parse=_positive_int)
+    head_channels: int = setting(help="channels of a head's queries, keys, values", parse=_positive_int)
+    hidden_channels: int = setting(help="channels of the MLP's hidden layer", parse=_positive_int)
+    layers: int = setting(help="encoder layers", parse=_positive_int)
+    axes: str = setting(help="axis of successive layers, cycled: a string of 'x' and 'y' (e.g. 'xy', 'xxyy')")
+    normalise: str = setting(help="attention normalisation: 'values' or 'coefficients'")
+    points: int = setting(help="Chebyshev points for nonlinear maps (0: 2n)")
+    mixers: str = setting(help="successive layers, cycled: 'a' attention + MLP, 'k' kernel integral, 'm' MLP")
+    layer_norm: bool = setting(help="pre-norm layer normalisation")
+
+    _MODEL = ("channels", "heads", "head_channels", "hidden_channels", "layers", "axes", "normalise", "points",
+              "mixers", "layer_norm")  # fmt: skip
+
+    def run(self, problem: Problem[Any]) -> RunConfig:
+        fields = dataclasses.asdict(self)
+        model = dataclasses.replace(problem.model, **{name: fields.pop(name) for name in self._MODEL})
+        return RunConfig.of(problem, model=model, **fields)
+
+    @staticmethod
+    def of(run: RunConfig) -> Flags:
+        names = [f.name for f in dataclasses.fields(Flags)]
+        return Flags(**{name: getattr(run.model if name in Flags._MODEL else run, name) for name in names})
 
 
 def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
@@ -87,18 +105,7 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
 
     t = commands.add_parser("train", help="train a Funcformer, then evaluate it")
     command.add_flags(t)  # --out, --resume, --seconds, --quiet: every training command line's
-    run_defaults = RunConfig.of(problem)
-    model_defaults = run_defaults.model
-    for flag, name, kind, text in _RUN_FLAGS:
-        t.add_argument(flag, type=kind, default=None, help=f"{text} (default {getattr(run_defaults, name)})")
-    for flag, name, kind, text in _MODEL_FLAGS:
-        t.add_argument(flag, type=kind, default=None, help=f"{text} (default {getattr(model_defaults, name)})")
-    t.add_argument(
-        "--layer-norm",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help=f"pre-norm layer normalisation (default {model_defaults.layer_norm})",
-    )
+    settings.add_flags(t, Flags, Flags.of(RunConfig.of(problem)))
     t.add_argument("--test-size", type=_positive(int), default=1024, help="test samples (default 1024)")
     several = t.add_argument_group(
         "several processes",
@@ -146,25 +153,11 @@ def _parser(problem: Problem[Any]) -> argparse.ArgumentParser:
     return parser
 
 
-def _run_from(problem: Problem[Any], args: argparse.Namespace) -> RunConfig:
-    model = {name: getattr(args, name) for _, name, _, _ in _MODEL_FLAGS if getattr(args, name) is not None}
-    if args.layer_norm is not None:
-        model["layer_norm"] = args.layer_norm
-    run = {name: getattr(args, name) for _, name, _, _ in _RUN_FLAGS if getattr(args, name) is not None}
-    return RunConfig.of(problem, model=dataclasses.replace(problem.model, **model), **run)
-
-
-def _given(args: argparse.Namespace) -> list[str]:
-    flags = [flag for flag, name, _, _ in _RUN_FLAGS + _MODEL_FLAGS if getattr(args, name) is not None]
-    return [*flags, *(["--[no-]layer-norm"] if args.layer_norm is not None else [])]
-
-
 def _train(problem: Problem[Any], args: argparse.Namespace) -> int | None:
     from funcformer.learning.evaluation import evaluate
 
-    if args.resume and _given(args):
-        raise ValueError(f"--resume continues {args.out}'s own configuration; drop {', '.join(_given(args))}")
-    run = None if args.resume else _run_from(problem, args)  # a bad flag is refused before anything is written
+    defaults = Flags.of(RunConfig.of(problem))  # a new run's settings, checked before anything is written:
+    run = None if args.resume else settings.chosen(Flags, args, defaults=defaults).run(problem)
     start = "resumes the run (--resume)" if args.resume else "starts a new run"
     initialize(args.coordinator, args.processes, args.process_id, cluster=args.cluster, timeout=args.startup_timeout,
                bind=args.coordinator_bind, start=start)  # fmt: skip
@@ -174,6 +167,7 @@ def _train(problem: Problem[Any], args: argparse.Namespace) -> int | None:
             run = RunConfig.from_json(
                 from_owner(lambda: read_run(args.out, problem).to_json().encode()).decode(), problem, str(args.out)
             )
+            settings.chosen(Flags, args, Flags.of(run), str(args.out))  # the flags given agree with it, or refused
         state = train(run, args.out, resume=args.resume, progress=not args.quiet, log=True, seconds=args.seconds)
         if state.step < run.steps:  # stopped by the budget, checkpointed
             print(f"stopped after step {state.step} of {run.steps} (--seconds): continue the run with --resume")

@@ -198,10 +198,13 @@ def test_the_cli_trains_evaluates_and_plots(tmp_path: Path, capsys: pytest.Captu
     assert main(["plot", str(out)]) == 0
     assert (out / "prediction.png").stat().st_size > 0
     assert (out / "loss.png").stat().st_size > 0
-    # resuming a finished run keeps it; resuming with other settings is refused
-    assert main(["train", "--out", str(out), "--resume", "--quiet", "--test-size", "8"]) == 0
-    assert main(["train", "--out", str(out), "--resume", "--steps", "9"]) == 1
-    assert "drop --steps" in capsys.readouterr().err
+    # resuming a finished run keeps it, the flags given agreeing with it; resuming with other settings is refused
+    assert main(["train", "--out", str(out), "--resume", "--quiet", "--test-size", "8", *flags[:2], *TINY_FLAGS]) == 0
+    assert main(["train", "--out", str(out), "--resume", "--steps", "9", "--layer-norm"]) == 1
+    assert capsys.readouterr().err.endswith(
+        f"--resume continues {out} with its own settings; given otherwise: --steps: 4 in the run, 9 given; "
+        "--layer-norm: false in the run, true given\n"
+    )
 
 
 def test_the_cli_validates_its_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -237,14 +240,16 @@ def test_the_progress_bar_is_tqdms_and_counts_from_the_resumed_step(
 
 
 def test_the_cli_changes_only_the_flags_given_from_the_default_run() -> None:
-    from funcformer.learning.cli import _parser, _run_from
+    from applicative.training import settings
+    from funcformer.learning.cli import Flags, _parser
 
-    default = _run_from(PROBLEM, _parser(PROBLEM).parse_args(["train", "--out", "x"]))
-    assert default == RunConfig.of(PROBLEM)
-    assert default.model.mixers == "k"  # the default model is kernel layers (docs/poisson.md)
-    attention = _run_from(
-        PROBLEM, _parser(PROBLEM).parse_args(["train", "--out", "x", "--mixers", "a", "--channels", "4"])
-    )
+    def run(*argv: str) -> RunConfig:
+        args = _parser(PROBLEM).parse_args(["train", "--out", "x", *argv])
+        return settings.chosen(Flags, args, defaults=Flags.of(RunConfig.of(PROBLEM))).run(PROBLEM)
+
+    assert run() == RunConfig.of(PROBLEM)
+    assert run().model.mixers == "k"  # the default model is kernel layers (docs/poisson.md)
+    attention = run("--mixers", "a", "--channels", "4")
     assert attention.model == ModelConfig(mixers="a", channels=4)
     assert attention.steps == RunConfig.of(PROBLEM).steps
 
