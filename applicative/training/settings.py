@@ -15,10 +15,12 @@ A record is a frozen dataclass whose fields are ``setting``\\ s (a default, or n
     text = json.dumps(to_dict(run)); run = from_dict(Run, json.loads(text))   # config.json and back
 
 A field's flag is its name with dashes (``per_epoch``: ``--per-epoch``), of its type: ``int``, ``float``, ``str``,
-``bool`` (``--x``/``--no-x``), a ``Literal`` (its choices), a record (a JSON object of some of its fields, over
-its default: ``--config '{"processor": "max"}'``; or, its setting marked ``flat``, a flag for each of its fields
-and of the records within it: ``--learning-rate``) or any other (a JSON value, which the record's
-``__post_init__`` checks). The rule of ``--resume``, one for every command line: the run's own settings are read
+``bool`` (``--x``/``--no-x``), ``X | None`` (an ``X``; None, a default the help says), a ``Literal`` (its
+choices), a record (a JSON object of some of its fields, over its default: ``--config '{"processor": "max"}'``;
+or, its setting marked ``flat``, a flag for each of its fields and of the records within it:
+``--learning-rate``), a ``dict`` (a JSON object) or any other (a JSON value, which the record's ``__post_init__``
+checks); a setting's ``parse`` reads its text in place of its type. The defaults are the record's, or an
+instance's given to ``add_flags`` and ``chosen`` (a task's own). The rule of ``--resume``, one for every command line: the run's own settings are read
 back from the run, and a flag given beside ``--resume`` must agree with them: ``chosen`` refuses a disagreement
 with a ValueError naming each setting, its value in the run and the value given. (Why not tyro or
 simple-parsing, which build command lines from dataclasses too: this rule needs the flags given apart from
@@ -30,9 +32,11 @@ is a dependency of its own.)
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import functools
 import json
+import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -56,6 +60,8 @@ def setting(
     metadata = {"help": help, "flat": flat, "parse": parse}
     if dataclasses.is_dataclass(default):
         return dataclasses.field(default_factory=lambda: default, metadata=metadata)  # (a record is immutable)
+    if isinstance(default, dict | list):
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -118,23 +124,34 @@ def add_flags(parser: argparse.ArgumentParser, record: type[R], defaults: R | No
     (``defaults``' where given: a task's own) or that a new run needs it. A flag not given leaves no attribute
     (``given`` reads those given)."""
     for flag in _flags(record, (), defaults):
-        shown = json.dumps(to_dict(flag.default)) if dataclasses.is_dataclass(flag.default) else str(flag.default)
+        shown = json.dumps(to_dict(flag.default)) if isinstance(flag.default, dict) or dataclasses.is_dataclass(
+            flag.default) else str(flag.default)  # fmt: skip
         said = "required for a new run" if flag.default is dataclasses.MISSING else f"default: {shown}"
-        text = f"{flag.help} ({said})" if flag.help else f"({said})"
+        text = flag.help if flag.default is None else f"{flag.help} ({said})" if flag.help else f"({said})"
         options: dict[str, Any] = {"default": argparse.SUPPRESS, "help": text.replace("%", "%%")}
-        if flag.kind is bool:
+        kind = _given_as(flag.kind)
+        if kind is bool:
             options["action"] = argparse.BooleanOptionalAction
-        elif typing.get_origin(flag.kind) is Literal:
-            options |= {"choices": typing.get_args(flag.kind), "type": type(typing.get_args(flag.kind)[0])}
-        elif flag.kind in (int, float, str):
-            options |= {"type": flag.kind, "metavar": flag.path[-1].upper()}
-        elif dataclasses.is_dataclass(flag.kind):
+        elif typing.get_origin(kind) is Literal:
+            options |= {"choices": typing.get_args(kind), "type": type(typing.get_args(kind)[0])}
+        elif kind in (int, float, str):
+            options |= {"type": kind, "metavar": flag.path[-1].upper()}
+        elif dataclasses.is_dataclass(kind) or typing.get_origin(kind) is dict:
             options |= {"type": _json_object, "metavar": "JSON"}
         else:
             options |= {"type": _json, "metavar": "JSON"}
         if flag.parse is not None:
             options["type"] = flag.parse
         parser.add_argument(flag.name, dest=flag.dest, **options)
+
+
+def _given_as(kind: Any) -> Any:
+    """The type a flag reads for a field of type ``kind``: ``X`` for ``X | None`` (None: a default of its own,
+    which the help says), else ``kind``."""
+    parts = typing.get_args(kind)
+    if typing.get_origin(kind) in (types.UnionType, typing.Union) and len(parts) == 2 and type(None) in parts:
+        return next(part for part in parts if part is not type(None))
+    return kind
 
 
 def _default(field: dataclasses.Field[Any]) -> Any:
@@ -174,6 +191,8 @@ def chosen(
         if dataclasses.is_dataclass(ours) and isinstance(value, dict):
             theirs = _over(ours, value, flag)
             differ += [_differ(f"{flag.name} {key}", getattr(ours, key), getattr(theirs, key)) for key in value]
+        elif isinstance(ours, dict) and isinstance(value, dict):  # (a key given, not every key)
+            differ += [_differ(f"{flag.name} {key}", ours.get(key), v) for key, v in value.items()]
         else:
             differ.append(_differ(flag.name, ours, _typed(flag.kind, value)))
     if differing := [line for line in differ if line]:

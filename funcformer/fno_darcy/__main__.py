@@ -26,15 +26,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import optax
 
-from applicative.training import Learner, State, command
+from applicative.training import Learner, State, command, settings
 from applicative.training.checkpoints import read, stored, template
 from applicative.training.files import CONFIG, METRICS, holding_run, write_atomically
 from applicative.training.plots import plot_loss
+from applicative.training.settings import setting
 from funcformer import parameter_count
 from funcformer.fno_darcy import SHARD_SIZE, export, fno, generate, load
 from funcformer.fno_darcy.data import LOW, NODES
@@ -67,27 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     copy.add_argument("--out", type=Path, required=True, help="the file to write (.npz)")
     copy.add_argument("--s", type=int, default=85, help="the grid (default 85)")
     learn = commands.add_parser("train", help="train a model into DIR, then evaluate it")
-    learn.add_argument(
-        "--model", choices=MODELS, default="vit",
-        help="vit (the default, the best): a token a cell (vit.py); image: Chebyshev queries attending to patches "
-        "(model.py); fno: the FNO",
-    )  # fmt: skip
     learn.add_argument("--data", type=Path, required=True, help="the dataset's directory (generate), or an export")
     command.add_flags(learn)  # --out, --resume, --seconds, --quiet: every training command line's
-    learn.add_argument("--s", type=int, default=85, help="the training grid (default 85)")
-    learn.add_argument("--train", type=int, default=1000, help="training samples, the first of the set")
-    learn.add_argument("--epochs", type=int, default=None, help="default: the recipe's (vit 50, image 40, FNO 500)")
-    learn.add_argument("--batch", type=int, default=None, help="default: the recipe's (vit 10, image and FNO 20)")
+    settings.add_flags(learn, Flags)
     learn.add_argument("--held-out", type=int, default=50, help="test samples of the per-epoch error (default 50)")
-    learn.add_argument("--validate-every", type=int, default=1, help="epochs between held-out errors")
-    learn.add_argument(
-        "--architecture", type=json.loads, default={},
-        help="the model's settings as JSON, fields of ImageConfig, ViTConfig or FNOConfig (default: theirs)",
-    )  # fmt: skip
-    learn.add_argument(
-        "--augment", action=argparse.BooleanOptionalAction, default=None,
-        help="image and vit: minibatches moved by the square's symmetries (default: the recipe's, vit yes, image no)",
-    )
+    learn.add_argument("--validate-every", type=int, default=1, help="epochs between held-out errors (default 1)")
     draw = commands.add_parser("plot", help="figures of a trained run: DIR/loss.png and DIR/prediction.png")
     draw.add_argument("run", type=Path, help="the run's directory")
     draw.add_argument("--data", type=Path, required=True, help="the dataset's directory, or an export")
@@ -123,18 +108,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     return command.run(parser.prog, args.command, act)
 
 
+@dataclass(frozen=True)
+class Flags:
+    """A run's settings as ``train``'s flags say them, read back from its config.json by ``of``; a setting None
+    (``--epochs``, ``--batch``, ``--augment``), the model's recipe's."""
+
+    model: Literal["image", "vit", "fno"] = setting("vit", help="vit (the default, the best): a token a cell "
+                                                    "(vit.py); image: Chebyshev queries attending to patches "
+                                                    "(model.py); fno: the FNO")  # fmt: skip
+    s: int = setting(85, help="the training grid")
+    train: int = setting(1000, help="training samples, the first of the set")
+    epochs: int | None = setting(None, help="epochs (default: the recipe's, vit 50, image 40, FNO 500)")
+    batch: int | None = setting(None, help="samples a minibatch (default: the recipe's, vit 10, image and FNO 20)")
+    architecture: dict[str, Any] = setting({}, help="the model's settings as JSON, fields of ImageConfig, ViTConfig "
+                                           "or FNOConfig over their defaults")  # fmt: skip
+    augment: bool | None = setting(None, help="image and vit: minibatches moved by the square's symmetries "
+                                   "(default: the recipe's, vit yes, image no)")  # fmt: skip
+
+    @staticmethod
+    def of(directory: Path) -> Flags:
+        """The settings of the run in ``directory``; FileNotFoundError where it holds none."""
+        if not (directory / CONFIG).exists():
+            raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
+        run = json.loads((directory / CONFIG).read_text(encoding="utf-8"))
+        if run["model"] == "fno":
+            training = run["training"]
+            return Flags("fno", run["s"], run["train"], training["epochs"], training["batch"], run["config"], None)
+        recipe = run["recipe"]
+        return Flags(run["model"], run["s"], run["train"], recipe["epochs"], recipe["batch"], recipe["model"],
+                     recipe["augment"])  # fmt: skip
+
+
 def train(args: argparse.Namespace) -> bool:
-    """The ``train`` command: the model of ``args.model`` on the first ``args.train`` samples at ``args.s``."""
-    a, u = (x[: args.train] for x in load(args.data, "train", args.s))
-    held_a, held_u = (x[: args.held_out] for x in load(args.data, "test", args.s))
+    """The ``train`` command: the model of the run's ``Flags`` (a resumed run's read back) on its first ``train``
+    samples at its grid ``s``."""
+    flags = settings.chosen(Flags, args, Flags.of(args.out) if args.resume else None, str(args.out))
+    a, u = (x[: flags.train] for x in load(args.data, "train", flags.s))
+    held_a, held_u = (x[: args.held_out] for x in load(args.data, "test", flags.s))
     progress, every = not args.quiet, args.validate_every
-    if args.model in ("image", "vit"):
+    if flags.model in ("image", "vit"):
         values = {"low": float(a.min()), "high": float(a.max())}  # the data's two values
-        kind = ImageConfig if args.model == "image" else ViTConfig
-        default = IMAGE if args.model == "image" else Recipe()
+        kind = ImageConfig if flags.model == "image" else ViTConfig
+        default = IMAGE if flags.model == "image" else Recipe()
         recipe = dataclasses.replace(
-            default, model=kind(**{**values, **args.architecture}), epochs=args.epochs or default.epochs,
-            batch=args.batch or default.batch, augment=default.augment if args.augment is None else args.augment,
+            default, model=kind(**{**values, **flags.architecture}), epochs=flags.epochs or default.epochs,
+            batch=flags.batch or default.batch, augment=default.augment if flags.augment is None else flags.augment,
         )
         state = train_image(
             recipe, a, u, args.out, resume=args.resume, progress=progress, log=True, seconds=args.seconds,
@@ -142,9 +160,10 @@ def train(args: argparse.Namespace) -> bool:
         )  # fmt: skip
         return state.step == recipe.epochs * (len(u) // recipe.batch)
     else:
-        epochs = args.epochs or fno.TrainConfig().epochs  # fewer than 500: the schedule compressed, halved 5 times
-        run = fno.TrainConfig(epochs=epochs, batch=args.batch or fno.TrainConfig().batch, step_size=max(1, epochs // 5))
-        config = fno.FNOConfig(**args.architecture)
+        epochs = flags.epochs or fno.TrainConfig().epochs  # fewer than 500: the schedule compressed, halved 5 times
+        batch = flags.batch or fno.TrainConfig().batch
+        run = fno.TrainConfig(epochs=epochs, batch=batch, step_size=max(1, epochs // 5))
+        config = fno.FNOConfig(**flags.architecture)
         trained, _ = fno.train(
             a, u, args.out, config, run, resume=args.resume, progress=progress, log=True,
             seconds=args.seconds, validate_every=every,

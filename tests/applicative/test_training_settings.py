@@ -148,3 +148,26 @@ def test_a_flat_records_fields_and_those_of_the_records_within_it_are_flags_of_t
     assert chosen(Flat, args, saved) is saved
     with pytest.raises(ValueError, match=r"given otherwise: --rate: 0.5 in the run, 0.25 given$"):
         chosen(Flat, parser.parse_args(["--rate", "0.25", "--width", "3"]), saved)
+
+
+@dataclasses.dataclass(frozen=True)
+class Loose:
+    epochs: int | None = setting(None, help="epochs (default: the recipe's)")
+    augment: bool | None = setting(None, help="augment (default: the recipe's)")
+    extra: dict[str, object] = setting({}, help="the model's fields as JSON")
+
+
+def test_a_setting_none_by_default_reads_its_type_and_a_mapping_is_compared_key_by_key() -> None:
+    parser = argparse.ArgumentParser(prog="prog")
+    add_flags(parser, Loose)
+    text = " ".join(parser.format_help().split())
+    assert "--epochs EPOCHS epochs (default: the recipe's) --augment, --no-augment augment" in text
+    assert '--extra JSON the model\'s fields as JSON (default: {})' in text
+    assert chosen(Loose, parser.parse_args([])) == Loose()
+    assert Loose().extra is not Loose().extra  # each its own mapping
+    args = parser.parse_args(["--epochs", "3", "--no-augment", "--extra", '{"depth": 2}'])
+    assert chosen(Loose, args) == Loose(3, False, {"depth": 2})
+    saved = Loose(3, False, {"depth": 2, "width": 8})
+    assert chosen(Loose, args, saved) is saved  # the keys given agree; the others are the run's
+    with pytest.raises(ValueError, match=r"given otherwise: --extra depth: 2 in the run, 4 given$"):
+        chosen(Loose, parser.parse_args(["--extra", '{"depth": 4, "width": 8}']), saved)

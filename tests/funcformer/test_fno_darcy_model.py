@@ -234,6 +234,11 @@ def test_the_task_trains_each_model_through_the_learning_layer(
     assert lines[-1].endswith(f"held-out error {metrics['held_out'][-1][1]:.4e}")
     assert main([*command, "--resume"]) == 0
     assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
+    assert main(["train", "--data", str(data), "--out", str(out), "--resume", "--quiet", "--held-out", "4"]) == 0
+    assert main(["train", "--data", str(data), "--out", str(out), "--resume", "--epochs", "3"]) == 1
+    assert capsys.readouterr().err.endswith(
+        f"--resume continues {out} with its own settings; given otherwise: --epochs: 2 in the run, 3 given\n"
+    )
     assert main(["evaluate", str(tmp_path / "data"), "--data", str(data)]) == 1
     assert "config.json is missing" in capsys.readouterr().err
     assert main(["plot", str(out), "--data", str(data), "--sample", "1"]) == 0
