@@ -35,8 +35,10 @@ import numpy as np
 import optax
 
 from applicative import stacked
+from applicative.training.data import Arrays, Source
 from applicative.training.files import BEST, CHECKPOINT, CONFIG, HISTORY, atomic_file, write_atomically
 from applicative.training.learner import Learner
+from applicative.training.store import digest
 from applicative.training.tensorboard import write_events
 
 __all__ = [
@@ -93,14 +95,17 @@ def template(
     return shapes
 
 
-_FIELDS = {"run", "step", "seconds", "losses", "output_scale", "held_out", "metrics", "metric_names"}
+_FIELDS = {"run", "fit", "step", "seconds", "losses", "output_scale", "held_out", "metrics", "metric_names"}
 
 
-def save(directory: Path, description: str, state: State[P], name: str = CHECKPOINT) -> None:
+def save(directory: Path, description: str, state: State[P], name: str = CHECKPOINT, fitted: str = "") -> None:
     """Write the checkpoint of the run ``description`` (its config.json text) atomically: a temporary file
-    in ``directory``, then ``os.replace``, to ``name`` (checkpoint.npz; ``files.BEST`` for the best)."""
+    in ``directory``, then ``os.replace``, to ``name`` (checkpoint.npz; ``files.BEST`` for the best). ``fitted``:
+    the settings ``fit`` was given beside it (``loop.fitted``), stored where not empty."""
     arrays = _arrays((state.model, state.opt_state))
     arrays.update(run=np.asarray(description), step=np.asarray(state.step), seconds=np.asarray(state.seconds))
+    if fitted:
+        arrays.update(fit=np.asarray(fitted))
     arrays.update(losses=np.asarray(state.losses), output_scale=np.asarray(state.scale, np.float64))
     arrays.update(held_out=np.asarray(state.held_out, np.float64).reshape(-1, 2))
     if state.metrics:  # (validations, metrics), in the names' order
@@ -108,6 +113,21 @@ def save(directory: Path, description: str, state: State[P], name: str = CHECKPO
         arrays.update(metric_names=np.asarray(list(state.metrics)), metrics=np.asarray(values, np.float64).T)
     with atomic_file(directory / name) as file:
         np.savez(file, allow_pickle=False, **arrays)
+
+
+def fitted(data: Source, seed: int, block: int) -> str:
+    """What decides a run of ``fit`` beside its description, as JSON: its seed and block, and its data (a training
+    set held whole: its batch and the SHA-256 of its arrays; drawn minibatches: their epoch). Stored in each
+    checkpoint (``save``); a resume given others is refused, naming each (``read``). (Not its steps: where it
+    stops; a resume may go further, on the schedule its optimiser was made with.)"""
+    if isinstance(data, Arrays):
+        typed = jax.dtypes.prng_key  # a typed key's leaf hashed by its words
+        leaves = [jax.random.key_data(x) if jnp.issubdtype(jnp.result_type(x), typed) else x
+                  for x in jax.tree_util.tree_leaves((data.inputs, data.targets))]  # fmt: skip
+        made: dict[str, object] = {"batch": data.batch, "training set": digest("", *map(np.asarray, leaves))}
+    else:
+        made = {"per_epoch": data.per_epoch}
+    return json.dumps({"seed": seed, "block": block, **made}, sort_keys=True)
 
 
 def write_history(directory: Path, state: State[Any], per_epoch: int) -> None:
@@ -145,10 +165,13 @@ def read(
     again: str = "",
     check: Callable[[str], object] | None = None,
     name: str = CHECKPOINT,
+    fitted: str = "",
 ) -> State[P]:
     """The checkpoint ``data`` (read from ``directory`` / ``name``, named in the errors) of the run
     ``description``, its arrays checked against ``shapes`` (``template``). ``check``, a function of the stored
-    description, may refuse it first (a task's own messages); ``again`` says how to train the run again."""
+    description, may refuse it first (a task's own messages); ``again`` says how to train the run again.
+    ``fitted``: the settings ``fit`` is given now, which must be those it stored (a checkpoint that stored
+    none, written by a task's own loop or an older version, is not asked)."""
     path = directory / name
     leaves, treedef = jax.tree_util.tree_flatten(shapes)
     try:
@@ -157,6 +180,7 @@ def read(
             raise ValueError("an .npy array, not an .npz archive")
         with stored:
             saved = str(stored["run"])
+            fit = str(stored["fit"]) if "fit" in stored.files else ""
             step, losses = int(stored["step"]), [float(x) for x in stored["losses"]]
             seconds = float(stored["seconds"])
             stored_scale = float(stored["output_scale"]) if "output_scale" in stored.files else None
@@ -179,6 +203,9 @@ def read(
         raise ValueError(f"{path}: the stored output scale is {stored_scale}, not a positive finite number")
     if not same_run(saved, description):
         raise ValueError(f"{path} was written by a different run configuration ({difference(saved, description)})")
+    if fit and fitted and not same_run(fit, fitted):
+        raise ValueError(f"{path} was trained with other settings of fit ({difference(fit, fitted)}): resume it "
+                         "with its own")  # fmt: skip
     if extra:
         raise ValueError(f"{path} holds arrays the configuration has no place for: {', '.join(extra)}")
     model, opt_state = jax.tree_util.tree_unflatten(treedef, _leaves(arrays, leaves, path, "the configuration"))

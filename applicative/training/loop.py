@@ -43,6 +43,7 @@ from tqdm.auto import tqdm
 from applicative.training.checkpoints import (
     State,
     difference,
+    fitted,
     read,
     same_run,
     save,
@@ -124,6 +125,8 @@ class Plan(Generic[P]):
     min_delta: float = 0.0
     keep_best: bool = False
     """Whether best.npz keeps the state of the lowest held-out error so far (``checkpoints.restore(best=True)``)."""
+    fitted: str = ""
+    """What ``fit`` was given that decides the run beside its description (``fitted``), stored in its checkpoints."""
 
     @property
     def per_epoch(self) -> int:
@@ -193,11 +196,12 @@ def fit(
         raise ValueError("fit: patience and keep_best watch the held-out error: pass validate, a function of the model")
     if isinstance(data, Arrays):
         data_parallel(data.batch)  # refuses a batch the devices cannot split, before any write
+    settings = fitted(data, seed, block)
     plan = Plan(learner, opt, data, description, steps, seed, every, log, validate, validate_every, seconds, block,
-                patience, min_delta, keep_best)  # fmt: skip
+                patience, min_delta, keep_best, settings)  # fmt: skip
     with opening(out, description, resume=resume) as saved:
         if saved:
-            state = read(saved, description, template(learner, seed, opt), out)
+            state = read(saved, description, template(learner, seed, opt), out, fitted=settings)
         else:
             model = learner.init(seed)
             state = State(model, opt.init(model), 0, [], scale)
@@ -252,7 +256,7 @@ def run_from(plan: Plan[P], out: Path, state: State[P], *, resume: bool, progres
     starts at step 0 (not ``resume``) writes a step-0 checkpoint first."""
     if not resume:
         if is_owner():
-            save(out, plan.description, state)  # a run killed before its first interval resumes from here
+            save(out, plan.description, state, fitted=plan.fitted)  # a run killed before its first interval resumes
             write_history(out, state, plan.per_epoch)
         holder = out if is_owner() else "process 0"
         note(f"{holder} holds the run's {CONFIG} and its step-0 checkpoint: --resume continues it")
@@ -383,7 +387,7 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
                 seconds = time.perf_counter() - start
                 best = State(model, opt_state, step + 1, losses, state.scale, seconds, held_out, metrics)
                 with deferred():
-                    save(out, plan.description, best, BEST)
+                    save(out, plan.description, best, BEST, plan.fitted)
         if plan.log:
             bar.write(line)
         epoch_start = time.perf_counter()
@@ -423,7 +427,7 @@ def _steps(plan: Plan[P], out: Path, state: State[P], progress: bool) -> State[P
                 state = State(model, opt_state, end, losses, state.scale, seconds, held_out, metrics)
                 if is_owner():
                     with deferred():  # a Ctrl-C between the two would leave a message naming the older checkpoint
-                        save(out, plan.description, state)
+                        save(out, plan.description, state, fitted=plan.fitted)
                         write_history(out, state, per_epoch)
                         going = end < plan.steps and not early
                         note(f"{out} holds the run's checkpoint at step {end} of {plan.steps}: --resume continues it"

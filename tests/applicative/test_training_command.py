@@ -209,8 +209,8 @@ def test_ctrl_c_while_a_checkpoint_is_written_names_that_checkpoint(
     """Ctrl-C just as a checkpoint is written (seen with two processes on a loaded machine: the message named
     step 2 while the run directory held step 4): the KeyboardInterrupt waits for the note, and the message
     names the checkpoint on disk."""
-    def save(directory: Path, description: str, state: checkpoints.State[Params]) -> None:
-        checkpoints.save(directory, description, state)
+    def save(directory: Path, description: str, state: checkpoints.State[Params], fitted: str = "") -> None:
+        checkpoints.save(directory, description, state, fitted=fitted)
         if state.step == 4:
             os.kill(os.getpid(), signal.SIGINT)
 

@@ -5,6 +5,7 @@ one, the seconds of several sessions, the per-epoch line and the held-out errors
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -113,6 +114,31 @@ def test_a_line_an_epoch_and_the_held_out_error_every_k_epochs(
     assert quiet.held_out == state.held_out
     stored = np.load(tmp_path / "quiet" / "checkpoint.npz")
     np.testing.assert_array_equal(stored["held_out"], np.asarray(quiet.held_out))
+
+
+def test_a_resume_given_other_settings_of_fit_than_the_runs_is_refused_naming_each(tmp_path: Path) -> None:
+    """The description equal, fit's own settings that decide the run stored in its checkpoint and compared: its
+    seed, its batch, its training set (a SHA-256 of the arrays); the run's own go on, and further than its steps
+    (its schedule is its optimiser's)."""
+    with _killed_after(4):
+        run(tmp_path)
+    with np.load(tmp_path / "checkpoint.npz") as saved:
+        stored = json.loads(str(saved["fit"]))
+    both = hashlib.sha256(np.concatenate([INPUTS.ravel()] * 2).tobytes()).hexdigest()  # inputs, then targets
+    assert stored == {"seed": 7, "block": 1, "batch": 3, "training set": both}
+    other = INPUTS.copy()
+    other[0, 0, 0] += 1e-9
+    for changes, named in [
+        ({"seed": 8}, "seed: 7 in the run, 8 given"),
+        ({"batch": 2}, "batch: 3 in the run, 2 given"),
+    ]:
+        with pytest.raises(ValueError, match=f"trained with other settings of fit \\(settings differ: {named}\\)"):
+            run(tmp_path, resume=True, **changes)
+    with pytest.raises(ValueError, match="settings differ: training set: "):
+        fit(tracking(), optax.sgd(0.5), Arrays(other, INPUTS, 3), tmp_path, description=json.dumps({"model": "mean"}),
+            steps=15, seed=7, progress=False, log=False, resume=True)  # fmt: skip
+    assert run(tmp_path, resume=True).step == 15
+    assert run(tmp_path, resume=True, steps=18).step == 18
 
 
 def test_a_budget_in_seconds_stops_at_an_epochs_end_and_a_resume_goes_on(tmp_path: Path) -> None:
