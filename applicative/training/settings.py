@@ -20,13 +20,13 @@ choices), a record (a JSON object of some of its fields, over its default: ``--c
 or, its setting marked ``flat``, a flag for each of its fields and of the records within it:
 ``--learning-rate``), a ``dict`` (a JSON object) or any other (a JSON value, which the record's ``__post_init__``
 checks); a setting's ``parse`` reads its text in place of its type. The defaults are the record's, or an
-instance's given to ``add_flags`` and ``chosen`` (a task's own). The rule of ``--resume``, one for every command line: the run's own settings are read
-back from the run, and a flag given beside ``--resume`` must agree with them: ``chosen`` refuses a disagreement
-with a ValueError naming each setting, its value in the run and the value given. (Why not tyro or
-simple-parsing, which build command lines from dataclasses too: this rule needs the flags given apart from
-the defaults, which argparse keeps with ``SUPPRESS`` and neither exposes; the command lines keep argparse's
-sub-commands and ``command.add_flags``; and it is one module of the standard library's argparse, where either
-is a dependency of its own.)
+instance's given to ``add_flags`` and ``chosen`` (a task's own). The rule of ``--resume``, one for every command
+line: the run's own settings are read back from the run, and a flag given beside ``--resume`` must agree with
+them: ``chosen`` refuses a disagreement with a ValueError naming each setting, its value in the run and the
+value given. (Why not tyro or simple-parsing, which build command lines from dataclasses too: this rule needs
+the flags given apart from the defaults, which argparse keeps with ``SUPPRESS`` and neither exposes; the command
+lines keep argparse's sub-commands and ``command.add_flags``; and it is one module over the standard library's
+argparse, where either is a dependency of its own.)
 """
 
 from __future__ import annotations
