@@ -124,8 +124,8 @@ def add_flags(parser: argparse.ArgumentParser, record: type[R], defaults: R | No
     (``defaults``' where given: a task's own) or that a new run needs it. A flag not given leaves no attribute
     (``given`` reads those given)."""
     for flag in _flags(record, (), defaults):
-        shown = json.dumps(to_dict(flag.default)) if isinstance(flag.default, dict) or dataclasses.is_dataclass(
-            flag.default) else str(flag.default)  # fmt: skip
+        structured = isinstance(flag.default, dict) or dataclasses.is_dataclass(flag.default)
+        shown = json.dumps(to_dict(flag.default)) if structured else str(flag.default)
         said = "required for a new run" if flag.default is dataclasses.MISSING else f"default: {shown}"
         text = flag.help if flag.default is None else f"{flag.help} ({said})" if flag.help else f"({said})"
         options: dict[str, Any] = {"default": argparse.SUPPRESS, "help": text.replace("%", "%%")}

@@ -175,6 +175,19 @@ def _waiting(port: int) -> None:
     pytest.fail("no process ever connected to process 0")
 
 
+def _both_stopped(running: list[subprocess.Popen[str]], signalled: int, within: float) -> None:
+    """Processes 0 and 1 of ``running`` end with 75 within ``within`` seconds of now, nothing saved: the one
+    SIGTERM stopped saying so, the other told which (while the processes met)."""
+    began = time.monotonic()
+    results = _finish(running)
+    assert [status for status, _, _ in results] == [75, 75], results
+    assert time.monotonic() - began < within
+    says = "stopped by SIGTERM: nothing saved yet: run the same command again"
+    told = f"stopped: process {signalled} was stopped by SIGTERM while the processes met: {says.partition(': ')[2]}"
+    assert results[signalled][2].strip().endswith(f"train: {says}")
+    assert results[1 - signalled][2].strip().endswith(f"train: {told}")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signalled", [0, 1])
 def test_sigterm_while_the_processes_meet_ends_every_process_that_came_with_75(
@@ -188,14 +201,7 @@ def test_sigterm_while_the_processes_meet_ends_every_process_that_came_with_75(
     running.append(_start(["--out", str(tmp_path / "run"), *SHORT, *_several(port, 1, processes=3)], cache))
     _waiting(port)
     os.kill(running[signalled].pid, signal.SIGTERM)
-    began = time.monotonic()
-    results = _finish(running)
-    assert [status for status, _, _ in results] == [75, 75], results
-    assert time.monotonic() - began < 20
-    says = "stopped by SIGTERM: nothing saved yet: run the same command again"
-    told = f"stopped: process {signalled} was stopped by SIGTERM while the processes met: {says.partition(': ')[2]}"
-    assert results[signalled][2].strip().endswith(f"train: {says}")
-    assert results[1 - signalled][2].strip().endswith(f"train: {told}")
+    _both_stopped(running, signalled, within=20)
 
 
 @pytest.mark.slow
@@ -211,14 +217,7 @@ def test_sigterm_while_one_process_imports_ends_both_with_75_and_the_same_comman
     running += [_start(command, cache) for command in commands]
     _when("imports", tmp_path / "run", running[signalled])
     os.kill(running[signalled].pid, signal.SIGTERM)
-    began = time.monotonic()
-    results = _finish(running)
-    assert [status for status, _, _ in results] == [75, 75], results
-    assert time.monotonic() - began < 15
-    says = "stopped by SIGTERM: nothing saved yet: run the same command again"
-    told = f"stopped: process {signalled} was stopped by SIGTERM while the processes met: {says.partition(': ')[2]}"
-    assert results[signalled][2].strip().endswith(f"train: {says}")
-    assert results[1 - signalled][2].strip().endswith(f"train: {told}")
+    _both_stopped(running, signalled, within=15)
     assert not (tmp_path / "run").exists()
     running[:] = [_start(command, cache) for command in commands]
     assert [status for status, _, _ in _finish(running)] == [0, 0]
@@ -240,14 +239,7 @@ def test_sigterm_before_process_0_answered_ends_both_with_75_at_once(
     os.kill(running[1].pid, signal.SIGTERM)
     time.sleep(0.5)
     os.kill(running[0].pid, signal.SIGCONT)
-    began = time.monotonic()
-    results = _finish(running)
-    assert [status for status, _, _ in results] == [75, 75], results
-    assert time.monotonic() - began < 15
-    says = "stopped by SIGTERM: nothing saved yet: run the same command again"
-    assert results[1][2].strip().endswith(f"train: {says}")
-    told = f"stopped: process 1 was stopped by SIGTERM while the processes met: {says.partition(': ')[2]}"
-    assert results[0][2].strip().endswith(f"train: {told}")
+    _both_stopped(running, 1, within=15)
 
 
 @pytest.mark.slow
