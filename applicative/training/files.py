@@ -74,6 +74,14 @@ def atomic_file(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
         raise
 
 
+def read_config(directory: Path) -> str:
+    """The text of the run's config.json in ``directory``; FileNotFoundError, "no trained run at DIR: config.json
+    is missing", where there is none."""
+    if not (directory / CONFIG).exists():
+        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
+    return (directory / CONFIG).read_text(encoding="utf-8")
+
+
 def write_atomically(path: Path, text: str) -> None:
     """A text file, written atomically (``atomic_file``)."""
     with atomic_file(path, "w") as file:

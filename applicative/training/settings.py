@@ -173,7 +173,8 @@ def chosen(
     ``defaults``, as ``add_flags`` was given them); else ``saved`` (the run's own, read back from ``where``), each
     flag given agreeing with it. ValueError naming a required setting not given, a record's field that does not
     exist, or every setting given otherwise than the run holds it ("--steps: 1500 in the run, 3000 given")."""
-    values, every = given(args, record), _flags(record, (), defaults)
+    every = _flags(record, (), defaults)
+    values = {flag.dest: getattr(args, flag.dest) for flag in every if hasattr(args, flag.dest)}  # (``given``)
     flags = [(flag, values[flag.dest]) for flag in every if flag.dest in values]
     if saved is None:
         if absent := [f.name for f in every if f.default is dataclasses.MISSING and f.dest not in values]:

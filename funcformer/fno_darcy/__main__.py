@@ -33,7 +33,7 @@ import optax
 
 from applicative.training import Learner, State, command, settings
 from applicative.training.checkpoints import read, stored, template
-from applicative.training.files import CONFIG, METRICS, holding_run, write_atomically
+from applicative.training.files import CONFIG, METRICS, holding_run, read_config, write_atomically
 from applicative.training.plots import plot_loss
 from applicative.training.settings import setting
 from funcformer import parameter_count
@@ -128,9 +128,7 @@ class Flags:
     @staticmethod
     def of(directory: Path) -> Flags:
         """The settings of the run in ``directory``; FileNotFoundError where it holds none."""
-        if not (directory / CONFIG).exists():
-            raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-        run = json.loads((directory / CONFIG).read_text(encoding="utf-8"))
+        run = json.loads(read_config(directory))
         if run["model"] == "fno":
             training = run["training"]
             return Flags("fno", run["s"], run["train"], training["epochs"], training["batch"], run["config"], None)
@@ -219,9 +217,7 @@ class _Run:
 
 def _restored(directory: Path, data: Path) -> _Run:
     """The run in ``directory``, whose holder the caller is: its description and checkpoint, checked."""
-    if not (directory / CONFIG).exists():
-        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    description = (directory / CONFIG).read_text(encoding="utf-8")
+    description = read_config(directory)
     settings = json.loads(description)
     s, count = int(settings["s"]), int(settings["train"])
     if settings["model"] in ("image", "vit"):

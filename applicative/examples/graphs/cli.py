@@ -22,7 +22,7 @@ from pathlib import Path
 from applicative.examples.graphs.training import Run, answer, evaluate, lines, report_lines, train
 from applicative.examples.graphs.training import settings as read
 from applicative.training import command, settings
-from applicative.training.files import CONFIG
+from applicative.training.files import read_config
 
 __all__ = ["PROG", "main"]
 
@@ -31,9 +31,7 @@ PROG = "python -m applicative.examples.graphs"
 
 def _saved(directory: Path) -> Run:
     """The settings of the run in ``directory``; FileNotFoundError where it holds none."""
-    if not (directory / CONFIG).exists():
-        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    return read((directory / CONFIG).read_text(encoding="utf-8"))
+    return read(read_config(directory))
 
 
 def _edges(text: str) -> list[tuple[int, int]]:
@@ -80,8 +78,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, value in answer(args.run, args.nodes, args.edges, args.source).items():
                 print(f"{name}: {value.astype(int).tolist()}")
         else:
-            if not (args.run / CONFIG).exists():
-                raise FileNotFoundError(f"no trained run at {args.run}: {CONFIG} is missing")
             config = _saved(args.run).config
             print(f"wrote {command.plot(args.run, config.train_samples // config.batch)}")
         return None

@@ -33,7 +33,7 @@ import optax
 from applicative.examples.graphs import clrs
 from applicative.examples.graphs.model import Config, GraphModel, Inputs, Targets, batch_of, learner, predict
 from applicative.training import Arrays, Drawn, Source, State, fit, restore
-from applicative.training.files import CONFIG, holding_run
+from applicative.training.files import holding_run, read_config
 from applicative.training.settings import from_dict, setting, to_dict
 
 __all__ = [
@@ -239,9 +239,7 @@ def tested(config: Config) -> str:
 
 def restored(directory: Path) -> tuple[State[GraphModel], str, int, int, Config]:
     """The run in ``directory`` read back: its state and its (algorithm, steps, seed, config)."""
-    if not (directory / CONFIG).exists():
-        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    run = settings((directory / CONFIG).read_text(encoding="utf-8"))
+    run = settings(read_config(directory))
     algorithm, steps, seed, config = run.algorithm, run.steps, run.seed, run.config
     state = restore(directory, learner(config, algorithm), optimiser(config), seed)
     return state, algorithm, steps, seed, config
@@ -266,9 +264,7 @@ def answer(directory: Path, nodes: int, edges: Sequence[tuple[int, int]], source
     from applicative import Graph
     from applicative.instances import graph_layout
 
-    if not (directory / CONFIG).exists():
-        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    algorithm = settings((directory / CONFIG).read_text(encoding="utf-8")).algorithm
+    algorithm = settings(read_config(directory)).algorithm
     pairs = np.asarray(edges, np.int64).reshape(-1, 2).T
     Graph.from_edges(pairs, np.zeros(max(nodes, 0)), capacity=max(nodes, 1), edge_capacity=max(pairs.shape[1], 1))
     graphs = clrs.ALGORITHMS[algorithm].graphs

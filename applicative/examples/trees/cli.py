@@ -20,7 +20,7 @@ from pathlib import Path
 from applicative.examples.trees.training import Run, evaluate, lines, report_lines, train
 from applicative.examples.trees.training import settings as read
 from applicative.training import command, settings
-from applicative.training.files import CONFIG
+from applicative.training.files import read_config
 
 __all__ = ["PROG", "main"]
 
@@ -29,9 +29,7 @@ PROG = "python -m applicative.examples.trees"
 
 def _saved(directory: Path) -> Run:
     """The settings of the run in ``directory``; FileNotFoundError where it holds none."""
-    if not (directory / CONFIG).exists():
-        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    return read((directory / CONFIG).read_text(encoding="utf-8"))
+    return read(read_config(directory))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

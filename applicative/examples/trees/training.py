@@ -41,7 +41,7 @@ from applicative.examples.trees.model import (
     with_values,
 )
 from applicative.training import State, fit, restore
-from applicative.training.files import CONFIG, holding_run
+from applicative.training.files import holding_run, read_config
 from applicative.training.settings import from_dict, setting, to_dict
 from applicative.training.steps import make_update
 
@@ -250,9 +250,7 @@ def train(
 def restored(directory: Path) -> tuple[State[TreeModel], int, int, Config, int]:
     """The run in ``directory`` read back: its state (``restore``) and its (steps, seed, config, per_epoch).
     FileNotFoundError: no run there; ValueError: not a run of this example, or a checkpoint not its own."""
-    if not (directory / CONFIG).exists():
-        raise FileNotFoundError(f"no trained run at {directory}: {CONFIG} is missing")
-    run = settings((directory / CONFIG).read_text(encoding="utf-8"))
+    run = settings(read_config(directory))
     steps, seed, config, per_epoch = run.steps, run.seed, run.config, run.per_epoch
     return restore(directory, learner(config), optimiser(config, steps), seed), steps, seed, config, per_epoch
 
