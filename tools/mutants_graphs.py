@@ -93,4 +93,12 @@ MUTANTS = [
            "np.random.SeedSequence([seed, step])", "np.random.SeedSequence([seed, 0])",
            "every drawn minibatch of a run is the same graphs",
            TGE + "test_drawn_minibatches_are_of_one_size_each_and_repeat_from_seed_and_step"),
+    mutant("clrs-overrun-every-graph-longest", EX + "model.py",
+           "        if longest == steps:\n", "        if True:\n",
+           "with an overrun, every graph of a minibatch runs the longest steps, not its own",
+           TGE + "test_an_overrun_trains_each_graph_for_steps_of_its_own_and_tests_with_steps_on"),
+    mutant("clrs-overrun-never-drawn", EX + "training.py",
+           "    if not config.overrun:\n", "    if True:\n",
+           "an overrun draws no extra steps: training runs steps_on as without it",
+           TGE + "test_an_overrun_trains_each_graph_for_steps_of_its_own_and_tests_with_steps_on"),
 ]  # fmt: skip

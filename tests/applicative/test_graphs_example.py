@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import jax
+import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 import pytest
@@ -22,7 +23,19 @@ from jax import Array
 from applicative import Dim, Graph, Vec, to_array
 from applicative.examples.graphs import clrs
 from applicative.examples.graphs.cli import main
-from applicative.examples.graphs.model import Config, Edge, Hidden, MaxStep, Model, batch_of, init_model, steps_on
+from applicative.examples.graphs.model import (
+    Config,
+    Edge,
+    Hidden,
+    MaxStep,
+    Model,
+    batch_of,
+    init_model,
+    loss,
+    most_extra,
+    predict,
+    steps_on,
+)
 from applicative.examples.graphs.model import _process as process
 from applicative.examples.graphs.training import answer, describe, evaluate, settings, train, training_data, trivial
 from applicative.stacked import element
@@ -407,3 +420,42 @@ def test_the_injected_recurrence_holds_no_sum_over_the_steps() -> None:
         np.testing.assert_allclose(e, injected[0][1], **float32(1e-6))
     residual = [run("residual", k)[0] for k in (1, 2)]
     assert np.max(np.abs(residual[1] - residual[0])) > 1e-2
+
+
+def test_an_overrun_trains_each_graph_for_steps_of_its_own_and_tests_with_steps_on() -> None:
+    """``overrun``: each training graph runs ``steps_on`` + k steps, k drawn uniformly from 0 ... ``most_extra``
+    (overrun times steps_on) with the minibatch, from (seed, step), after the graphs (which it leaves as they
+    are: none is drawn without an overrun, so earlier runs repeat). The loss's loop of the longest runs each
+    graph's own steps: the batch's loss is the mean of each graph's under a model of steps_on + k steps;
+    prediction runs steps_on."""
+    small: dict[str, Any] = {"width": 8, "edge_width": 4, "key_width": 4, "hidden": 8, "processor": "max",
+                             "recurrence": "injected"}  # fmt: skip
+    config = Config(**small, steps=2, sizes=(6,), batch=4, overrun=1.5)
+    assert (steps_on(config, 6), most_extra(config, 6)) == (2, 3)
+    plain = training_data("bfs", dataclasses.replace(config, overrun=0.0), [])
+    data = training_data("bfs", config, [])
+    assert isinstance(data, Drawn)
+    assert isinstance(plain, Drawn)
+    seen: set[int] = set()
+    for step in range(8):
+        inputs, _ = data.draw(0, step)
+        same, _ = plain.draw(0, step)
+        np.testing.assert_array_equal(np.asarray(inputs.pairs), np.asarray(same.pairs))
+        np.testing.assert_array_equal(np.asarray(data.draw(0, step)[0].extra), np.asarray(inputs.extra))
+        assert not np.any(np.asarray(same.extra))
+        seen |= set(np.asarray(inputs.extra).tolist())
+    assert seen == {0, 1, 2, 3}
+    with pytest.raises(ValueError, match=r"overrun -1\.0 must be at least 0"):
+        Config(overrun=-1.0)
+
+    inputs, targets = data.draw(0, 5)
+    model = init_model(jax.random.PRNGKey(1), config, clrs.ALGORITHMS["bfs"].outputs)
+    losses = jax.jit(loss, static_argnums=(1, 2))
+    each = []
+    for b, k in enumerate(np.asarray(inputs.extra).tolist()):
+        one = jax.tree_util.tree_map(lambda a, b=b: a[b : b + 1], inputs)._replace(extra=jnp.zeros(1, jnp.int32))
+        each.append(float(losses(model, Config(**small, steps=2 + k), "bfs", one, {"pi": targets["pi"][b : b + 1]})))
+    assert len(set(np.asarray(inputs.extra).tolist())) > 1  # graphs of different steps in the one batch
+    np.testing.assert_allclose(float(losses(model, config, "bfs", inputs, targets)), np.mean(each), **float32(1e-6))
+    tested = predict(model, Config(**small, steps=2), "bfs", inputs._replace(extra=inputs.extra * 0))
+    np.testing.assert_array_equal(np.asarray(predict(model, config, "bfs", inputs)["pi"]), np.asarray(tested["pi"]))

@@ -15,7 +15,9 @@ edges only (``mask="edges"``, each node with itself). The recurrence:
 (P the step, its node MLP included; the pairs' state likewise). The injected recurrence can settle on a
 fixed point, so that more steps than in training leave the answer where it was: with ``step_rule="nodes"``
 the steps grow with the graph, ``steps`` on ``train_nodes`` nodes (32 on the test set's 64 for 8 on 16),
-where the residual one drifts (docs/graphs.md measures both, and where each setting helps).
+where the residual one drifts (docs/graphs.md measures both, and where each setting helps). With an
+``overrun`` each training graph runs more steps than ``steps_on``, as many as drawn for it (``Inputs.extra``),
+so that the answer must hold at any step from ``steps_on`` on: the state learns to settle.
 
 Decoders, by the kind of each output:
 
@@ -49,8 +51,8 @@ from applicative.stacked import stack
 from applicative.training import Learner
 
 __all__ = [
-    "Config", "GraphModel", "Inputs", "MaxStep", "Targets", "batch_of", "init_model", "learner", "loss", "predict",
-    "steps_on",
+    "Config", "GraphModel", "Inputs", "MaxStep", "Targets", "batch_of", "init_model", "learner", "loss", "most_extra",
+    "predict", "steps_on",
 ]  # fmt: skip
 
 
@@ -94,6 +96,7 @@ class Config:
     recurrence: Literal["residual", "injected"] = "residual"  # the state summed over the steps, or each step's own
     sizes: tuple[int, ...] = ()  # (): CLRS-30's training set; else minibatches drawn afresh, each of one size
     positions: Literal["index", "random"] = "index"  # training graphs' positions: i / n, or sorted uniform draws
+    overrun: float = 0.0  # training graphs run steps_on(n) + k steps, k uniform in 0..overrun * steps_on(n)
     batch: int = 16
     learning_rate: float = 1e-3
     train_samples: int = 1000  # CLRS-30's training set: the first 1000 graphs of 16 nodes of seed 1 (an epoch's)
@@ -106,6 +109,8 @@ class Config:
         object.__setattr__(self, "sizes", tuple(int(n) for n in self.sizes))
         if any(not 1 <= n <= self.train_nodes for n in self.sizes):
             raise ValueError(f"Config: sizes {list(self.sizes)} must lie between 1 and train_nodes {self.train_nodes}")
+        if not self.overrun >= 0:
+            raise ValueError(f"Config: overrun {self.overrun} must be at least 0")
 
 
 def _vec(n: int, tag: type[Dim]) -> Vec[Any, Array]:
@@ -175,12 +180,14 @@ class Head:
 
 
 class Inputs(NamedTuple):
-    """The inputs of a batch of samples of one size: their graphs (a stack of ``Graph``), node inputs (B, n, 2)
-    and pair inputs (B, n, n, 4)."""
+    """The inputs of a batch of samples of one size: their graphs (a stack of ``Graph``), node inputs (B, n, 2),
+    pair inputs (B, n, n, 4), and each graph's processor steps beyond ``steps_on`` (B,) (0 but in training with
+    an ``overrun``)."""
 
     graphs: Graph[Any]
     nodes: Array
     pairs: Array
+    extra: Array
 
 
 Targets = dict[str, Array]
@@ -222,12 +229,21 @@ def steps_on(config: Config, n: int) -> int:
     return config.steps if config.step_rule == "fixed" else -(-config.steps * n // config.train_nodes)
 
 
+def most_extra(config: Config, n: int) -> int:
+    """The most steps beyond ``steps_on`` a training graph of ``n`` nodes runs: ``overrun`` times them, rounded
+    down. Trained so, the answer must hold after any number of steps from ``steps_on`` on, and the state learns
+    to settle (as Bansal et al. 2022 train recurrent networks that read their inputs at each step with random
+    step counts)."""
+    return int(config.overrun * steps_on(config, n))
+
+
 def batch_of(
-    samples: Sequence[Sample], name: str, rng: np.random.RandomState | None = None
+    samples: Sequence[Sample], name: str, rng: np.random.RandomState | None = None, extra: np.ndarray | None = None
 ) -> tuple[Inputs, Targets]:
     """The batch of these samples (of one size) for the task ``name``: its inputs and targets. Each node's
     position is i / n, or with ``rng`` the i-th smallest of n uniform draws (Ibarz et al.'s randomised
-    positions: what a graph's order means, never its size)."""
+    positions: what a graph's order means, never its size); each graph's steps beyond ``steps_on`` are
+    ``extra`` (0 if None)."""
     n = samples[0].adjacency.shape[0]
     graphs, nodes, pairs = [], [], []
     for s in samples:
@@ -242,13 +258,25 @@ def batch_of(
         pairs.append(np.stack([a, adj, a.T, adj.T], -1))
     targets = {o.name: jnp.asarray(np.stack([s.outputs[o.name] for s in samples]).astype(np.float32))
                for o in ALGORITHMS[name].outputs}  # fmt: skip
-    inputs = Inputs(stack(graphs), jnp.asarray(np.stack(nodes), jnp.float32), jnp.asarray(np.stack(pairs), jnp.float32))
+    more = np.zeros(len(samples), np.int32) if extra is None else np.asarray(extra, np.int32)
+    inputs = Inputs(stack(graphs), jnp.asarray(np.stack(nodes), jnp.float32), jnp.asarray(np.stack(pairs), jnp.float32),
+                    jnp.asarray(more))  # fmt: skip
     return inputs, targets
 
 
-def _process(model: GraphModel, config: Config, g: Graph[Any], nodes: Array, pairs: Array) -> tuple[Array, Array]:
-    """The processor's node (n, width) and pair (n, n, edge_width) features of one graph: ``steps_on`` shared
-    steps of the ``recurrence``, the state carried as arrays and rebuilt on the graph each step."""
+def _process(
+    model: GraphModel,
+    config: Config,
+    g: Graph[Any],
+    nodes: Array,
+    pairs: Array,
+    extra: Array | int = 0,
+    longest: int | None = None,
+) -> tuple[Array, Array]:
+    """The processor's node (n, width) and pair (n, n, edge_width) features of one graph: ``steps_on`` + ``extra``
+    shared steps of the ``recurrence`` (a loop of ``longest`` steps, by default ``steps_on``: those past
+    ``steps_on`` + ``extra`` leave the state as it is), the state carried as arrays and rebuilt on the graph each
+    step."""
     x0 = to_array(g.with_elements(jax.vmap(lambda v: model.node_in(Vec.from_array(v, NodeIn)))(nodes)))
     e0 = to_array(g.pairs(jax.vmap(jax.vmap(lambda v: model.pair_in(Vec.from_array(v, PairIn))))(pairs)))
     mask = g.mask(1) if config.mask == "edges" else None
@@ -256,7 +284,13 @@ def _process(model: GraphModel, config: Config, g: Graph[Any], nodes: Array, pai
     def nodes_of(x_arr: Array) -> Graph[Vec[Model, Array]]:
         return g.with_elements(jax.vmap(lambda v: Vec.from_array(v, Model))(x_arr))
 
-    def step(_: int, state: tuple[Array, Array]) -> tuple[Array, Array]:
+    def step(t: Array, state: tuple[Array, Array]) -> tuple[Array, Array]:
+        if longest == steps:
+            return one_step(state)
+        kept: tuple[Array, Array] = jax.lax.cond(t < steps + extra, one_step, lambda s: s, state)
+        return kept
+
+    def one_step(state: tuple[Array, Array]) -> tuple[Array, Array]:
         x_arr, e_arr = state
         if config.recurrence == "injected":  # the step reads the inputs' encoding beside the state
             x_arr, e_arr = x_arr + x0, e_arr + e0
@@ -271,17 +305,20 @@ def _process(model: GraphModel, config: Config, g: Graph[Any], nodes: Array, pai
         return x_arr, e_arr
 
     steps = steps_on(config, nodes.shape[0])
+    longest = steps if longest is None else longest
     if config.recurrence == "residual":
-        out: tuple[Array, Array] = jax.lax.fori_loop(0, steps, step, (x0, e0))
+        out: tuple[Array, Array] = jax.lax.fori_loop(0, longest, step, (x0, e0))
         return out
-    x, e_step = jax.lax.fori_loop(0, steps, step, (jnp.zeros_like(x0), jnp.zeros_like(e0)))
+    x, e_step = jax.lax.fori_loop(0, longest, step, (jnp.zeros_like(x0), jnp.zeros_like(e0)))
     return x, e0 + e_step
 
 
-def logits(model: GraphModel, config: Config, name: str, g: Graph[Any], nodes: Array, pairs: Array) -> dict[str, Array]:
-    """Each output's logits for one graph: a node pointer (n, n), a mask (n,), a mask_one (n,), an edge mask
-    (n, n), an edge pointer (n, n, n)."""
-    h, e = _process(model, config, g, nodes, pairs)
+def logits(
+    model: GraphModel, config: Config, name: str, g: Graph[Any], nodes: Array, pairs: Array, extra: Array, longest: int
+) -> dict[str, Array]:
+    """Each output's logits for one graph, after ``_process``: a node pointer (n, n), a mask (n,), a mask_one
+    (n,), an edge mask (n, n), an edge pointer (n, n, n)."""
+    h, e = _process(model, config, g, nodes, pairs, extra, longest)
     h = _apply(model.out_norm, h, Model)
     e = _apply(model.out_pair_norm, e, Edge)
     scale = 1.0 / np.sqrt(config.key_width)
@@ -309,8 +346,11 @@ def _apply(linear: Callable[[Vec[Any, Array]], Any], x: Array, tag: type[Dim]) -
 
 
 def loss(model: GraphModel, config: Config, name: str, inputs: Inputs, targets: Targets) -> Array:
-    """The sum over the outputs of their cross entropies, averaged over the batch."""
-    out = jax.vmap(lambda g, n, p: logits(model, config, name, g, n, p))(*inputs)
+    """The sum over the outputs of their cross entropies, averaged over the batch (each graph after its own
+    steps: ``inputs.extra``)."""
+    size = inputs.nodes.shape[1]
+    longest = steps_on(config, size) + most_extra(config, size)
+    out = jax.vmap(lambda g, n, p, k: logits(model, config, name, g, n, p, k, longest))(*inputs)
     total = jnp.zeros(())
     for output in ALGORITHMS[name].outputs:
         z, t = out[output.name], targets[output.name]
@@ -326,8 +366,13 @@ def loss(model: GraphModel, config: Config, name: str, inputs: Inputs, targets: 
 
 
 def predict(model: GraphModel, config: Config, name: str, inputs: Inputs) -> Targets:
-    """The predicted outputs of a batch: pointers as node indices, masks as 0/1, a mask_one as one-hot."""
-    out = jax.vmap(lambda g, n, p: logits(model, config, name, g, n, p))(*inputs)
+    """The predicted outputs of a batch, each graph after ``steps_on`` steps: pointers as node indices, masks as
+    0/1, a mask_one as one-hot."""
+    longest = steps_on(config, inputs.nodes.shape[1])
+    none = jnp.zeros((), jnp.int32)
+    out = jax.vmap(lambda g, n, p: logits(model, config, name, g, n, p, none, longest))(
+        inputs.graphs, inputs.nodes, inputs.pairs
+    )
     predicted = {}
     for output in ALGORITHMS[name].outputs:
         z = out[output.name]

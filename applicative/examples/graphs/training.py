@@ -27,11 +27,21 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
 from applicative.examples.graphs import clrs
-from applicative.examples.graphs.model import Config, GraphModel, Inputs, Targets, batch_of, learner, predict
+from applicative.examples.graphs.model import (
+    Config,
+    GraphModel,
+    Inputs,
+    Targets,
+    batch_of,
+    learner,
+    most_extra,
+    predict,
+)
 from applicative.training import Arrays, Drawn, Source, State, fit, restore
 from applicative.training.files import holding_run, read_config
 from applicative.training.settings import from_dict, setting, to_dict
@@ -122,19 +132,29 @@ def _sets(algorithm: str, config: Config) -> dict[str, list[clrs.Sample]]:
 def training_data(algorithm: str, config: Config, train: list[clrs.Sample]) -> Source:
     """What ``fit`` trains on: the training set ``train`` held whole, or with ``config.sizes`` minibatches drawn
     afresh, each of graphs of one of those sizes (Ibarz et al.'s online sampling), a function of (seed, step);
-    an "epoch" ``train_samples // batch`` steps either way. With ``positions="random"``, randomised positions
-    (drawn once for a set held whole)."""
+    an "epoch" ``train_samples // batch`` steps either way. With ``positions="random"``, randomised positions,
+    and with an ``overrun`` each graph's steps beyond ``steps_on`` (``_extra``), drawn once for a set held whole."""
     if not config.sizes:
         positions = np.random.RandomState(0) if config.positions == "random" else None
-        return Arrays(*batch_of(train, algorithm, positions), config.batch)
+        extra = _extra(config, config.train_nodes, len(train), np.random.RandomState(1))
+        return Arrays(*batch_of(train, algorithm, positions, extra), config.batch)
 
     def draw(seed: int, step: int) -> tuple[Inputs, Targets]:
         rng = np.random.RandomState(np.random.SeedSequence([seed, step]).generate_state(1))
         n = int(config.sizes[rng.randint(len(config.sizes))])
         samples = clrs.drawn(algorithm, n, config.batch, rng)
-        return batch_of(samples, algorithm, rng if config.positions == "random" else None)
+        inputs, targets = batch_of(samples, algorithm, rng if config.positions == "random" else None)
+        return inputs._replace(extra=jnp.asarray(_extra(config, n, config.batch, rng))), targets
 
     return Drawn(draw, config.train_samples // config.batch)
+
+
+def _extra(config: Config, n: int, count: int, rng: np.random.RandomState) -> np.ndarray:
+    """Each of ``count`` training graphs' steps beyond ``steps_on``: uniform in 0..``most_extra`` with an
+    ``overrun``, else 0 (and no draw from ``rng``)."""
+    if not config.overrun:
+        return np.zeros(count, np.int32)
+    return rng.randint(0, most_extra(config, n) + 1, size=count).astype(np.int32)
 
 
 Answers = list[dict[str, np.ndarray]]
