@@ -38,7 +38,7 @@ import functools
 import json
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
@@ -163,7 +163,11 @@ def _default(field: dataclasses.Field[Any]) -> Any:
 def given(args: argparse.Namespace, record: type[Any]) -> dict[str, object]:
     """The settings of ``record`` whose flags the command line gave (``add_flags``), by their paths
     (``"config.batch"`` for a field of a flattened record), with their values."""
-    return {flag.dest: getattr(args, flag.dest) for flag in _flags(record) if hasattr(args, flag.dest)}
+    return _given(args, _flags(record))
+
+
+def _given(args: argparse.Namespace, flags: Sequence[_Flag]) -> dict[str, object]:
+    return {flag.dest: getattr(args, flag.dest) for flag in flags if hasattr(args, flag.dest)}
 
 
 def chosen(
@@ -174,7 +178,7 @@ def chosen(
     flag given agreeing with it. ValueError naming a required setting not given, a record's field that does not
     exist, or every setting given otherwise than the run holds it ("--steps: 1500 in the run, 3000 given")."""
     every = _flags(record, (), defaults)
-    values = {flag.dest: getattr(args, flag.dest) for flag in every if hasattr(args, flag.dest)}  # (``given``)
+    values = _given(args, every)
     flags = [(flag, values[flag.dest]) for flag in every if flag.dest in values]
     if saved is None:
         if absent := [f.name for f in every if f.default is dataclasses.MISSING and f.dest not in values]:

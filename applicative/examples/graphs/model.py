@@ -345,12 +345,16 @@ def _apply(linear: Callable[[Vec[Any, Array]], Any], x: Array, tag: type[Dim]) -
     return out.reshape(*x.shape[:-1], -1)
 
 
+def _batch_logits(model: GraphModel, config: Config, name: str, inputs: Inputs, longest: int) -> dict[str, Array]:
+    """``logits`` of each graph of the batch in a loop of ``longest`` steps (a graph's extra steps past it unrun)."""
+    return jax.vmap(lambda g, n, p, k: logits(model, config, name, g, n, p, k, longest))(*inputs)
+
+
 def loss(model: GraphModel, config: Config, name: str, inputs: Inputs, targets: Targets) -> Array:
     """The sum over the outputs of their cross entropies, averaged over the batch (each graph after its own
     steps: ``inputs.extra``)."""
     size = inputs.nodes.shape[1]
-    longest = steps_on(config, size) + most_extra(config, size)
-    out = jax.vmap(lambda g, n, p, k: logits(model, config, name, g, n, p, k, longest))(*inputs)
+    out = _batch_logits(model, config, name, inputs, steps_on(config, size) + most_extra(config, size))
     total = jnp.zeros(())
     for output in ALGORITHMS[name].outputs:
         z, t = out[output.name], targets[output.name]
@@ -368,11 +372,7 @@ def loss(model: GraphModel, config: Config, name: str, inputs: Inputs, targets: 
 def predict(model: GraphModel, config: Config, name: str, inputs: Inputs) -> Targets:
     """The predicted outputs of a batch, each graph after ``steps_on`` steps: pointers as node indices, masks as
     0/1, a mask_one as one-hot."""
-    longest = steps_on(config, inputs.nodes.shape[1])
-    none = jnp.zeros((), jnp.int32)
-    out = jax.vmap(lambda g, n, p: logits(model, config, name, g, n, p, none, longest))(
-        inputs.graphs, inputs.nodes, inputs.pairs
-    )
+    out = _batch_logits(model, config, name, inputs, steps_on(config, inputs.nodes.shape[1]))
     predicted = {}
     for output in ALGORITHMS[name].outputs:
         z = out[output.name]
