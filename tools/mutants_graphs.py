@@ -101,4 +101,12 @@ MUTANTS = [
            "    if not config.overrun:\n", "    if True:\n",
            "an overrun draws no extra steps: training runs steps_on as without it",
            TGE + "test_an_overrun_trains_each_graph_for_steps_of_its_own_and_tests_with_steps_on"),
+    mutant("clrs-triplets-read-jk", EX + "model.py",
+           "        t = t + jnp.swapaxes(g, 0, 1)[None]", "        t = t + g[None]",
+           "a triplet message reads the pair (j, k) where Triplet-GMPNN reads (k, j)",
+           TGE + "test_the_max_processors_step_is_its_formula_in_float64_numpy"),
+    mutant("clrs-triplets-unused", EX + "model.py",
+           "        if self.triplets is None:\n", "        if True:\n",
+           "the triplet messages are made but never added to the pairs' update",
+           TGE + "test_the_max_processors_step_is_its_formula_in_float64_numpy"),
 ]  # fmt: skip

@@ -29,6 +29,7 @@ from applicative.examples.graphs.model import (
     Hidden,
     MaxStep,
     Model,
+    Triplet,
     batch_of,
     init_model,
     loss,
@@ -317,11 +318,12 @@ def test_a_batch_of_the_benchmarks_graphs_is_one_stack_of_graphs() -> None:
         np.testing.assert_array_equal(np.asarray(targets["pi"][b]), s.outputs["pi"])
 
 
-@pytest.mark.parametrize("mask", ["all", "edges"])
-def test_the_max_processors_step_is_its_formula_in_float64_numpy(mask: str) -> None:
+@pytest.mark.parametrize(("mask", "triplets"), [("all", 0), ("edges", 0), ("edges", 4)])
+def test_the_max_processors_step_is_its_formula_in_float64_numpy(mask: str, triplets: int) -> None:
     """``MaxStep`` on a directed graph of 5 nodes: m_ij = relu(R x_i + S x_j + E e_ij), node i's new vector
-    O max_j m_ij over every j (``mask="all"``) or its in-neighbours and itself, the pairs' e_ij + W m_ij, against
-    the same written in float64 numpy from each map's matrix and bias."""
+    O max_j m_ij over every j (``mask="all"``) or its in-neighbours and itself, the pairs' e_ij + W m_ij, and with
+    triplet messages + P max_k (A x_i + B x_j + C x_k + D e_ij + E e_ik + F e_kj) over every k, against the same
+    written in float64 numpy from each map's matrix and bias."""
     rng = np.random.default_rng(5)
     n, width, edge, hidden = 5, 4, 3, 6
     adjacency = (rng.random((n, n)) < 0.4).astype(np.float32)
@@ -331,7 +333,7 @@ def test_the_max_processors_step_is_its_formula_in_float64_numpy(mask: str) -> N
     def vec(size: int, tag: type[Dim]) -> Vec[Any, Array]:
         return Vec.from_array(np.zeros(size, np.float32), tag)
 
-    step = MaxStep.init(jax.random.PRNGKey(3), vec(width, Model), vec(edge, Edge), vec(hidden, Hidden))
+    step = MaxStep.init(jax.random.PRNGKey(3), vec(width, Model), vec(edge, Edge), vec(hidden, Hidden), triplets)
     x, e = rng.normal(size=(n, width)).astype(np.float32), rng.normal(size=(n, n, edge)).astype(np.float32)
     nodes = g.with_elements(jax.vmap(lambda v: Vec.from_array(v, Model))(x))
     pairs = g.pairs(jax.vmap(jax.vmap(lambda v: Vec.from_array(v, Edge)))(e))
@@ -354,7 +356,22 @@ def test_the_max_processors_step_is_its_formula_in_float64_numpy(mask: str) -> N
     keep = np.ones((n, n), bool) if mask == "all" else (adjacency.T > 0) | np.eye(n, dtype=bool)
     largest = np.where(keep[..., None], m, -np.inf).max(axis=1)
     np.testing.assert_allclose(np.asarray(to_array(y)), largest @ o + ob, **float32(1e-5))
-    np.testing.assert_allclose(np.asarray(to_array(e_next)), e64 + m @ w + wb, **float32(1e-5))
+    through = np.zeros((n, n, edge))
+    if triplets:
+        assert step.triplets is not None
+        (a, ab), (b, bb), (c, cb) = (matrix(f, width, Model) for f in step.triplets.maps[:3])
+        (d, db), (f, fb), (h, hb) = (matrix(f, edge, Edge) for f in step.triplets.maps[3:])
+        (p, pb) = matrix(step.triplets.out, triplets, Triplet)
+        t = np.empty((n, n, n, triplets))
+        for i, j, k_ in np.ndindex(n, n, n):
+            t[i, j, k_] = (x64[i] @ a + ab + x64[j] @ b + bb + x64[k_] @ c + cb + e64[i, j] @ d + db
+                           + e64[i, k_] @ f + fb + e64[k_, j] @ h + hb)  # fmt: skip
+        through = t.max(axis=2) @ p + pb
+        with pytest.raises(ValueError, match=r"triplets 4 must be 0, or at least 1 with processor 'max'"):
+            Config(triplets=4)  # the attention processor has none
+    else:
+        assert step.triplets is None
+    np.testing.assert_allclose(np.asarray(to_array(e_next)), e64 + m @ w + wb + through, **float32(1e-5))
 
 
 def test_the_processors_steps_follow_the_graphs_size_under_the_nodes_rule() -> None:

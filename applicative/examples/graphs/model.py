@@ -7,7 +7,8 @@ one step, its weights shared by all its applications: an ``nn.RelationalAttentio
 node i's update a softmax-weighted mean of its senders' messages), or with ``processor="max"`` a
 message-passing step as the benchmark's baselines take (``MaxStep``: the largest message, feature by
 feature), each with pre-norms and a node MLP, over every pair (``mask="all"``) or along the input graph's
-edges only (``mask="edges"``, each node with itself). The recurrence:
+edges only (``mask="edges"``, each node with itself); with ``triplets`` the max processor's pair update also
+reads every third node k through the pairs (i, k) and (k, j) (``Triplets``). The recurrence:
 
     residual   x_{t+1} = x_t + P(x_t),           x_0 = enc(inputs)      (the default: the state sums the steps)
     injected   x_{t+1} = P(x_t + enc(inputs)),   x_0 = 0                 (each step's own)
@@ -51,8 +52,8 @@ from applicative.stacked import stack
 from applicative.training import Learner
 
 __all__ = [
-    "Config", "GraphModel", "Inputs", "MaxStep", "Targets", "batch_of", "init_model", "learner", "loss", "most_extra",
-    "predict", "steps_on",
+    "Config", "GraphModel", "Inputs", "MaxStep", "Targets", "Triplets", "batch_of", "init_model", "learner", "loss",
+    "most_extra", "predict", "steps_on",
 ]  # fmt: skip
 
 
@@ -80,6 +81,10 @@ class Hidden(Dim):
     """The MLPs' hidden features."""
 
 
+class Triplet(Dim):
+    """A triplet message's features (``Triplets``)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """The model's size and processing, and the optimiser's settings (with the algorithm, the steps and the
@@ -97,6 +102,7 @@ class Config:
     sizes: tuple[int, ...] = ()  # (): CLRS-30's training set; else minibatches drawn afresh, each of one size
     positions: Literal["index", "random"] = "index"  # training graphs' positions: i / n, or sorted uniform draws
     overrun: float = 0.0  # training graphs run steps_on(n) + k steps, k uniform in 0..overrun * steps_on(n)
+    triplets: int = 0  # with processor="max": the features of each pair's triplet messages (Triplets; 0: none)
     batch: int = 16
     learning_rate: float = 1e-3
     train_samples: int = 1000  # CLRS-30's training set: the first 1000 graphs of 16 nodes of seed 1 (an epoch's)
@@ -111,6 +117,8 @@ class Config:
             raise ValueError(f"Config: sizes {list(self.sizes)} must lie between 1 and train_nodes {self.train_nodes}")
         if not self.overrun >= 0:
             raise ValueError(f"Config: overrun {self.overrun} must be at least 0")
+        if self.triplets < 0 or (self.triplets and self.processor != "max"):
+            raise ValueError(f"Config: triplets {self.triplets} must be 0, or at least 1 with processor 'max'")
 
 
 def _vec(n: int, tag: type[Dim]) -> Vec[Any, Array]:
@@ -137,13 +145,14 @@ class MaxStep:
     """The max processor's step: each pair's message m_ij = relu(R x_i + S x_j + E e_ij) (of ``Hidden`` width), node
     i's new vector O max_j m_ij (the largest message of each feature over its senders j: every node, or its
     in-neighbours and itself with ``mask="edges"``), each pair's e_ij + W m_ij: the relational attention's pair
-    update, with a maximum in place of its softmax-weighted mean."""
+    update, with a maximum in place of its softmax-weighted mean; with ``triplets``, plus theirs (``Triplets``)."""
 
     receiver: nn.Linear[Any, Any]
     sender: nn.Linear[Any, Any]
     edge: nn.Linear[Any, Any]
     node_out: nn.Linear[Any, Any]
     edge_out: nn.Linear[Any, Any]
+    triplets: Triplets | None = None
 
     def __call__(
         self, x: Graph[Applicative[Any, Array]], e: Graph[Any], mask: Graph[Graph[Array]] | None
@@ -156,16 +165,49 @@ class MaxStep:
         keep = jnp.ones(grid.shape[:2], bool) if mask is None else to_array(mask) > 0
         largest = jnp.max(jnp.where(keep[..., None], grid, -jnp.inf), axis=1)
         y = x.with_elements(jax.vmap(lambda v: self.node_out(Vec.from_array(v, Hidden)))(largest))
-        return y, add(e, messages.fmap(lambda row: row.fmap(self.edge_out)))
+        e_next = add(e, messages.fmap(lambda row: row.fmap(self.edge_out)))
+        if self.triplets is None:
+            return y, e_next
+        through = self.triplets(to_array(x), to_array(e))
+        return y, add(e_next, x.pairs(jax.vmap(jax.vmap(lambda v: Vec.from_array(v, Edge)))(through)))
 
     @staticmethod
-    def init(key: Array, width: Vec[Any, Array], edge: Vec[Any, Array], hidden: Vec[Any, Array]) -> MaxStep:
-        keys = jax.random.split(key, 5)
+    def init(
+        key: Array, width: Vec[Any, Array], edge: Vec[Any, Array], hidden: Vec[Any, Array], triplets: int = 0
+    ) -> MaxStep:
+        keys = jax.random.split(key, 6)
         return MaxStep(
             nn.Linear.init(keys[0], width, hidden), nn.Linear.init(keys[1], width, hidden),
             nn.Linear.init(keys[2], edge, hidden), nn.Linear.init(keys[3], hidden, width),
             nn.Linear.init(keys[4], hidden, edge),
+            Triplets.init(keys[5], width, edge, _vec(triplets, Triplet)) if triplets else None,
         )  # fmt: skip
+
+
+@record
+class Triplets:
+    """Triplet messages (Ibarz et al. 2022's Triplet-GMPNN): each pair's update reads every third node k,
+    t_ijk = A x_i + B x_j + C x_k + D e_ij + E e_ik + F e_kj, and takes O max_k t_ijk (the largest of each
+    feature), so that a pair can combine the two pairs through k, as Floyd-Warshall's d_ij = min_k d_ik + d_kj
+    and a minimax path (an edge is in a minimum spanning tree where no path of lighter edges joins its ends)
+    do; node vectors alone cannot carry what every pair needs. On coordinates: (n, n, n, triplets) a graph."""
+
+    maps: tuple[nn.Linear[Any, Any], ...]  # A, B, C from nodes; D, E, F from pairs
+    out: nn.Linear[Any, Any]
+
+    def __call__(self, x: Array, e: Array) -> Array:
+        """O max_k t_ijk, (n, n, edge_width), of the nodes' (n, width) and the pairs' (n, n, edge_width) vectors."""
+        a, b, c = (_apply(m, x, Model) for m in self.maps[:3])
+        d, f, g = (_apply(m, e, Edge) for m in self.maps[3:])
+        t = a[:, None, None] + b[None, :, None] + c[None, None, :] + d[:, :, None] + f[:, None, :]
+        t = t + jnp.swapaxes(g, 0, 1)[None]  # e_kj at [i, j, k]
+        return _apply(self.out, jnp.max(t, axis=2), Triplet)
+
+    @staticmethod
+    def init(key: Array, width: Vec[Any, Array], edge: Vec[Any, Array], triplet: Vec[Any, Array]) -> Triplets:
+        keys = jax.random.split(key, 7)
+        maps = tuple(nn.Linear.init(k, width if i < 3 else edge, triplet) for i, k in enumerate(keys[:6]))
+        return Triplets(maps, nn.Linear.init(keys[6], triplet, edge))
 
 
 @record
@@ -215,7 +257,7 @@ def init_model(key: Array, config: Config, outputs: Sequence[Output]) -> GraphMo
         nn.LayerNorm.init(edge),
         nn.RelationalAttention.init(keys[2], width, edge, k, hidden)
         if config.processor == "attention"
-        else MaxStep.init(keys[2], width, edge, hidden),
+        else MaxStep.init(keys[2], width, edge, hidden, config.triplets),
         nn.MLP.init(keys[3], width, hidden),
         nn.LayerNorm.init(width),
         nn.LayerNorm.init(edge),
