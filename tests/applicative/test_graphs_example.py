@@ -165,7 +165,7 @@ def test_the_score_is_the_mean_over_outputs_of_accuracy_or_f1() -> None:
                     wrong = rng.integers(0, 12, truth.shape)
                     guess[output.name] = np.where(rng.random(truth.shape) < 0.3, wrong, truth)
                 elif output.kind == "mask_one":
-                    guess[output.name] = np.eye(12)[rng.integers(0, 2) * int(np.argmax(truth))]
+                    guess[output.name] = np.eye(12)[int(rng.integers(0, 2)) * int(np.argmax(truth))]
                 else:
                     guess[output.name] = np.where(rng.random(truth.shape) < 0.2, 1.0 - (truth > 0.5), truth > 0.5)
             guesses.append(guess)
