@@ -109,4 +109,13 @@ MUTANTS = [
            "        if self.triplets is None:\n", "        if True:\n",
            "the triplet messages are made but never added to the pairs' update",
            TGE + "test_the_max_processors_step_is_its_formula_in_float64_numpy"),
+    mutant("clrs-densities-one", EX + "clrs.py",
+           "        ps = p or (self.p,)\n", "        ps = (p or (self.p,))[:1]\n",
+           "varied densities draw every graph with the first probability, 0.1, not one of 0.1 ... 0.9",
+           TGE + "test_varied_densities_draw_each_graphs_edge_probability_from_the_published_training"),
+    mutant("clrs-densities-halved-everywhere", EX + "clrs.py",
+           "    return tuple(p / 2 for p in ps) if name in _SPARSE else ps\n",
+           "    return tuple(p / 2 for p in ps)\n",
+           "every task's varied probabilities are halved, where the published training halves three tasks'",
+           TGE + "test_varied_densities_draw_each_graphs_edge_probability_from_the_published_training"),
 ]  # fmt: skip

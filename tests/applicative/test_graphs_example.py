@@ -411,6 +411,35 @@ def test_drawn_minibatches_are_of_one_size_each_and_repeat_from_seed_and_step() 
     assert settings(describe("bfs", 1, 0, config)).config == config  # JSON's list read back as the tuple
 
 
+@pytest.mark.parametrize(("name", "density"), [("dfs", lambda p: p), ("mst_kruskal", lambda p: (15 * p * p + p) / 16)])
+def test_varied_densities_draw_each_graphs_edge_probability_from_the_published_training(
+    name: str, density: Callable[[float], float]
+) -> None:
+    """``densities="varied"``: each drawn graph's edge probability is one of ``clrs.varied``'s, 0.1 ... 0.9
+    (halved for MST-Kruskal), so the drawn graphs' densities follow that mixture: their mean and spread are
+    its (a directed graph's entries are 1 with probability p; an undirected one's off the diagonal with p
+    squared, an entry and its mirror both drawn), where the task's own probability alone leaves the binomial
+    spread; refused without ``sizes``."""
+    ps = np.asarray(clrs.varied(name))
+    np.testing.assert_allclose(ps, np.arange(1, 10) / (20 if name == "mst_kruskal" else 10), rtol=1e-12)
+    cells = 16 * 16
+    q = np.asarray([density(float(p)) for p in ps])  # each probability's chance of an entry
+    mean, spread = q.mean(), np.sqrt(q.var() + np.mean(q * (1 - q)) / cells)
+    for densities in ("varied", "task"):
+        data = training_data(name, Config(sizes=(16,), batch=8, densities=densities), [])
+        assert isinstance(data, Drawn)
+        seen = np.concatenate([
+            (np.asarray(data.draw(0, step)[0].pairs)[..., 0] > 0).mean(axis=(1, 2)) for step in range(40)
+        ])
+        if densities == "varied":
+            assert abs(seen.mean() - mean) < 4 * spread / np.sqrt(seen.size)
+            assert 0.8 * spread < seen.std() < 1.2 * spread
+        else:
+            assert seen.std() < 0.3 * spread
+    with pytest.raises(ValueError, match="densities 'varied' draws graphs afresh: it needs sizes"):
+        Config(densities="varied")
+
+
 def test_the_injected_recurrence_holds_no_sum_over_the_steps() -> None:
     """``recurrence="injected"``: each step reads the inputs' encoding beside the state, and the new state is
     the step's output alone. A processor whose output maps are zero gives the same nodes and pairs after 1, 2

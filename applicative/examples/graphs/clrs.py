@@ -11,6 +11,8 @@ says how they were made). Hints (the algorithms' intermediate states) are not po
 
     ALGORITHMS                 name -> Task: its Graphs (how they are drawn), the algorithm, the outputs' kinds
     sample(name, n, count, seed)   ``count`` Samples of graphs of ``n`` nodes
+    drawn(name, n, count, rng, p)  the same from a RandomState, each graph's edge probability one of ``p``
+    varied(name)               the edge probabilities the published models train with (0.1 ... 0.9)
     score(name, predicted, samples)   the benchmark's score of predictions: for a pointer, the fraction of
                                nodes (pairs) pointing right; for a mask, F1 over the entries that are not
                                masked (bridges: the edges), for a mask_one the fraction right; the mean
@@ -45,7 +47,9 @@ from applicative.examples.graphs.algorithms import (
     topological_sort,
 )
 
-__all__ = ["ALGORITHMS", "MASKED", "Graphs", "Output", "Sample", "Task", "drawn", "interval", "sample", "score"]
+__all__ = [
+    "ALGORITHMS", "MASKED", "Graphs", "Output", "Sample", "Task", "drawn", "interval", "sample", "score", "varied",
+]
 
 
 class Output(NamedTuple):
@@ -66,11 +70,13 @@ class Graphs(NamedTuple):
     source: bool = False
     community: bool = False
 
-    def draw(self, rng: np.random.RandomState, n: int) -> tuple[np.ndarray, int]:
-        """(the weighted adjacency, the source node or -1)."""
+    def draw(self, rng: np.random.RandomState, n: int, p: tuple[float, ...] = ()) -> tuple[np.ndarray, int]:
+        """(the weighted adjacency, the source node or -1); ``p``: the edge probabilities the graph's is drawn
+        from (the benchmark's sampler's ``p``; (): this task's own alone)."""
+        ps = p or (self.p,)
         if self.community:
-            return _community(rng, n, p=rng.choice((self.p,))), -1
-        a = _er(rng, n, rng.choice((self.p,)), self.directed, self.acyclic, self.weighted)
+            return _community(rng, n, p=rng.choice(ps)), -1
+        a = _er(rng, n, rng.choice(ps), self.directed, self.acyclic, self.weighted)
         return a, int(rng.choice(n)) if self.source else -1
 
 
@@ -157,6 +163,17 @@ ALGORITHMS: dict[str, Task] = {
 """The benchmark's twelve graph algorithms, by its names."""
 
 
+_SPARSE = ("articulation_points", "bridges", "mst_kruskal")
+
+
+def varied(name: str) -> tuple[float, ...]:
+    """The edge probabilities the published models' training graphs are drawn from (the benchmark's own
+    training script, which Ibarz et al. run): 0.1, 0.2, ..., 0.9, halved for articulation points, bridges and
+    MST-Kruskal, whose graphs it keeps sparse (their CLRS-30 probability is 0.2, the others' 0.5)."""
+    ps = tuple(0.1 + 0.1 * i for i in range(9))  # the script's own expression, to its last bit
+    return tuple(p / 2 for p in ps) if name in _SPARSE else ps
+
+
 def sample(name: str, n: int, count: int, seed: int) -> list[Sample]:
     """``count`` samples of the task ``name`` on graphs of ``n`` nodes, from ``seed`` (the benchmark's own
     stream: CLRS-30's training set is ``sample(name, 16, 1000, 1)``, its test set ``sample(name, 64, 32, 3)``).
@@ -166,11 +183,12 @@ def sample(name: str, n: int, count: int, seed: int) -> list[Sample]:
     return drawn(name, n, count, np.random.RandomState(seed))
 
 
-def drawn(name: str, n: int, count: int, rng: np.random.RandomState) -> list[Sample]:
-    """``count`` samples of the task ``name`` on graphs of ``n`` nodes, drawn from ``rng``."""
+def drawn(name: str, n: int, count: int, rng: np.random.RandomState, p: tuple[float, ...] = ()) -> list[Sample]:
+    """``count`` samples of the task ``name`` on graphs of ``n`` nodes, drawn from ``rng``, each graph's edge
+    probability one of ``p`` (drawn with it; (): the task's own)."""
     task, out = ALGORITHMS[name], []
     for _ in range(count):
-        a, s = task.graphs.draw(rng, n)
+        a, s = task.graphs.draw(rng, n, p)
         out.append(Sample(a, s, task.algorithm(a, s)))
     return out
 

@@ -101,6 +101,7 @@ class Config:
     recurrence: Literal["residual", "injected"] = "residual"  # the state summed over the steps, or each step's own
     sizes: tuple[int, ...] = ()  # (): CLRS-30's training set; else minibatches drawn afresh, each of one size
     positions: Literal["index", "random"] = "index"  # training graphs' positions: i / n, or sorted uniform draws
+    densities: Literal["task", "varied"] = "task"  # drawn graphs' edge probability: the task's, or clrs.varied's
     overrun: float = 0.0  # training graphs run steps_on(n) + k steps, k uniform in 0..overrun * steps_on(n)
     triplets: int = 0  # with processor="max": the features of each pair's triplet messages (Triplets; 0: none)
     batch: int = 16
@@ -115,6 +116,8 @@ class Config:
         object.__setattr__(self, "sizes", tuple(int(n) for n in self.sizes))
         if any(not 1 <= n <= self.train_nodes for n in self.sizes):
             raise ValueError(f"Config: sizes {list(self.sizes)} must lie between 1 and train_nodes {self.train_nodes}")
+        if self.densities != "task" and not self.sizes:
+            raise ValueError(f"Config: densities {self.densities!r} draws graphs afresh: it needs sizes")
         if not self.overrun >= 0:
             raise ValueError(f"Config: overrun {self.overrun} must be at least 0")
         if self.triplets < 0 or (self.triplets and self.processor != "max"):

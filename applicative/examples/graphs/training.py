@@ -133,7 +133,8 @@ def training_data(algorithm: str, config: Config, train: list[clrs.Sample]) -> S
     """What ``fit`` trains on: the training set ``train`` held whole, or with ``config.sizes`` minibatches drawn
     afresh, each of graphs of one of those sizes (Ibarz et al.'s online sampling), a function of (seed, step);
     an "epoch" ``train_samples // batch`` steps either way. With ``positions="random"``, randomised positions,
-    and with an ``overrun`` each graph's steps beyond ``steps_on`` (``_extra``), drawn once for a set held whole."""
+    with ``densities="varied"`` each drawn graph's edge probability one of ``clrs.varied``'s, and with an
+    ``overrun`` each graph's steps beyond ``steps_on`` (``_extra``), drawn once for a set held whole."""
     if not config.sizes:
         positions = np.random.RandomState(0) if config.positions == "random" else None
         extra = _extra(config, config.train_nodes, len(train), np.random.RandomState(1))
@@ -142,7 +143,8 @@ def training_data(algorithm: str, config: Config, train: list[clrs.Sample]) -> S
     def draw(seed: int, step: int) -> tuple[Inputs, Targets]:
         rng = np.random.RandomState(np.random.SeedSequence([seed, step]).generate_state(1))
         n = int(config.sizes[rng.randint(len(config.sizes))])
-        samples = clrs.drawn(algorithm, n, config.batch, rng)
+        densities = clrs.varied(algorithm) if config.densities == "varied" else ()
+        samples = clrs.drawn(algorithm, n, config.batch, rng, densities)
         inputs, targets = batch_of(samples, algorithm, rng if config.positions == "random" else None)
         return inputs._replace(extra=jnp.asarray(_extra(config, n, config.batch, rng))), targets
 
