@@ -71,8 +71,8 @@ class Graphs(NamedTuple):
     community: bool = False
 
     def draw(self, rng: np.random.RandomState, n: int, p: tuple[float, ...] = ()) -> tuple[np.ndarray, int]:
-        """(the weighted adjacency, the source node or -1); ``p``: the edge probabilities the graph's is drawn
-        from (the benchmark's sampler's ``p``; (): this task's own alone)."""
+        """(the weighted adjacency, the source node or -1); ``p``: the edge probabilities the graph's own is
+        drawn from (the benchmark's sampler's ``p``; (): this task's alone)."""
         ps = p or (self.p,)
         if self.community:
             return _community(rng, n, p=rng.choice(ps)), -1
