@@ -140,10 +140,11 @@ def training_data(algorithm: str, config: Config, train: list[clrs.Sample]) -> S
         extra = _extra(config, config.train_nodes, len(train), np.random.RandomState(1))
         return Arrays(*batch_of(train, algorithm, positions, extra), config.batch)
 
+    densities = clrs.varied(algorithm) if config.densities == "varied" else ()
+
     def draw(seed: int, step: int) -> tuple[Inputs, Targets]:
         rng = np.random.RandomState(np.random.SeedSequence([seed, step]).generate_state(1))
         n = int(config.sizes[rng.randint(len(config.sizes))])
-        densities = clrs.varied(algorithm) if config.densities == "varied" else ()
         samples = clrs.drawn(algorithm, n, config.batch, rng, densities)
         inputs, targets = batch_of(samples, algorithm, rng if config.positions == "random" else None)
         return inputs._replace(extra=jnp.asarray(_extra(config, n, config.batch, rng))), targets
