@@ -9,7 +9,10 @@ depend on the cache (a mutated copy of the code, or TF32's emulated products, ar
 processes the tests start (command lines, several-process runs) share it through the environment from
 jaxlib 0.12 on; before, they compile as a user's do: jaxlib 0.9 logs a false "Target machine feature
 +prefer-no-scatter is not supported" error for each program it loads from the cache (XLA counts two tuning
-flags among the CPU's features), which would flood what they print."""
+flags among the CPU's features), which would flood what they print.
+
+They compile at XLA's least optimisation of the generated code, and so do the processes they start
+(tests/compiling.py says what that changes: the program's speed, not its computation)."""
 
 import os
 import signal
@@ -23,7 +26,9 @@ from packaging.version import Version
 
 from tests.applicative.tolerance import EMULATE_TF32, emulate_tf32
 from tests.budget import pytest_runtest_makereport  # noqa: F401  (the default run's time budget, a hook)
+from tests.compiling import compile_fast
 
+compile_fast()  # (before anything starts JAX's backend, which reads XLA_FLAGS once)
 jax.config.update("jax_enable_x64", True)
 CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(Path(__file__).resolve().parent.parent / ".cache" / "jax")
 jax.config.update("jax_compilation_cache_dir", CACHE)

@@ -96,10 +96,6 @@ jax.config.update("jax_enable_x64", True)  # (tests/conftest.py does too; here f
 pytestmark = pytest.mark.slow  # about 3.5 CPU-minutes: run by CI after the suite (pyproject.toml)
 
 TOLERANCE = 1e-12
-FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
-"""XLA's code generation optimisations off for the jitted functions (as tests/test_bench.py's smoke runs):
-a third of the compile time. The program XLA runs is the same computation (its HLO passes, fusion
-included, still run); only LLVM's optimisation of the generated code is skipped."""
 
 # The zoo. Each kind has an outer and an inner form (other tags, nodes, tree shapes), so that the two
 # levels of a pair never coincide; feature levels ("key", "value", "k", "head") are Vecs. Every free
@@ -632,7 +628,7 @@ def sweep(o: str, i: str) -> Report:
             return library, run(ys, errors["spec"], spec_unbuilt)
 
     try:
-        results["jit"], spec = jax.jit(library_and_specification, compiler_options=FAST_COMPILE)(x, spec_x)
+        results["jit"], spec = jax.jit(library_and_specification)(x, spec_x)
     except Exception as error:  # (a failure outside any one operation: compiling, running)
         report.failures.append(f"jit: {short(error)}")
         results["jit"], errors["spec"] = {}, {}

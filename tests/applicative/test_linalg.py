@@ -40,6 +40,7 @@ from applicative import (
 )
 from tests.applicative.dims import Hidden, Model, Out, Seq
 from tests.applicative.tolerance import Tolerance, float32
+from tests.compiling import USERS_COMPILE
 
 rng = np.random.default_rng(1)
 S, D, H = 5, 4, 3  # sizes of Seq, Model, Hidden
@@ -234,7 +235,7 @@ def test_jit_regression_users_matvec_then_reduction(form: str, dtype: type[np.fl
         x = rng.normal(size=(rows, 3))
         expected = (x @ m.T).sum(axis=1)
         args = jnp.asarray(m, dtype), jnp.asarray(x, dtype)
-        eager, jitted = f(*args), jax.jit(f)(*args)
+        eager, jitted = f(*args), jax.jit(f, compiler_options=USERS_COMPILE)(*args)  # XLA's code as users get it
         tol = float32(1e-4) if dtype == np.float32 else Tolerance(rtol=1e-4, atol=1e-4)  # TF32 on a GPU
         tolerance = {"rtol": tol["rtol"], "atol": tol["atol"] * np.abs(expected).max()}
         np.testing.assert_allclose(eager, expected, **tolerance)
@@ -258,7 +259,7 @@ def test_jit_regression_vmapped_matvec_then_reduction(dtype: type[np.floating[An
 
     for context in (contextlib.nullcontext, generic_only):
         with context():
-            jitted = jax.jit(lambda *a: row_sums(*a))(m, x)  # traced afresh in this context
+            jitted = jax.jit(lambda *a: row_sums(*a), compiler_options=USERS_COMPILE)(m, x)  # traced afresh here
         tol = float32(1e-4)
         np.testing.assert_allclose(jitted, expected, rtol=tol["rtol"], atol=tol["atol"] * np.abs(expected).max())
 
@@ -276,7 +277,8 @@ def test_jit_regression_nested_vmap_dot_then_row_softmax(
     tol: Tolerance = {"rtol": 1e-12, "atol": 1e-12} if dtype == np.float64 else float32(2e-5)
     for context in (generic_only, contextlib.nullcontext):
         with context():
-            eager, jitted = _attention(q, k, v), jax.jit(lambda *a: _attention(*a))(q, k, v)
+            eager = _attention(q, k, v)
+            jitted = jax.jit(lambda *a: _attention(*a), compiler_options=USERS_COMPILE)(q, k, v)
         np.testing.assert_allclose(eager, expected, **tol)
         np.testing.assert_allclose(jitted, expected, **tol)
 

@@ -25,6 +25,7 @@ import pytest
 from applicative.training import processes
 from funcformer.learning import RunConfig
 from funcformer.poisson import PROBLEM
+from tests.compiling import xla_flags
 from tests.funcformer.test_rendezvous import free_port
 
 pytestmark = pytest.mark.processes  # JAX's distributed runtime: CI runs these in both environments
@@ -48,7 +49,7 @@ def _start(
     env = {
         **os.environ,
         "JAX_PLATFORMS": "cpu",
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+        "XLA_FLAGS": xla_flags(f"--xla_force_host_platform_device_count={devices}"),
         "FUNCFORMER_CACHE": str(cache),
         **({} if secret is None else {processes.ENVIRONMENT["secret"]: secret}),
     }
