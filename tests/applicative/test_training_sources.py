@@ -22,7 +22,6 @@ from applicative import DenseTree, counit, stacked
 from applicative.instances import dyadic
 from applicative.training import Arrays, Drawn, Learner, State, fit
 from applicative.training.loop import _killed_after
-from tests.compiling import xla_flags
 
 Params = dict[str, jax.Array]
 SHAPES = [(None, (None, None)), ((None, None), (None, (None, None))), (None, None)]
@@ -149,7 +148,7 @@ def test_drawn_minibatches_split_over_two_devices_as_on_one(tmp_path: Path) -> N
     as on one device, to float32 rounding."""
     results = []
     for devices in (1, 2):
-        flags = xla_flags(f"--xla_force_host_platform_device_count={devices}")
+        flags = f"--xla_force_host_platform_device_count={devices}"  # XLA's defaults (tests/compiling.py)
         env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": flags}
         out = subprocess.run([sys.executable, "-c", TWO_DEVICES, str(tmp_path / str(devices))], env=env,
                              capture_output=True, text=True, timeout=300, check=True).stdout  # fmt: skip
