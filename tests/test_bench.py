@@ -10,9 +10,9 @@ What a GPU alone can show is simulated: an allocation that fails (``_timing.or_d
 that does not fit, and the table goes on), and ``gpu.py``'s rows for a check that fails or times out.
 
 The processes share, for this session only, a dataset cache (``FUNCFORMER_CACHE``) and JAX's
-persistent compilation cache, and compile as the suite does (tests/compiling.py) with XLA's fusion
-emitters off too (jaxlib 0.11.1 and later have none to turn off): the smoke runs' timings mean nothing,
-only that the scripts complete and that the generic and hand-written models still agree.
+persistent compilation cache, and compile as the suite does (tests/compiling.py): the smoke runs'
+timings mean nothing, only that the scripts complete and that the generic and hand-written models
+still agree.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import re
 import subprocess
 import sys
 import time
-from importlib.metadata import version
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,15 +31,11 @@ from typing import Any
 import jax
 import pytest
 from filelock import FileLock
-from packaging.version import Version
 
 from tests.compiling import xla_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-# jaxlib 0.11.1 dropped --xla_cpu_use_fusion_emitters, and XLA aborts on a flag it does not know.
-FUSION_EMITTERS = ["--xla_cpu_use_fusion_emitters=false"] if Version(version("jaxlib")) < Version("0.11.1") else []
-FASTER_COMPILE = [*FUSION_EMITTERS, "--xla_cpu_parallel_codegen_split_count=1"]  # beyond the suite's (compiling.py)
 
 
 @pytest.fixture(scope="session")
@@ -84,7 +79,7 @@ def run(shared: Path, path: str, *arguments: str) -> str:
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_COMPILATION_CACHE_MAX_SIZE": str(2**30),  # a size makes JAX lock the cache's files: processes share it
         "JAX_PLATFORMS": "cpu",
-        "XLA_FLAGS": xla_flags(*FASTER_COMPILE),
+        "XLA_FLAGS": xla_flags(),
     }
     command = [sys.executable, path, *arguments]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=300)
