@@ -10,9 +10,9 @@ What a GPU alone can show is simulated: an allocation that fails (``_timing.or_d
 that does not fit, and the table goes on), and ``gpu.py``'s rows for a check that fails or times out.
 
 The processes share, for this session only, a dataset cache (``FUNCFORMER_CACHE``) and JAX's
-persistent compilation cache, and compile as the suite does (tests/compiling.py): the smoke runs'
-timings mean nothing, only that the scripts complete and that the generic and hand-written models
-still agree.
+persistent compilation cache, and compile as the suite does (the ``XLA_FLAGS`` they inherit,
+tests/compiling.py): the smoke runs' timings mean nothing, only that the scripts complete and that the
+generic and hand-written models still agree.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from typing import Any
 import jax
 import pytest
 from filelock import FileLock
-
-from tests.compiling import xla_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
@@ -79,7 +77,6 @@ def run(shared: Path, path: str, *arguments: str) -> str:
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_COMPILATION_CACHE_MAX_SIZE": str(2**30),  # a size makes JAX lock the cache's files: processes share it
         "JAX_PLATFORMS": "cpu",
-        "XLA_FLAGS": xla_flags(),
     }
     command = [sys.executable, path, *arguments]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=300)
