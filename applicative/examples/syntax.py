@@ -118,8 +118,8 @@ def tokens_of(source: str) -> list[Token]:
 
     tokens: list[Token] = []
     for t in tokenize.generate_tokens(io.StringIO(source).readline):
-        if t.type in _DROPPED:
-            continue
+        if t.type in _DROPPED or (t.string == "" and tokenize.tok_name[t.type] == "FSTRING_MIDDLE"):
+            continue  # Python 3.12's tokenize gives an empty part before a format specifier's closing brace
         if t.type == tokenize.DEDENT and tokens:  # where the block ends, not where the next line starts
             tokens.append(Token(token_kind(t), tokens[-1].end, tokens[-1].end))
         elif t.type == tokenize.NEWLINE and not t.string:  # added where a source ends without one: past its end
@@ -160,13 +160,24 @@ def _own_span(node: ast.AST, index: _Index) -> tuple[int, int] | None:
     return (first, last) if first <= last else None
 
 
+def _empty(node: ast.AST) -> bool:
+    """An empty string of no source text: the part Python 3.12's parser (3.13's does not) puts before a format
+    specifier's closing brace, ``f"{x:>{w}}"``. It is no node of the tree, which is then the same on every
+    Python."""
+    return (
+        isinstance(node, ast.Constant)
+        and node.value == ""
+        and (node.lineno, node.col_offset) == (node.end_lineno, node.end_col_offset)
+    )
+
+
 def _labelled(node: ast.AST, index: _Index, statements: list[Node]) -> object:
     """``node`` as a ``Node``, as its label if it covers no token, or ``_NOT_NESTED``; the statements
     inside it (itself included) whose spans nest appended to ``statements`` as ``Node``s, innermost first."""
     if isinstance(node, ast.JoinedStr) and not _FSTRING_PARTS:  # one STRING token: one node, a leaf
         own = _own_span(node, index)
         return "JoinedStr" if own is None else Node("JoinedStr", own, ())
-    children = [_labelled(child, index, statements) for child in ast.iter_child_nodes(node)]
+    children = [_labelled(child, index, statements) for child in ast.iter_child_nodes(node) if not _empty(child)]
     if any(c is _NOT_NESTED for c in children):
         return _NOT_NESTED
     spanned = sorted((c for c in children if isinstance(c, Node)), key=lambda c: c.span)

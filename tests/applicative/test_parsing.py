@@ -121,6 +121,25 @@ def test_every_f_string_has_its_tree_on_every_python() -> None:
     assert (out, every > 1000) == (0, True)
 
 
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="before 3.12 an f-string is one token, a leaf")
+def test_the_empty_part_python_3_12_puts_before_a_specifiers_brace_is_no_node() -> None:
+    """Python 3.12 gives ``f"{b:>{w}}"`` an empty string part of no text before the specifier's closing brace
+    (3.13 does not): an ``ast.Constant`` of zero width, whose span did not nest, so that the statement was left
+    out. Put where 3.12 puts it, it changes nothing: the tree is 3.13's."""
+    source = 'x = f"{b:>{w}}" + 1\n'
+    tokens = syntax.tokens_of(source)
+    expected = syntax.statement_trees(ast.parse(source), tokens)
+    module = ast.parse(source)
+    spec = next(n.format_spec for n in ast.walk(module) if isinstance(n, ast.FormattedValue) and n.format_spec)
+    assert isinstance(spec, ast.JoinedStr)
+    line, column = spec.values[-1].end_lineno, spec.values[-1].end_col_offset
+    assert line is not None
+    assert column is not None
+    spec.values.append(ast.Constant("", lineno=line, col_offset=column, end_lineno=line, end_col_offset=column))
+    assert syntax.statement_trees(module, tokens) == expected
+    assert len(expected) == 1
+
+
 def test_a_source_without_its_final_newline_has_the_same_trees() -> None:
     # Strings users type end without one: tokenize adds a NEWLINE there, which no statement may own.
     names = trees.library_files("test")[:40]
