@@ -331,13 +331,12 @@ def test_the_fused_kernel_computes_the_dense_formula(
     # key left, padding: against the generic definition in float64, forward and gradient, under jit.
     run, x = FUSED_CASES[case]
     calls = fused_kernel(monkeypatch, implementation, dtype)
-    tol = float32(2e-5) if dtype == jnp.float32 else Tolerance(rtol=5e-2, atol=5e-2)
     with generic_only():
         spec = run(x, jnp.float64)
     fast = jax.jit(run, static_argnums=1)(x, dtype)
     assert calls == [implementation]
     for got, expected in zip(values(fast), values(spec), strict=True):
-        np.testing.assert_allclose(np.asarray(got, np.float64), expected, **tol)
+        np.testing.assert_allclose(np.asarray(got, np.float64), expected, **near(expected, dtype))
     weights = [rng.normal(size=np.shape(leaf)) for leaf in values(spec)]
 
     def loss(elements: Any, dtype: Any) -> jax.Array:
@@ -348,7 +347,17 @@ def test_the_fused_kernel_computes_the_dense_formula(
         spec_grad = jax.grad(loss)(x.elements(), jnp.float64)
     grad = jax.jit(jax.grad(loss), static_argnums=1)(x.elements(), dtype)
     for got, expected in zip(jax.tree_util.tree_leaves(grad), jax.tree_util.tree_leaves(spec_grad), strict=True):
-        np.testing.assert_allclose(np.asarray(got, np.float64), expected, **tol)
+        np.testing.assert_allclose(np.asarray(got, np.float64), expected, **near(expected, dtype))
+
+
+def near(expected: Any, dtype: Any) -> Tolerance:
+    """The tolerance of a result in ``dtype`` against float64's ``expected``. bfloat16 keeps 8 significant bits
+    (u = 2^-8), and a gradient's entry sums terms larger than itself: its error follows the largest entry,
+    not its own, and 16 u of that holds it (an H200's cuDNN kernel 3.7% of it, XLA's generic definition in
+    bfloat16 on the CPU 3.2%, where a bound of 5% of each entry failed an entry of 0.046 computed as 0.176)."""
+    if dtype == jnp.float32:
+        return float32(2e-5)
+    return Tolerance(rtol=0.0, atol=16 * 2.0**-8 * float(np.abs(np.asarray(expected)).max()))
 
 
 def test_the_fused_kernel_takes_a_tree_of_trees_measure(monkeypatch: pytest.MonkeyPatch) -> None:

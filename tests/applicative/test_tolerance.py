@@ -83,11 +83,12 @@ def tf32_numpy(x: np.ndarray) -> np.ndarray:
 
 
 def test_emulated_tf32_rounds_the_operands_of_default_precision_products_only() -> None:
-    # In a process of its own: the emulation replaces the CPU's lowering for the rest of the process.
+    # In a process of its own: the emulation replaces the CPU's lowering for the rest of the process; on the
+    # CPU, whatever device the suite has (an H200 computed this convolution in float32, not TF32).
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, "-c", EMULATED_PRODUCTS], cwd=root, capture_output=True, text=True, check=True,
-        env={**os.environ, "PYTHONPATH": str(root)},
+        env={**os.environ, "PYTHONPATH": str(root), "JAX_PLATFORMS": "cpu"},
     )  # fmt: skip
     out = {name: np.asarray(value) for name, value in json.loads(done.stdout).items() if name != "emulated"}
     assert json.loads(done.stdout)["emulated"] == ["dot_general", "conv_general_dilated"]
