@@ -15,8 +15,9 @@ batch of 8 heads of 64 features (self-attention: queries, keys and values of n p
   log-weight bias of each key, the default ``Softmax()``;
 - ``function``: a ``Cheb`` of n coefficients of ``Cheb`` features, the generic definition (its
   softmax samples the function: n x n), at most ``--function-up-to`` positions;
-- ``torch``: ``torch.nn.functional.scaled_dot_product_attention`` on the same arrays where PyTorch is
-  installed (its time; its memory on a GPU, ``torch.cuda.max_memory_allocated``).
+- ``torch``: ``torch.nn.functional.scaled_dot_product_attention`` on the same arrays, in the same dtype,
+  where PyTorch is installed (its time; its memory on a GPU, ``torch.cuda.max_memory_allocated``, all it
+  has allocated: the arrays too). JAX then allocates the device's memory as it needs it.
 
 The time is the median of ``--repeats`` calls, every path of a size in turn (``_timing.race``); the
 memory is XLA's account of the compiled call's temporary buffers (``memory_analysis``), what grows with
@@ -33,6 +34,7 @@ The table's columns: positions, path, dtype, milliseconds, time / fused, tempora
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 from collections.abc import Callable
@@ -118,21 +120,26 @@ def temporaries(call: Callable[..., Any], args: tuple[jax.Array, ...]) -> float:
 
 
 def torch_case(args: tuple[jax.Array, ...]) -> tuple[Callable[[], Any], Callable[[], float]] | None:
-    """PyTorch's scaled_dot_product_attention on the same arrays, forward and backward, and its peak
-    memory (MB on a GPU, nan elsewhere); None where PyTorch is not installed."""
+    """PyTorch's scaled_dot_product_attention on the same arrays, in their dtype, forward and backward (a
+    failed allocation raised as a ``MemoryError``), and its peak memory (MB on a GPU, nan elsewhere); None
+    where PyTorch is not installed."""
     try:
         import torch  # type: ignore[import-not-found]
     except ImportError:
         return None
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    q, k, v, w = (torch.tensor(np.asarray(a, np.float32), device=device) for a in args)
+    dtype = getattr(torch, jnp.dtype(args[0].dtype).name)
+    q, k, v, w = (torch.tensor(np.asarray(a, np.float32), device=device).to(dtype) for a in args)
     q, k, v = (a.requires_grad_() for a in (q, k, v))
 
     def call() -> Any:
-        out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
-        (out * w).sum().backward()
-        if device == "cuda":
-            torch.cuda.synchronize()
+        try:
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            (out * w).sum().backward()
+            if device == "cuda":
+                torch.cuda.synchronize()
+        except torch.cuda.OutOfMemoryError as error:
+            raise MemoryError(str(error)) from error
         return None
 
     def memory() -> float:
@@ -163,13 +170,14 @@ def rows(n: int, dtype: Any, heads: int, features: int, repeats: int, function_u
         memory[name] = or_does_not_fit(lambda call=call: temporaries(call, args))
         if isinstance(memory[name], float) and memory[name] <= fits:
             cases[name] = lambda call=call: call(*args)
-    torch = torch_case(args)
-    if torch is not None:
-        cases["torch"] = torch[0]
     timed = or_does_not_fit(lambda: race(cases, warmup=1, repeats=repeats)) if cases else {}
     times = {} if isinstance(timed, DoesNotFit) else timed
-    if torch is not None:
-        memory["torch"] = torch[1]()
+    torch = torch_case(args)
+    if torch is not None:  # timed on its own: a failed allocation of PyTorch's is its row's alone
+        call = torch[0]
+        timed = or_does_not_fit(lambda: race({"torch": call}, warmup=1, repeats=repeats))
+        times |= {} if isinstance(timed, DoesNotFit) else timed
+        memory["torch"] = timed if isinstance(timed, DoesNotFit) else torch[1]()
     lines = []
     for name in [*paths, *(["function"] if "function" not in paths else []), *(["torch"] if torch else [])]:
         ms, mb = times.get(name), memory.get(name)
@@ -193,6 +201,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--function-up-to", type=int, default=1024, help="the largest size the function path runs at")
     parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_HEADS} heads of {SMOKE_FEATURES}, one repeat")
     args = parser.parse_args(argv)
+    # PyTorch's row shares the device: JAX takes memory as it needs it, not 75% of it at start (read when its
+    # backend starts, below)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     heads, features, repeats = (SMOKE_HEADS, SMOKE_FEATURES, 1) if args.smoke else (HEADS, FEATURES, args.repeats)
     device = jax.devices()[0]
     print(f"{device.device_kind} ({jax.default_backend()}), JAX {jax.__version__}; {heads} heads of {features} "

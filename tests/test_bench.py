@@ -18,6 +18,7 @@ generic and hand-written models still agree.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import math
 import os
 import re
@@ -303,11 +304,12 @@ def test_attention_measures_the_memory_of_a_path_too_large_to_time(monkeypatch: 
     monkeypatch.setattr(attention, "device_memory", lambda: 0.0)  # nothing fits: every path compiled, none timed
     table = [line.strip("|").split("|") for line in attention.rows(8, jax.numpy.dtype("float32"), 1, 8, 1, 4)]
     cells = [[cell.strip() for cell in row] for row in table]
-    assert [row[1] for row in cells] == ["fused", "Vec", "Vec, materialised", "tree", "function"]
-    for _, path, _, ms, time_ratio, memory, _ in cells[:-1]:
+    torch = importlib.util.find_spec("torch") is not None  # PyTorch's row, where it is installed, is timed
+    assert [row[1] for row in cells] == ["fused", "Vec", "Vec, materialised", "tree", "function"] + ["torch"] * torch
+    for _, path, _, ms, time_ratio, memory, _ in cells[:4]:
         assert (ms, time_ratio) == ("", ""), path
         assert re.fullmatch(rf"{NUMBER} \(not timed: above 60% of the device's memory\)", memory), memory
-    assert cells[-1][3:6] == ["", "", "not run (above --function-up-to)"]
+    assert cells[4][3:6] == ["", "", "not run (above --function-up-to)"]
 
 
 def test_gpu_checks_make_a_row_of_a_failure_a_timeout_and_a_check_without_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -337,9 +339,24 @@ def test_gpu_checks_make_a_row_of_a_failure_a_timeout_and_a_check_without_time(m
     slow = gpu.run(check("sleeps", "import time; print('a row', flush=True); time.sleep(60)", timeout=1), later, log)
     assert time.monotonic() - start < 30
     assert (slow.status, slow.result) == ("timed out after 1 s", "a row")
+    verbose = "[gw0] [ 50%] PASSED tests/a/test_y.py::v\\n[gw1] [ 99%] FAILED tests/a/test_y.py::u[a b] "
+    code = f"print('{verbose}', flush=True); import time; time.sleep(60)"
+    stopped = gpu.run(gpu.Check("suite", ("-c", code), 1, gpu.pytest_counts, (), gpu.failed_so_far), later, log)
+    assert (stopped.status, stopped.result) == ("timed out after 1 s", "by then 1 passed, 1 failed: test_y.py::u[a b]")
     late = gpu.run(check("too late", "print(1)"), time.monotonic() + 1, log)
     assert (late.status, late.seconds, late.result) == ("not run: out of time", 0.0, "")
-    assert len(log) == 6  # the six that ran, with their commands
+    assert len(log) == 7  # the seven that ran, with their commands
+
+
+def test_gpu_suite_leaves_out_the_files_of_a_missing_tool_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    gpu = script(monkeypatch, "gpu")
+    monkeypatch.setattr(gpu, "TOOLS", {"no_such_tool_here": ("tests/test_site.py",), "json": ("tests/x.py",)})
+    suite = gpu.checks(False, tmp_path, 2)[1]
+    assert suite.arguments[-1:] == ("--ignore=tests/test_site.py",)  # json is there: its file runs
+    done = subprocess.CompletedProcess(suite.arguments, 0, "2 passed in 1.00s\n", "")
+    assert suite.result(done) == "2 passed [test_site.py left out (no_such_tool_here not installed)]"
 
 
 @pytest.mark.slow  # eight processes: about 45 s on 2 cores
@@ -350,9 +367,10 @@ def test_gpu_runs_every_check_at_a_tiny_size_and_writes_its_table(scales: Path, 
     assert [cells[0] for cells in table][:1] == ["device"]
     names = [cells[0] for cells in table[1:]]
     assert names == [
-        "pytest -n 2", "bench/transformer.py", "kernels: bench/transformer.py --hlo",
-        "bench/attention.py at 16 and 64 positions", "bench/trees.py at 8 leaves", "bench/trees.py at 16 leaves",
-        "poisson train --steps 2", "darcy train --steps 2",
+        "pytest -n 2", "bench/attention.py at 16 and 64 positions", "bench/precision.py",
+        "bench/graphs.py at 64 and 128 nodes", "bench/trees.py at 8 leaves", "bench/trees.py at 16 leaves",
+        "bench/transformer.py", "kernels: bench/transformer.py --hlo", "poisson train --steps 2",
+        "darcy train --steps 2",
     ]  # fmt: skip
     for name, status, seconds, result in table:
         assert status == "ok", (name, result)
@@ -372,10 +390,15 @@ def test_gpu_runs_every_check_at_a_tiny_size_and_writes_its_table(scales: Path, 
     assert re.fullmatch(rf"({part}; )+{part}", attention), attention
     assert attention.count("; ") == 7  # both sizes, each path but the fused one
     assert row(table, "bench/trees.py at 16 leaves")[3].count("not timed") == 2
+    assert re.fullmatch(rf"float32: {NUMBER} s a step, accuracy {NUMBER}; bfloat16: {NUMBER} s a step, accuracy "
+                        rf"{NUMBER}; bfloat16/float32 time {NUMBER}", row(table, "bench/precision.py")[3])  # fmt: skip
+    graph = rf"\d+ nodes, \d+ edges, (sparse|dense): {NUMBER} ms, {NUMBER} MB"
+    assert re.fullmatch(rf"({graph} \(sparse / dense: time {NUMBER}, memory {NUMBER}\); {graph}(; )?){{2}}",
+                        row(table, "bench/graphs.py at 64 and 128 nodes")[3])  # fmt: skip
     for task in ("poisson", "darcy"):
         assert re.fullmatch(rf"test error mean {NUMBER}, median {NUMBER} \(8 samples\); 2 steps in {NUMBER} s",
                             row(table, task)[3])  # fmt: skip
-    assert len(re.findall(r"^\$ ", (tmp_path / "log").read_text(), re.M)) == 9  # each check's command
+    assert len(re.findall(r"^\$ ", (tmp_path / "log").read_text(), re.M)) == 11  # each check's command
 
 
 # The training loop and the tasks' baselines, searches and checks
