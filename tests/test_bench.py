@@ -33,16 +33,16 @@ import jax
 import pytest
 from filelock import FileLock
 
+from tests import once
+
 ROOT = Path(__file__).resolve().parent.parent
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 
 
 @pytest.fixture(scope="session")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory for this session's caches, shared by the xdist workers (their base temporary
-    directories' parent is the session's)."""
-    base = tmp_path_factory.getbasetemp()
-    directory = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "bench-smoke"
+    """A directory for this session's caches, shared by the xdist workers (``tests/once.py``)."""
+    directory = once.shared(tmp_path_factory) / "bench-smoke"
     directory.mkdir(exist_ok=True)
     return directory
 

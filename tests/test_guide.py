@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from tests import users_mypy
+
 DOCS = Path(__file__).parent.parent / "docs"
 MISTAKES = {"new_structure.md": 3, "legendre.md": 5, "typing.md": 6, "learning.md": 1, "graphs.md": 1}
 """Each guide, and how many mistakes its blocks of mistakes mark."""
 STRUCTURES = ("new_structure.md", "legendre.md")
 """The guides that write a structure (a long program, in float64)."""
 MARK = "  # error: "
-ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(  \[[a-z-]+\])?$")
 
 
 def blocks(guide: str) -> list[str]:
@@ -39,26 +40,25 @@ def mistakes(guide: str) -> str:
     return "\n".join(block for block in blocks(guide) if MARK in block)
 
 
-@pytest.fixture(scope="module")
-def user(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory outside the repository holding each guide's program (<guide>_program.py) and the
-    program followed by its mistakes (<guide>_mistakes.py)."""
-    directory = tmp_path_factory.mktemp("guides")
+def scripts() -> dict[str, str]:
+    """Each guide's program and the program followed by its mistakes, by file name (``tests/users_mypy.py``
+    checks them)."""
+    files: dict[str, str] = {}
     for guide in MISTAKES:
         stem = guide.removesuffix(".md")
-        (directory / f"{stem}_program.py").write_text(program(guide))
-        (directory / f"{stem}_mistakes.py").write_text(program(guide) + "\n" + mistakes(guide))
-    return directory
+        files[f"{stem}_program.py"] = program(guide)
+        files[f"{stem}_mistakes.py"] = program(guide) + "\n" + mistakes(guide)
+    return files
 
 
 @pytest.fixture(scope="module")
-def mypy_output(user: Path) -> str:
-    """mypy --strict over every guide's files at once (one start-up, one analysis of the library)."""
-    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--hide-error-context"]
-    result = subprocess.run([*command, "."], cwd=user, capture_output=True, text=True, check=False)
-    assert not result.stderr, result.stderr
-    assert "Cannot find implementation or library stub" not in result.stdout, result.stdout
-    return result.stdout
+def user(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory outside the repository holding each guide's program (<guide>_program.py), to run."""
+    directory = tmp_path_factory.mktemp("guides")
+    for name, text in scripts().items():
+        if name.endswith("_program.py"):
+            (directory / name).write_text(text)
+    return directory
 
 
 @pytest.mark.parametrize("guide", sorted(MISTAKES))
@@ -81,19 +81,20 @@ def test_the_guides_program_runs_and_its_checks_hold(guide: str, user: Path) -> 
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.xdist_group(users_mypy.GROUP)
 @pytest.mark.parametrize("guide", sorted(MISTAKES))
-def test_mypy_accepts_the_program_and_rejects_each_mistake_as_marked(guide: str, user: Path, mypy_output: str) -> None:
+def test_mypy_accepts_the_program_and_rejects_each_mistake_as_marked(
+    guide: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     stem = guide.removesuffix(".md")
-    errors: dict[tuple[str, int], str] = {}
-    for line in mypy_output.splitlines():
-        if (match := ERROR.match(line)) and match["file"] in (f"{stem}_program.py", f"{stem}_mistakes.py"):
-            key = (match["file"], int(match["line"]))
-            errors[key] = errors.get(key, "") + match["message"]
+    files = (f"{stem}_program.py", f"{stem}_mistakes.py")
+    found = users_mypy.errors(tmp_path_factory)
+    errors = {key: "".join(messages) for key, messages in found.items() if key[0] in files}
     expected = {
         (f"{stem}_mistakes.py", number): line.split(MARK, 1)[1].strip()
-        for number, line in enumerate((user / f"{stem}_mistakes.py").read_text().splitlines(), start=1)
+        for number, line in enumerate(scripts()[f"{stem}_mistakes.py"].splitlines(), start=1)
         if MARK in line
     }
-    assert set(errors) == set(expected), mypy_output
+    assert set(errors) == set(expected), errors
     for key, message in expected.items():
         assert errors[key] == message, f"{key}: expected {message!r}, mypy said {errors[key]!r}"

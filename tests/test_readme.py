@@ -5,17 +5,16 @@ Each Python block is a program of its own. Like tests/test_typing.py, mypy check
 copied into a temporary directory outside the repository, so it sees the library only as installed."""
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests import users_mypy
 
 ROOT = Path(__file__).parent.parent
 TOUR = "docs/tour.md"
 PAGES = ("README.md", TOUR)
 """The documents whose Python blocks are worked examples, by path in the repository."""
-ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(  \[[a-z-]+\])?$")
 
 
 def blocks(page: str) -> list[str]:
@@ -44,25 +43,21 @@ def test_the_pages_hold_their_examples() -> None:
     assert len(checked) >= 6, "the tour states results that the test checks"
 
 
+def scripts() -> dict[str, str]:
+    """The tour's blocks, by file name (``tests/users_mypy.py`` checks them)."""
+    return {f"tour_block{i}.py": block for i, block in enumerate(blocks(TOUR))}
+
+
 @pytest.fixture(scope="module")
 def tour_mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """mypy --strict over the tour's blocks, each a file of its own outside the repository: the
-    messages by file name."""
-    user = tmp_path_factory.mktemp("tour")
-    for i, block in enumerate(blocks(TOUR)):
-        (user / f"tour_block{i}.py").write_text(block)
-    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--hide-error-context", "."]
-    result = subprocess.run(command, cwd=user, capture_output=True, text=True, check=False)
-    assert not result.stderr, result.stderr
-    assert "Cannot find implementation or library stub" not in result.stdout, result.stdout
-    errors: dict[str, str] = {}
-    for line in result.stdout.splitlines():
-        if match := ERROR.match(line):
-            name = Path(match["file"]).name
-            errors[name] = errors.get(name, "") + f"{match['line']}: {match['message']}\n"
-    return errors
+    """mypy's messages over every user script (one run: ``tests/users_mypy.py``), by file name."""
+    found: dict[str, str] = {}
+    for (name, line), messages in sorted(users_mypy.errors(tmp_path_factory).items()):
+        found[name] = found.get(name, "") + "".join(f"{line}: {message}\n" for message in messages)
+    return found
 
 
+@pytest.mark.xdist_group(users_mypy.GROUP)
 @pytest.mark.parametrize("i", range(len(blocks(TOUR))), ids=lambda i: f"block{i}")
 def test_tour_block_type_checks(i: int, tour_mypy_errors: dict[str, str]) -> None:
     found = tour_mypy_errors.get(f"tour_block{i}.py")

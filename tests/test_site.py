@@ -22,6 +22,9 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
+from tests import once
+
+pytestmark = pytest.mark.xdist_group("site")  # one worker builds the site while the other runs other tests
 ROOT = Path(__file__).resolve().parent.parent
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"})
 MATH_PAGES = ["design", "poisson", "darcy", "fno_darcy", "trees"]  # pages whose formulas are written as $...$
@@ -115,10 +118,14 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    out = tmp_path_factory.mktemp("site")
-    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)]
-    built = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-    assert built.returncode == 0, built.stderr[-5000:]
+    """The site, built once a run (``tests/once.py``: the xdist workers share it) and parsed."""
+
+    def build(out: Path) -> None:
+        command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)]
+        built = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        assert built.returncode == 0, built.stderr[-5000:]
+
+    out = once.directory(tmp_path_factory, "site", build)
     folders = {path.parent.relative_to(out).as_posix(): path for path in sorted(out.glob("**/index.html"))}
     return Site(out, {("" if folder == "." else f"{folder}/"): parse(path) for folder, path in folders.items()})
 

@@ -6,41 +6,30 @@ repository and checked there, so mypy sees the library only as installed (the RE
 editable install), through its py.typed marker, as a user's mypy does."""
 
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests import users_mypy
+
+pytestmark = pytest.mark.xdist_group(users_mypy.GROUP)
 HERE = Path(__file__).parent / "typing"
 PASS = sorted((HERE / "pass").glob("*.py"))
 FAIL = sorted((HERE / "fail").glob("*.py"))
 README = re.findall(r"```python\n(.*?)```", (HERE.parent.parent / "README.md").read_text(), re.S)
-ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(  \[[a-z-]+\])?$")
+
+
+def scripts() -> dict[str, str]:
+    """The snippets and the README's blocks, by file name (``tests/users_mypy.py`` checks them)."""
+    snippets = {path.name: path.read_text() for path in PASS + FAIL}
+    assert len(snippets) == len(PASS + FAIL), "a pass and a fail snippet share a name"
+    return snippets | {f"readme_block{i}.py": block for i, block in enumerate(README)}
 
 
 @pytest.fixture(scope="module")
 def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], str]:
-    """Run mypy once over every snippet, copied outside the repository; map (file name, line) to its
-    error messages."""
-    user = tmp_path_factory.mktemp("user_scripts")
-    assert len({path.name for path in PASS + FAIL}) == len(PASS + FAIL), "a pass and a fail snippet share a name"
-    for path in PASS + FAIL:
-        shutil.copy(path, user / path.name)
-    for i, block in enumerate(README):
-        (user / f"readme_block{i}.py").write_text(block)
-    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--hide-error-context", "."]
-    result = subprocess.run(command, cwd=user, capture_output=True, text=True, check=False)
-    assert not result.stderr, result.stderr
-    assert "Cannot find implementation or library stub" not in result.stdout, result.stdout
-    assert "missing library stubs or py.typed marker" not in result.stdout, result.stdout
-    errors: dict[tuple[str, int], str] = {}
-    for line in result.stdout.splitlines():
-        if match := ERROR.match(line):
-            key = (Path(match["file"]).name, int(match["line"]))
-            errors[key] = errors.get(key, "") + match["message"] + "\n"
-    return errors
+    """mypy's messages over every user script (one run: ``tests/users_mypy.py``), by (file name, line)."""
+    return {key: "".join(m + "\n" for m in messages) for key, messages in users_mypy.errors(tmp_path_factory).items()}
 
 
 def _expected(path: Path) -> dict[int, str]:

@@ -1,0 +1,33 @@
+"""What the suite makes once a run and its xdist workers share (a mypy run over users' scripts, the
+documentation site): the first worker to ask makes it, under a file lock in the run's shared temporary
+directory; the others wait for it and read it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's temporary directory, common to its xdist workers (each worker's own lies inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def directory(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The directory ``name`` of ``shared``, filled by ``make(it)`` once a run: by the first worker that asks,
+    or again by the next if ``make`` raised."""
+    root = shared(tmp_path_factory)
+    made, done = root / name, root / f"{name}.done"
+    with FileLock(root / f"{name}.lock"):
+        if not done.exists():
+            shutil.rmtree(made, ignore_errors=True)
+            made.mkdir()
+            make(made)
+            done.touch()
+    return made
