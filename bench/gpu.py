@@ -170,34 +170,34 @@ def kernel_counts(done: subprocess.CompletedProcess[str]) -> str:
     return "kernels: " + ", ".join(f"{who} {what} {n}" for who, what, n in counts)
 
 
+def table_rows(output: str, columns: int) -> list[list[str]]:
+    """The cells of each row of a bench's Markdown table in ``output``: a line of ``columns`` cells whose
+    first is a number (a size); a ValueError if there is none."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in output.splitlines()]
+    found = [cells for cells in rows if len(cells) == columns and cells[0].isdigit()]
+    if not found:
+        raise ValueError("no rows")
+    return found
+
+
 def attention_rows(done: subprocess.CompletedProcess[str]) -> str:
     """Each path's time and memory over the fused attention's, at each size the bench ran."""
     parts = []
-    for line in done.stdout.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) == 7 and cells[0].isdigit() and cells[1] != "fused":
-            positions, path, _, _, time_ratio, memory, memory_ratio = cells
+    for positions, path, _, _, time_ratio, memory, memory_ratio in table_rows(done.stdout, 7):
+        if path != "fused":
             timed = f"{time_ratio} time" if time_ratio else memory or "not timed"
             parts.append(f"{positions} {path}: {timed}" + (f", {memory_ratio} memory" if memory_ratio else ""))
-    if not parts:
-        raise ValueError("no rows")
     return "; ".join(parts)
 
 
 def trees_rows(done: subprocess.CompletedProcess[str]) -> str:
     """Each row of the table: its attention, and the steps' times and ratio, or why they are not timed."""
     parts = []
-    for line in done.stdout.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) != 7 or not cells[0].isdigit():
-            continue
-        _, attention, compile_time, tree, vec, ratio, memory = cells
+    for _, attention, compile_time, tree, vec, ratio, memory in table_rows(done.stdout, 7):
         if ratio:
             parts.append(f"{attention}: tree {tree}, Vec {vec}, {ratio}x (compile {compile_time})")
         else:
             parts.append(f"{attention}: {tree}" + (f" ({memory})" if memory else ""))
-    if not parts:
-        raise ValueError("no rows")
     return "; ".join(parts)
 
 
@@ -215,17 +215,11 @@ def graphs_rows(done: subprocess.CompletedProcess[str]) -> str:
     """At each size: both paths' milliseconds and temporary megabytes (or why not), and the sparse path's
     over the dense one's."""
     parts = []
-    for line in done.stdout.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) != 7 or not cells[0].isdigit():
-            continue
-        nodes, edges, path, ms, time_ratio, memory, memory_ratio = cells
+    for nodes, edges, path, ms, time_ratio, memory, memory_ratio in table_rows(done.stdout, 7):
         timed = f"{ms} ms" if ms else "not timed"
         ratios = f" (sparse / dense: time {time_ratio or '-'}, memory {memory_ratio or '-'})"
         ratios = ratios if path == "sparse" else ""
         parts.append(f"{nodes} nodes, {edges} edges, {path}: {timed}, {memory} MB{ratios}")
-    if not parts:
-        raise ValueError("no rows")
     return "; ".join(parts)
 
 
