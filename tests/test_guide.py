@@ -81,7 +81,6 @@ def test_the_guides_program_runs_and_its_checks_hold(guide: str, user: Path) -> 
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.xdist_group(users_mypy.GROUP)
 @pytest.mark.parametrize("guide", sorted(MISTAKES))
 def test_mypy_accepts_the_program_and_rejects_each_mistake_as_marked(
     guide: str, tmp_path_factory: pytest.TempPathFactory

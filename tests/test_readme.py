@@ -57,7 +57,6 @@ def tour_mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]
     return found
 
 
-@pytest.mark.xdist_group(users_mypy.GROUP)
 @pytest.mark.parametrize("i", range(len(blocks(TOUR))), ids=lambda i: f"block{i}")
 def test_tour_block_type_checks(i: int, tour_mypy_errors: dict[str, str]) -> None:
     found = tour_mypy_errors.get(f"tour_block{i}.py")

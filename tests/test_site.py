@@ -24,7 +24,6 @@ import pytest
 
 from tests import once
 
-pytestmark = pytest.mark.xdist_group("site")  # one worker builds the site while the other runs other tests
 ROOT = Path(__file__).resolve().parent.parent
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"})
 MATH_PAGES = ["design", "poisson", "darcy", "fno_darcy", "trees"]  # pages whose formulas are written as $...$

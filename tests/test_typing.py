@@ -12,7 +12,6 @@ import pytest
 
 from tests import users_mypy
 
-pytestmark = pytest.mark.xdist_group(users_mypy.GROUP)
 HERE = Path(__file__).parent / "typing"
 PASS = sorted((HERE / "pass").glob("*.py"))
 FAIL = sorted((HERE / "fail").glob("*.py"))

@@ -16,9 +16,6 @@ import pytest
 
 from tests import once
 
-GROUP = "users-mypy"
-"""The xdist group of the tests that read mypy's messages (``pytest --dist loadgroup``, pyproject.toml): one
-worker runs mypy and them while the others run other tests."""
 OUTPUT = "mypy.out"
 """mypy's output, written beside the scripts (a name no script has: it does not end in .py)."""
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(  \[[a-z-]+\])?$")
