@@ -251,11 +251,12 @@ def test_sigterm_while_jax_joins_the_processes_ends_both_with_one_advice_that_wo
     it lands in on a loaded machine): both end within 20 s with 75 and the same advice, and following it ends as
     the uninterrupted run. Process 0 signalled there said "stopped by SIGTERM" and did not exit, and both
     waited 300 s; process 1 signalled there was told to run the same command, process 0 to ``--resume``, which
-    then failed."""
+    then failed. The run is FLAGS' 240 steps, not SHORT's 40, which a quiet machine once finished within that
+    second (both exited 0)."""
     port, out, cache = free_port(), tmp_path / "run", tmp_path / "cache"
-    running.append(_start(["--out", str(out), *SHORT, *_several(port, 0)], cache))
+    running.append(_start(["--out", str(out), *FLAGS, *_several(port, 0)], cache))
     _listening(port)
-    running.append(_start(["--out", str(out), *SHORT, *_several(port, 1)], cache))
+    running.append(_start(["--out", str(out), *FLAGS, *_several(port, 1)], cache))
     _waiting(port)  # process 1 has said who it is, a second ago: the meeting ends, and JAX joins them
     os.kill(running[signalled].pid, signal.SIGTERM)
     began = time.monotonic()
@@ -267,7 +268,7 @@ def test_sigterm_while_jax_joins_the_processes_ends_both_with_one_advice_that_wo
     assert advice in ("run the same command again", "--resume continues it", "--resume starts the same run",
                       "continue the run with --resume"), lines  # fmt: skip
     assert all(line.endswith(advice) for line in lines), lines
-    again = [*SHORT] if advice == "run the same command again" else ["--resume", "--quiet"]
+    again = [*FLAGS] if advice == "run the same command again" else ["--resume", "--quiet"]
     port = free_port()
     running[:] = [_start(["--out", str(out), *again, *_several(port, i)], cache) for i in (0, 1)]
     assert [status for status, _, _ in _finish(running)] == [0, 0]
@@ -276,10 +277,10 @@ def test_sigterm_while_jax_joins_the_processes_ends_both_with_one_advice_that_wo
 
 @pytest.fixture(scope="module")
 def on_two_devices(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The checkpoint of the short run on one process with two devices, uninterrupted: what two processes of one
-    device each make, bit for bit."""
+    """The checkpoint of FLAGS' run (240 steps) on one process with two devices, uninterrupted: what two
+    processes of one device each make, bit for bit."""
     root = tmp_path_factory.mktemp("two devices")
-    [(status, _, err)] = _finish([_start(["--out", str(root / "run"), *SHORT], root / "cache", devices=2)])
+    [(status, _, err)] = _finish([_start(["--out", str(root / "run"), *FLAGS], root / "cache", devices=2)])
     assert status == 0, err
     return _checkpoint(root / "run")
 
