@@ -39,6 +39,15 @@ if os.environ.get(EMULATE_TF32) == "1":
     emulate_tf32()
 
 
+@pytest.fixture(scope="session")
+def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], str]:
+    """mypy --strict's messages over every user's script the typing, README and guide tests check, by (file
+    name, line): one run for the whole test run (tests/users_mypy.py)."""
+    from tests import users_mypy  # here: it imports those test modules
+
+    return users_mypy.errors(tmp_path_factory)
+
+
 @pytest.fixture
 def python_sigint() -> Iterator[None]:
     """Python's own handling of SIGINT (``KeyboardInterrupt``) for the test, whatever the runner's: a runner

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests import users_mypy
-
 DOCS = Path(__file__).parent.parent / "docs"
 MISTAKES = {"new_structure.md": 3, "legendre.md": 5, "typing.md": 6, "learning.md": 1, "graphs.md": 1}
 """Each guide, and how many mistakes its blocks of mistakes mark."""
@@ -83,12 +81,11 @@ def test_the_guides_program_runs_and_its_checks_hold(guide: str, user: Path) -> 
 
 @pytest.mark.parametrize("guide", sorted(MISTAKES))
 def test_mypy_accepts_the_program_and_rejects_each_mistake_as_marked(
-    guide: str, tmp_path_factory: pytest.TempPathFactory
+    guide: str, mypy_errors: dict[tuple[str, int], str]
 ) -> None:
     stem = guide.removesuffix(".md")
     files = (f"{stem}_program.py", f"{stem}_mistakes.py")
-    found = users_mypy.errors(tmp_path_factory)
-    errors = {key: "".join(messages) for key, messages in found.items() if key[0] in files}
+    errors = {key: message.rstrip("\n") for key, message in mypy_errors.items() if key[0] in files}
     expected = {
         (f"{stem}_mistakes.py", number): line.split(MARK, 1)[1].strip()
         for number, line in enumerate(scripts()[f"{stem}_mistakes.py"].splitlines(), start=1)

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests import users_mypy
-
 ROOT = Path(__file__).parent.parent
 TOUR = "docs/tour.md"
 PAGES = ("README.md", TOUR)
@@ -48,16 +46,7 @@ def scripts() -> dict[str, str]:
     return {f"tour_block{i}.py": block for i, block in enumerate(blocks(TOUR))}
 
 
-@pytest.fixture(scope="module")
-def tour_mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """mypy's messages over every user script (one run: ``tests/users_mypy.py``), by file name."""
-    found: dict[str, str] = {}
-    for (name, line), messages in sorted(users_mypy.errors(tmp_path_factory).items()):
-        found[name] = found.get(name, "") + "".join(f"{line}: {message}\n" for message in messages)
-    return found
-
-
 @pytest.mark.parametrize("i", range(len(blocks(TOUR))), ids=lambda i: f"block{i}")
-def test_tour_block_type_checks(i: int, tour_mypy_errors: dict[str, str]) -> None:
-    found = tour_mypy_errors.get(f"tour_block{i}.py")
+def test_tour_block_type_checks(i: int, mypy_errors: dict[tuple[str, int], str]) -> None:
+    found = {line: message for (name, line), message in mypy_errors.items() if name == f"tour_block{i}.py"}
     assert not found, f"{TOUR} Python block {i} should pass mypy --strict as written:\n{found}"

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests import users_mypy
-
 HERE = Path(__file__).parent / "typing"
 PASS = sorted((HERE / "pass").glob("*.py"))
 FAIL = sorted((HERE / "fail").glob("*.py"))
@@ -23,12 +21,6 @@ def scripts() -> dict[str, str]:
     snippets = {path.name: path.read_text() for path in PASS + FAIL}
     assert len(snippets) == len(PASS + FAIL), "a pass and a fail snippet share a name"
     return snippets | {f"readme_block{i}.py": block for i, block in enumerate(README)}
-
-
-@pytest.fixture(scope="module")
-def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], str]:
-    """mypy's messages over every user script (one run: ``tests/users_mypy.py``), by (file name, line)."""
-    return {key: "".join(m + "\n" for m in messages) for key, messages in users_mypy.errors(tmp_path_factory).items()}
 
 
 def _expected(path: Path) -> dict[int, str]:

@@ -48,10 +48,12 @@ def output(tmp_path_factory: pytest.TempPathFactory) -> str:
     return (once.directory(tmp_path_factory, "users-mypy", check) / OUTPUT).read_text()
 
 
-def errors(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], list[str]]:
-    """mypy's error messages over every script, by (file name, line)."""
-    found: dict[tuple[str, int], list[str]] = {}
+def errors(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], str]:
+    """mypy's error messages over every script, by (file name, line), each ending in a newline (the
+    ``mypy_errors`` fixture of tests/conftest.py)."""
+    found: dict[tuple[str, int], str] = {}
     for line in output(tmp_path_factory).splitlines():
         if match := ERROR.match(line):
-            found.setdefault((Path(match["file"]).name, int(match["line"])), []).append(match["message"])
+            key = (Path(match["file"]).name, int(match["line"]))
+            found[key] = found.get(key, "") + match["message"] + "\n"
     return found
