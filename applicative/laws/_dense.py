@@ -15,7 +15,8 @@ them.
 A failure is an AssertionError that names the check, shows the hook's value and the generic one and
 the drawn (x, y, z); a formula that did not run where it must (or ran where it must not) is one too,
 and a structure that is not a ``Dense`` structure of scalars a TypeError. Each result is judged at
-its own scale: max |dense - generic| <= atol + rtol max |generic| over each of its arrays.
+its own scale and its terms': max |dense - generic| <= atol + rtol s over each of its arrays, s the
+larger of max |generic| and m^k, the largest |coordinate| drawn to the operation's degree.
 """
 
 from __future__ import annotations
@@ -114,9 +115,13 @@ def check_dense(
                               (t bounding its logits by the size),
                               whose dense formula runs where every axis is nodal and nowhere else
 
-    Each result is judged at its own scale: it agrees when max |dense - generic| <= atol + rtol max |generic|
-    over each of its arrays (not entry by entry: a product whose entries span ten decades rounds its small
-    entries at the size of its large ones), rtol and atol ``default_tolerance`` of the dtype unless given."""
+    Each result is judged at its own scale and its terms': it agrees when max |dense - generic| <= atol + rtol s
+    over each of its arrays, s the larger of max |generic| and m^k, m the largest |coordinate| of x, y, z and
+    k the operation's degree in them (dot 2, mul_mv 3, ..., sum_mul_mmt 6): not entry by entry, since a
+    product whose entries span ten decades rounds its small entries at the size of its large ones; and not
+    at the result's scale alone, since a sum that cancels, 1e-10 from terms of 1e6, rounds at the size of
+    its terms (a Chebyshev integral of an odd function, exactly 0, is such a sum); rtol and atol
+    ``default_tolerance`` of the dtype unless given."""
     settings = hypothesis.settings(max_examples=max_examples, deadline=None, database=None, phases=_NO_SHRINK)
 
     @settings
@@ -137,37 +142,45 @@ def check_dense(
         _agree("dense counit", "dot(x, fmap (const 1) x) through the Gram matrices", through_gram,
                "counit(x)", counit(x), xyz, rtol, atol)  # fmt: skip
         x, y, z = (_exact(v) for v in (x, y, z))
-        with generic_only():  # the operands alike for both sides, whatever the hook does
-            a, b = add(outer(x, y), outer(z, x)), add(outer(y, z), outer(x, x))
-            # structures of matrices (the heads of attention's projections): x_i a and y_i b
-            c, d = x.fmap(lambda r: scale(r, a)), y.fmap(lambda r: scale(r, b))
-            # attention's queries scaled so that its scores (a's rows against b's) are at most 1: a softmax of
-            # scores in the thousands tells rounding (a GPU's TF32) from a wrong formula no better than a coin,
-            # where at this size a transposed or swapped operand still moves every weight by a factor up to e
-            tame = 1.0 / max(1.0, float(jnp.max(jnp.abs(to_array(mul_mmt(a, b))))))
-        operations: dict[str, Callable[[], object]] = {
-            "dot": lambda: dot(x, y),
-            "outer": lambda: outer(x, y),
-            "mul_mv": lambda: mul_mv(a, z),
-            "mul_vm": lambda: mul_vm(z, a),
-            "mul_mm": lambda: mul_mm(a, b),
-            "mul_mmt": lambda: mul_mmt(a, b),
-            "each_mul_mmt": lambda: each_mul_mmt(c, b),
-            "sum_mul_mmt": lambda: sum_mul_mmt(c, d),
-            "add": lambda: add(x, y),
-            "scale": lambda: scale(-1.5, x),
-            "attention": lambda: attention(scale(tame, a), b, scale(0.5, a)),
-        }
-        for op, compute in operations.items():
+        # the operands' size: an operation of degree k sums terms up to about largest^k
+        largest = max(float(jnp.max(jnp.abs(to_array(v)), initial=0.0)) for v in (x, y, z))
+        for op, (degree, compute) in _operations(x, y, z).items():
             if op == "attention" and not all(axis.nodal for axis in axes):
                 _declined(op, compute)  # (its dense formula is for a measure that is a weight per position)
                 continue
             with generic_only():
                 generic = compute()
             _agree(f"dense {op}", f"{op} by the dense formula", _dense(op, compute), "its generic definition",
-                   generic, xyz, rtol, atol)  # fmt: skip
+                   generic, xyz, rtol, atol, terms=largest**degree)  # fmt: skip
 
     run()
+
+
+def _operations(x: X, y: X, z: X) -> dict[str, tuple[int, Callable[[], object]]]:
+    """The operations a Dense hook may run its dense formulas for, each with its degree in x, y, z, on
+    them and the matrices a = outer(x, y) + outer(z, x), b = outer(y, z) + outer(x, x) (made by the generic
+    definitions, alike for both sides whatever the hook does)."""
+    with generic_only():
+        a, b = add(outer(x, y), outer(z, x)), add(outer(y, z), outer(x, x))
+        # structures of matrices (the heads of attention's projections): x_i a and y_i b
+        c, d = x.fmap(lambda r: scale(r, a)), y.fmap(lambda r: scale(r, b))
+        # attention's queries scaled so that its scores (a's rows against b's) are at most 1: a softmax of
+        # scores in the thousands tells rounding (a GPU's TF32) from a wrong formula no better than a coin,
+        # where at this size a transposed or swapped operand still moves every weight by a factor up to e
+        tame = 1.0 / max(1.0, float(jnp.max(jnp.abs(to_array(mul_mmt(a, b))))))
+    return {
+        "dot": (2, lambda: dot(x, y)),
+        "outer": (2, lambda: outer(x, y)),
+        "mul_mv": (3, lambda: mul_mv(a, z)),
+        "mul_vm": (3, lambda: mul_vm(z, a)),
+        "mul_mm": (4, lambda: mul_mm(a, b)),
+        "mul_mmt": (4, lambda: mul_mmt(a, b)),
+        "each_mul_mmt": (5, lambda: each_mul_mmt(c, b)),
+        "sum_mul_mmt": (6, lambda: sum_mul_mmt(c, d)),
+        "add": (1, lambda: add(x, y)),
+        "scale": (1, lambda: scale(-1.5, x)),
+        "attention": (2, lambda: attention(scale(tame, a), b, scale(0.5, a))),  # softmax's weights: degree 0
+    }
 
 
 def _check_nodal(x: X, axes: tuple[Axis, ...], xyz: Triple, rtol: float | None, atol: float | None) -> None:
@@ -282,24 +295,29 @@ def _declined(op: str, compute: Callable[[], object]) -> None:
 
 def _agree(
     law: str, dense_name: str, dense: object, generic_name: str, generic: object, xyz: Triple,
-    rtol: float | None, atol: float | None,
+    rtol: float | None, atol: float | None, *, terms: float = 0.0,
 ) -> None:  # fmt: skip
     try:
         # Compared as their dense levels' axes and their leaves: pytree metadata that only records
         # where a shape came from (a DenseTree's origin) may differ.
         if _levels(dense) != _levels(generic):
             raise AssertionError(f"{law}: the results' axes differ: {_levels(dense)} and {_levels(generic)}")
-        _close_at_scale(jax.tree_util.tree_leaves(dense), jax.tree_util.tree_leaves(generic), rtol, atol)
+        leaves = jax.tree_util.tree_leaves
+        _close_at_scale(leaves(dense), leaves(generic), rtol, atol, terms)
     except AssertionError as error:
         failure = f"the Dense hook fails {law!r}: {dense_name} is {_shown_value(dense)}, {generic_name} is " \
                   f"{_shown_value(generic)}"  # fmt: skip
         raise AssertionError(_report(failure, error, x=xyz[0], y=xyz[1], z=xyz[2])) from None
 
 
-def _close_at_scale(dense: list[Any], generic: list[Any], rtol: float | None, atol: float | None) -> None:
-    """Each dense leaf against its generic one as a whole: max |dense - generic| <= atol + rtol max |generic|,
-    the tolerances the dtype's (``default_tolerance``) unless given. Rounding is judged at the result's
-    scale: a product whose entries span decades rounds its small entries at the size of its large ones."""
+def _close_at_scale(
+    dense: list[Any], generic: list[Any], rtol: float | None, atol: float | None, terms: float
+) -> None:
+    """Each dense leaf against its generic one as a whole: max |dense - generic| <= atol + rtol s, s the larger
+    of max |generic| and ``terms`` (the size of the terms it sums), the tolerances the dtype's
+    (``default_tolerance``) unless given. Rounding is judged at the scale of the result and of its terms: a
+    product whose entries span decades rounds its small entries at the size of its large ones, and a sum
+    that cancels, 1e-10 from terms of 1e6, rounds at the size of its terms."""
     if len(dense) != len(generic):
         raise AssertionError(f"the results hold {len(dense)} and {len(generic)} arrays")
     for i, (a, b) in enumerate(zip(dense, generic, strict=True)):
@@ -308,6 +326,7 @@ def _close_at_scale(dense: list[Any], generic: list[Any], rtol: float | None, at
             raise AssertionError(f"array {i}: shapes {x.shape} and {y.shape}")
         default = default_tolerance(np.result_type(x, y))
         scale = float(np.max(np.abs(y), initial=0.0, where=np.isfinite(y)))
+        scale = max(scale, terms)
         bound = (default if atol is None else atol) + (default if rtol is None else rtol) * scale
         wide = np.result_type(x, y, np.float64)
         error = np.abs(x.astype(wide) - y.astype(wide))
@@ -316,7 +335,7 @@ def _close_at_scale(dense: list[Any], generic: list[Any], rtol: float | None, at
             worst = np.unravel_index(int(np.argmax(error)), x.shape)
             raise AssertionError(
                 f"array {i}: largest |dense - generic| = {float(error[worst]):.3g} at index {tuple(map(int, worst))}, "
-                f"above atol + rtol * (the result's scale, max |generic| = {scale:.3g}) = {bound:.3g}"
+                f"above atol + rtol * (the scale of the result and of its terms, {scale:.3g}) = {bound:.3g}"
             )
 
 

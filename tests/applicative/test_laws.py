@@ -315,6 +315,25 @@ def test_the_dense_check_blames_a_wrong_counit_not_the_hook() -> None:
         laws.check_dense(structures, max_examples=1)
 
 
+def test_the_dense_check_judges_a_sum_that_cancels_at_its_terms_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Cheb of Vecs whose sum_mul_mmt cancels: y is an odd function, and sums reaching 5e7 (each_mul_mmt's)
+    come to 6e-8, where the two right formulas, summing in other orders, are 2e-7 apart: rounding at the
+    size of the terms (CI drew such a triple, at a third of these coordinates, and the check judged it at
+    the result's size). The right hook passes, judged at 30^6 (sum_mul_mmt's degree, 6, in coordinates up to
+    30); a sum_mul_mmt off by a millionth still fails on coordinates of unit size."""
+
+    def cheb_of_vecs(a: list[list[float]]) -> Compose[Any, Any, jax.Array]:
+        return Compose(Cheb.stack(Vec.from_array(3.0 * np.array(a), Law, strategies.LawInner).data, Law))
+
+    x = cheb_of_vecs([[-10, 0], [0, 0.99999], [6.1e-5, -0.6917771], [1.5, 0]])
+    y = cheb_of_vecs([[0, 0], [-9, 0], [0, 0], [0, 0]])
+    z = cheb_of_vecs([[-1.9, -10], [-10, -10], [0, -0.5], [0, 0]])
+    laws.check_dense(st.just((x, y, z)), max_examples=1)
+    _formula(monkeypatch, "sum_mul_mmt", lambda out: (out[0] * (1 + 1e-6), out[1]))
+    with pytest.raises(AssertionError, match=r"the Dense hook fails 'dense sum_mul_mmt'"):
+        laws.check_dense(_one_triple(_vec), max_examples=1)
+
+
 # Boundaries of check_dense that its mutants found untested (docs/mutants.md, issue 32 part 6). One fixed
 # triple of random coordinates, no two alike: every matrix built of them is asymmetric.
 
