@@ -15,8 +15,7 @@ them.
 A failure is an AssertionError that names the check, shows the hook's value and the generic one and
 the drawn (x, y, z); a formula that did not run where it must (or ran where it must not) is one too,
 and a structure that is not a ``Dense`` structure of scalars a TypeError. Each result is judged at
-its own scale and its terms': max |dense - generic| <= atol + rtol s over each of its arrays, s the
-larger of max |generic| and m^k, the largest |coordinate| drawn to the operation's degree.
+the scale of its terms, as ``check_dense``'s docstring states.
 """
 
 from __future__ import annotations
@@ -302,22 +301,17 @@ def _agree(
         # where a shape came from (a DenseTree's origin) may differ.
         if _levels(dense) != _levels(generic):
             raise AssertionError(f"{law}: the results' axes differ: {_levels(dense)} and {_levels(generic)}")
-        leaves = jax.tree_util.tree_leaves
-        _close_at_scale(leaves(dense), leaves(generic), rtol, atol, terms)
+        _close_at_scale(jax.tree_util.tree_leaves(dense), jax.tree_util.tree_leaves(generic), rtol, atol, terms)
     except AssertionError as error:
         failure = f"the Dense hook fails {law!r}: {dense_name} is {_shown_value(dense)}, {generic_name} is " \
                   f"{_shown_value(generic)}"  # fmt: skip
         raise AssertionError(_report(failure, error, x=xyz[0], y=xyz[1], z=xyz[2])) from None
 
 
-def _close_at_scale(
-    dense: list[Any], generic: list[Any], rtol: float | None, atol: float | None, terms: float
-) -> None:
+def _close_at_scale(dense: list[Any], generic: list[Any], rtol: float | None, atol: float | None, terms: float) -> None:
     """Each dense leaf against its generic one as a whole: max |dense - generic| <= atol + rtol s, s the larger
     of max |generic| and ``terms`` (the size of the terms it sums), the tolerances the dtype's
-    (``default_tolerance``) unless given. Rounding is judged at the scale of the result and of its terms: a
-    product whose entries span decades rounds its small entries at the size of its large ones, and a sum
-    that cancels, 1e-10 from terms of 1e6, rounds at the size of its terms."""
+    (``default_tolerance``) unless given (``check_dense``'s docstring says why)."""
     if len(dense) != len(generic):
         raise AssertionError(f"the results hold {len(dense)} and {len(generic)} arrays")
     for i, (a, b) in enumerate(zip(dense, generic, strict=True)):
