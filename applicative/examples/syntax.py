@@ -96,13 +96,22 @@ _DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER
 
 
 def token_kind(token: tokenize.TokenInfo) -> str:
-    """What the parser reads of a token: an operator, a keyword or a soft keyword as itself, any other
-    token as its type (``NAME``, ``NUMBER``, ``STRING``, ``NEWLINE``, ...)."""
+    """What the parser reads of a token: an operator, a keyword or a soft keyword as itself, an
+    f-string that ``tokenize`` gives whole (before Python 3.12) as ``FSTRING`` (it is a ``JoinedStr``
+    where any other string is a ``Constant``), any other token as its type (``NAME``, ``NUMBER``,
+    ``STRING``, ``NEWLINE``, ...)."""
     if token.type == tokenize.OP:
         return token.string
     if token.type == tokenize.NAME and (keyword.iskeyword(token.string) or keyword.issoftkeyword(token.string)):
         return token.string
+    if token.type == tokenize.STRING and "f" in _prefix(token.string).lower():
+        return "FSTRING"
     return tokenize.tok_name[token.type]
+
+
+def _prefix(string: str) -> str:
+    """A string literal's prefix: the letters before its first quote (``rb``, ``F``, ``Rf``, ...)."""
+    return string[: min(i for i in (string.find("'"), string.find('"')) if i >= 0)]
 
 
 def tokens_of(source: str) -> list[Token]:

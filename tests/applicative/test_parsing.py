@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import jax
@@ -119,6 +120,32 @@ def test_every_f_string_has_its_tree_on_every_python() -> None:
             texts.append((trees.LIBRARY / name).read_bytes().decode("utf-8"))
     out, every = syntax.left_out(texts)
     assert (out, every > 1000) == (0, True)
+
+
+def test_the_tokens_tell_an_f_string_from_a_plain_string() -> None:
+    """Whatever the prefix's letters and case, a literal whose tokens hold an f-string (``FSTRING`` before
+    Python 3.12, ``FSTRING_START`` from 3.12 on) is a ``JoinedStr`` and one whose tokens do not is a
+    ``Constant``: the parser reads what decides the label. Checked against ``ast`` on the prefixes and on the
+    held-out standard library's statements."""
+    prefixes = ["", "r", "b", "Rb", "bR", "u", "f", "F", "rf", "fR", "Rf", "FR"]
+    source = "".join(f"x = {p}'{{a}}'\n" for p in prefixes) + "y = 'a' f'{b}' 'c'\nz = 'a' 'b'\n"
+    texts = [source]
+    for name in trees.library_files("test")[:20]:
+        with contextlib.suppress(UnicodeDecodeError):
+            texts.append((trees.LIBRARY / name).read_bytes().decode("utf-8"))
+    literals = Counter({"JoinedStr": 0, "Constant": 0})  # the nodes of literals, by label
+    for text in texts:
+        tokens = syntax.tokens_of(text)
+        for tree in syntax.statement_trees(ast.parse(text), tokens):
+            for node in syntax.nodes(tree):
+                kinds = [tokens[i].kind for i in range(node.span[0], node.span[1] + 1)]
+                if kinds[0] not in ("STRING", "FSTRING", "FSTRING_START") or node.label not in literals:
+                    continue
+                f_string = bool({"FSTRING", "FSTRING_START"} & set(kinds))
+                assert node.label == ("JoinedStr" if f_string else "Constant"), (node, kinds)
+                literals[node.label] += 1
+    assert literals["JoinedStr"] >= 5
+    assert literals["Constant"] >= 100
 
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="before 3.12 an f-string is one token, a leaf")
