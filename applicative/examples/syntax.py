@@ -27,6 +27,7 @@ spans ``(label, first, last)`` of every node of the predicted tree against those
 from __future__ import annotations
 
 import ast
+import importlib.util
 import io
 import itertools
 import keyword
@@ -36,6 +37,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 from applicative.examples.trees import LIBRARY, Side, balanced, library_files
@@ -48,12 +50,14 @@ __all__ = [
     "Scores",
     "binarised",
     "depth",
+    "file_fragments",
     "fragments",
     "fragments_of",
     "ids",
     "labelled_spans",
     "left_out",
     "nodes",
+    "package_files",
     "right_branching",
     "score",
     "statement_trees",
@@ -266,13 +270,35 @@ def fragments(min_tokens: int, max_tokens: int, side: Side = "all", seed: int | 
     file, innermost first (the statements inside a definition before it). Files that do not
     tokenize or parse (test data with deliberate errors) are skipped."""
     for name in library_files(side, seed):
-        try:
-            source = (LIBRARY / name).read_bytes().decode("utf-8")
-            module = ast.parse(source)
-            tokens = tokens_of(source)
-        except (SyntaxError, ValueError, UnicodeDecodeError, tokenize.TokenError):
+        yield from file_fragments(LIBRARY / name, name, min_tokens, max_tokens)
+
+
+def file_fragments(path: Path, name: str, min_tokens: int, max_tokens: int) -> list[Fragment]:
+    """The fragments of ``min_tokens`` to ``max_tokens`` tokens of the file at ``path`` (``fragments_of``,
+    named ``name:line``); none if it does not decode as UTF-8, tokenize or parse."""
+    try:
+        source = path.read_bytes().decode("utf-8")
+        tokens = tokens_of(source)
+        trees = statement_trees(ast.parse(source), tokens)
+    except (SyntaxError, ValueError, UnicodeDecodeError, tokenize.TokenError, RecursionError):
+        return []
+    return list(fragments_of(name, tokens, trees, min_tokens, max_tokens))
+
+
+def package_files(packages: Iterable[str]) -> list[tuple[Path, str]]:
+    """Every ``.py`` file of the installed ``packages`` (or modules), with its name (``package/relative/path.py``),
+    sorted; a ``ValueError`` naming one that is not installed."""
+    found = []
+    for package in packages:
+        spec = importlib.util.find_spec(package)
+        if spec is None:
+            raise ValueError(f"the package {package!r} is not installed here: install it or name another")
+        if spec.submodule_search_locations is None:  # a module of one file
+            found += [(Path(spec.origin), f"{package}.py")] if spec.origin and spec.origin.endswith(".py") else []
             continue
-        yield from fragments_of(name, tokens, statement_trees(module, tokens), min_tokens, max_tokens)
+        for root in map(Path, spec.submodule_search_locations):
+            found += [(path, f"{package}/{path.relative_to(root)}") for path in root.rglob("*.py")]
+    return sorted(found, key=lambda item: item[1])
 
 
 def fragments_of(

@@ -6,6 +6,7 @@ a killed run resumed as an uninterrupted one, the command line, SIGTERM."""
 import ast
 import contextlib
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -362,6 +363,11 @@ def test_a_run_loads_back_and_parses_alike(short_run: ShortRun, tmp_path: Path) 
     (broken / CHECKPOINT).write_bytes(b"not a parser")
     with pytest.raises(ValueError, match=str(broken / CHECKPOINT)):
         parsing.load(broken)
+    older = json.loads((out / CONFIG).read_text())
+    del older["config"]["train_packages"], older["config"]["per_file"]  # as written before they were settings
+    (broken / CONFIG).write_text(json.dumps(older))
+    with pytest.raises(ValueError, match="a run of an older version, whose training fragments are drawn no more"):
+        parsing.load(broken)
     (broken / CONFIG).write_text('{"example": "trees"}')
     with pytest.raises(ValueError, match="does not describe a run of the parser"):
         parsing.load(broken)
@@ -569,6 +575,10 @@ def test_the_command_line_trains_evaluates_and_plots_a_run_and_refuses_to_overwr
     assert len(left) == 2
     assert all(line.split(": ")[1].startswith("0 of ") for line in left)  # f-strings included, on every Python
     assert both.count("| parser |") == 2  # the held-out files' table, then other code's
+    assert parsing.main(["evaluate", str(out), "--other-files", "3", "--other-packages", "pluggy,iniconfig"]) == 0
+    assert "other code: 3 files of pluggy, iniconfig drawn at random" in capsys.readouterr().out
+    assert parsing.main(["evaluate", str(out), "--other-files", "3", "--other-packages", "numpy,no_such_package"]) == 1
+    assert "the package 'no_such_package' is not installed here" in capsys.readouterr().err
     assert (tmp_path / "tree.png").stat().st_size > 0
     assert parsing.main(["plot", str(out)]) == 0
     assert (out / "loss.png").stat().st_size > 0

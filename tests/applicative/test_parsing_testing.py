@@ -2,6 +2,7 @@
 against a resampling written again with ``syntax.score``, the fragments training saw against brute force, and
 the test on other code against where its files are."""
 
+import dataclasses
 import gzip
 import itertools
 import json
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from applicative.examples import parsing, syntax
+from applicative.examples import parsing, syntax, trees
 from applicative.examples.parsing import batches, testing
 from applicative.examples.syntax import Fragment, Node
 
@@ -184,3 +185,50 @@ def test_other_code_comes_from_installed_packages_not_the_standard_library() -> 
     for band, members in zip(BANDS, found, strict=True):
         assert all(band.low <= len(f.tokens) <= band.high for f in members)
     assert testing.other_code(parsing.Config(bands=BANDS), 20, seed=0, files=30) == found  # a fixed draw
+
+
+def test_the_training_fragments_are_drawn_file_by_file() -> None:
+    """Against each file's own fragments (``syntax.file_fragments``): every training fragment is one of its file's,
+    in the file's order, at most ``per_file`` of a file (as many where a file has more) drawn at random, from the
+    standard library's training files and the packages named, never a held-out file; one seed's draw, another's
+    not; with ``per_file`` 0, every fragment of each file."""
+    config = parsing.Config(bands=BANDS, train_fragments=150, per_file=4, train_packages=("packaging", "tqdm"))
+    drawn = batches.training(config, seed=3)
+    assert len(drawn) == 150
+    by_file: dict[str, list[Fragment]] = {}
+    for fragment in drawn:
+        by_file.setdefault(testing.file_of(fragment), []).append(fragment)
+    packages = {name for name in by_file if name.split("/")[0] in config.train_packages}
+    assert packages
+    assert not any(trees.held_out(name) for name in set(by_file) - packages)
+    files = {name: path for path, name in syntax.package_files(config.train_packages)}
+    firsts = 0
+    for name, kept in by_file.items():
+        every = syntax.file_fragments(files.get(name, trees.LIBRARY / name), name, 8, 64)
+        assert len(kept) == min(4, len(every)) or kept[-1] is drawn[-1]  # the last file may be cut short
+        places = [every.index(f) for f in kept]
+        assert places == sorted(places)
+        firsts += len(every) >= 8 and places == [0, 1, 2, 3]  # a random 4 of 8 or more: 1 in 70 or fewer
+    assert sum(len(kept) == 4 for kept in by_file.values()) > 20
+    assert firsts <= 2
+    assert batches.training(config, seed=3) == drawn
+    assert batches.training(dataclasses.replace(config, train_fragments=20), seed=4) != drawn[:20]
+    whole = batches.training(dataclasses.replace(config, train_fragments=100, per_file=0, train_packages=()), 3)
+    names = dict.fromkeys(testing.file_of(f) for f in whole)  # the files, in the order read
+    every = [f for name in names for f in syntax.file_fragments(trees.LIBRARY / name, name, 8, 64)]
+    assert list(whole) == every[:100]  # per_file 0: every fragment of each file, the last file's cut short
+
+
+def test_packages_are_read_whole_or_refused_by_name() -> None:
+    files = syntax.package_files(["typing_extensions", "tqdm"])
+    names = [name for _, name in files]
+    assert names == sorted(names)
+    assert "typing_extensions.py" in names  # a module of one file: itself, not its folder's every file
+    assert {name.split("/")[0] for name in names} == {"typing_extensions.py", "tqdm"}
+    assert all(path.suffix == ".py" and path.is_file() for path, _ in files)
+    with pytest.raises(ValueError, match="the package 'no_such_package' is not installed"):
+        syntax.package_files(["tqdm", "no_such_package"])
+    with pytest.raises(ValueError, match="the test's packages tqdm are among the run's training packages"):
+        testing.other_code(
+            parsing.Config(bands=BANDS, train_packages=("tqdm",)), 20, seed=0, files=5, packages=("tqdm",)
+        )

@@ -1,7 +1,9 @@
-"""The parser's data: fragments of the standard library in bands of sizes, trees laid out as the builder sees
-them, and the teacher-forced minibatches that ``applicative.training.fit`` trains on.
+"""The parser's data: fragments of Python files in bands of sizes, trees laid out as the builder sees them, and
+the teacher-forced minibatches that ``applicative.training.fit`` trains on.
 
     load_data(config, seed) -> Data        training fragments, and a random sample of held-out ones band by band
+    training(config, seed)                 the training fragments: of the standard library's training files
+                                           (and of the packages named), all or a few of each file's
     population(config, side), sample(population, n, seed)   every fragment of a side in each band; n drawn
                                            (kept on disk, under ``$APPLICATIVE_CACHE``: ``cached``)
     pools(data, config)                    the training fragments of each band that fit it
@@ -23,7 +25,6 @@ import functools
 import gc
 import gzip
 import hashlib
-import itertools
 import json
 import os
 import sys
@@ -73,6 +74,7 @@ __all__ = [
     "sample",
     "stack",
     "token_inputs",
+    "training",
     "walk",
     "with_vocabularies",
 ]
@@ -202,14 +204,33 @@ class Data(NamedTuple):
 
 
 def load_data(config: Config, seed: int = 0) -> Data:
-    """``config.train_fragments`` fragments of the training files in the bands (files in the order ``seed``
-    draws), and the test: ``config.test_fragments`` of each band's held-out fragments, drawn at random from all
-    of them (``population``, ``sample``)."""
-    low, high = min(b.low for b in config.bands), max(b.high for b in config.bands)
-    with _uncollected():
-        train = list(itertools.islice(syntax.fragments(low, high, "train", seed), config.train_fragments))
+    """``config.train_fragments`` fragments of the training files in the bands (``training``), and the test:
+    ``config.test_fragments`` of each band's held-out fragments, drawn at random from all of them
+    (``population``, ``sample``)."""
     test = sample(population(config, "test"), config.test_fragments, seed)
-    return Data(tuple(train), tuple(tuple(found) for found in test))
+    return Data(training(config, seed), tuple(tuple(found) for found in test))
+
+
+def training(config: Config, seed: int = 0) -> tuple[Fragment, ...]:
+    """``config.train_fragments`` fragments of the training files: the standard library's (``library_files``)
+    and those of ``config.train_packages`` (``syntax.package_files``), in one order ``default_rng([seed, 4])``
+    draws, every fragment of each file or, given ``config.per_file``, at most as many drawn at random from its
+    own (kept in the file's order), until there are as many as asked (fewer if the files have fewer)."""
+    low, high = min(b.low for b in config.bands), max(b.high for b in config.bands)
+    files = [(LIBRARY / name, name) for name in library_files("train")] + syntax.package_files(config.train_packages)
+    rng = np.random.default_rng([seed, 4])
+    train: list[Fragment] = []
+    with _uncollected():
+        for i in rng.permutation(len(files)):
+            path, name = files[i]
+            found = syntax.file_fragments(path, name, low, high)
+            if config.per_file:
+                chosen = np.sort(rng.choice(len(found), min(config.per_file, len(found)), replace=False))
+                found = [found[j] for j in chosen]
+            train += found
+            if len(train) >= config.train_fragments:
+                break
+    return tuple(train[: config.train_fragments])
 
 
 def population(config: Config, side: Side = "test") -> list[list[Fragment]]:

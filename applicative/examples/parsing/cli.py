@@ -1,12 +1,14 @@
 """The command line: ``python -m applicative.examples.parsing train | evaluate | parse | plot``.
 
     train --out DIR [--resume] [--seconds S] [--quiet] [--steps N --seed S --per-epoch N --seq2seq-steps N
-          --train-fragments N --test-fragments N --bands K --width W --hidden H --heads N --head-features F
-          --layers L --pointer P --learning-rate R --warmup N] [--figure PNG]
+          --train-fragments N --per-file N --train-packages A,B,... --test-fragments N --bands K --width W
+          --hidden H --heads N --head-features F --layers L --pointer P --learning-rate R --warmup N]
+          [--figure PNG]
                        trains the parser into DIR (``runs.train``), with ``--seq2seq-steps N`` its seq2seq baseline
                        too, and prints the table of their tests and the right-branching tree's on held-out files
-    evaluate DIR [--figure PNG] [--other-files N]   the tables of a trained run (the parser, the right-branching
-                       tree, the seq2seq baseline if it trained one) on held-out files and on other code
+    evaluate DIR [--figure PNG] [--other-files N] [--other-packages A,B,...]   the tables of a trained run (the
+                       parser, the right-branching tree, the seq2seq baseline if it trained one) on held-out files
+                       and on N files of other code (of the installed packages named)
     parse DIR FILE                the predicted tree of every statement of FILE (- for standard input; a notebook's
                                   code cells; a directory's files), beside Python's
     plot DIR                      DIR/loss.png: the loss per step and the held-out loss
@@ -88,6 +90,11 @@ def _draw(parser: Parser, config: Config, data: Data, path: Path) -> None:
 _D = Config()
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names (of packages): ``a,b`` is ``("a", "b")``, ``''`` none."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 @dataclasses.dataclass(frozen=True)
 class Flags:
     """A run's settings as its command line says them (``runs.Run``'s: ``run``, and back, ``of``): the model's
@@ -97,6 +104,11 @@ class Flags:
     seed: int = setting(0, help="random seed")
     per_epoch: int = setting(PER_EPOCH, help="steps an epoch: a line, a checkpoint, a held-out loss")
     train_fragments: int = setting(_D.train_fragments, help="training fragments, all bands together")
+    per_file: int = setting(_D.per_file, help="training fragments of one file at most, 0: all of them")
+    train_packages: tuple[str, ...] = setting(
+        _D.train_packages, parse=_names, help="installed packages whose files train beside the standard library's "
+        "(comma-separated; '' for none)"
+    )  # fmt: skip
     test_fragments: int = setting(_D.test_fragments, help="held-out fragments a band, drawn at random from all")
     bands: int = setting(len(_D.bands), help="the first K bands of 1-32, 33-128 and 129-512 tokens")
     width: int = setting(_D.width, help="features of the model's states")
@@ -113,6 +125,8 @@ class Flags:
                      "layers", "pointer"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.per_file < 0:
+            raise ValueError(f"--per-file must be at least 0 (0: every fragment of a file), got {self.per_file}")
         if self.bands > len(_D.bands):
             raise ValueError(f"--bands {self.bands}: there are {len(_D.bands)} bands")
 
@@ -122,14 +136,16 @@ class Flags:
             reader_layers=self.layers, builder_layers=self.layers, pointer=self.pointer,
             optimisation=dataclasses.replace(_D.optimisation, learning_rate=self.learning_rate, warmup=self.warmup),
             bands=_D.bands[: self.bands], train_share=_D.train_share[: self.bands],
-            train_fragments=self.train_fragments, test_fragments=self.test_fragments,
+            train_fragments=self.train_fragments, per_file=self.per_file, train_packages=self.train_packages,
+            test_fragments=self.test_fragments,
         )  # fmt: skip
         return Run(self.steps, self.seed, self.per_epoch, config)
 
     @staticmethod
     def of(run: Run) -> Flags:
         c = run.config
-        return Flags(run.steps, run.seed, run.per_epoch, c.train_fragments, c.test_fragments, len(c.bands), c.width,
+        return Flags(run.steps, run.seed, run.per_epoch, c.train_fragments, c.per_file, c.train_packages,
+                     c.test_fragments, len(c.bands), c.width,
                      c.hidden, c.heads, c.head_features, c.reader_layers, c.pointer, c.optimisation.learning_rate,
                      c.optimisation.warmup)  # fmt: skip
 
@@ -164,11 +180,12 @@ def _evaluate(args: argparse.Namespace) -> None:
         print(line)
     print(_left_out(LIBRARY / name for name in sorted({testing.file_of(f) for band in data.test for f in band})))
     if args.other_files:
-        other = testing.other_code(run.config, run.config.test_fragments, run.seed, args.other_files)
-        print(f"\nother code: {args.other_files} files of {', '.join(testing.OTHER_PACKAGES)} drawn at random:")
+        packages = args.other_packages
+        other = testing.other_code(run.config, run.config.test_fragments, run.seed, args.other_files, packages)
+        print(f"\nother code: {args.other_files} files of {', '.join(packages)} drawn at random:")
         for line in lines(evaluate(args.run, data, other)):
             print(line)
-        print(_left_out(path for path, _ in testing.other_files(run.seed, args.other_files)))
+        print(_left_out(path for path, _ in testing.other_files(run.seed, args.other_files, packages)))
     if args.figure is not None:
         parser, config = load(args.run)
         _draw(parser, config, data, args.figure)
@@ -248,6 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluating.add_argument(
         "--other-files", type=int, default=300, help="files of other code to test on, 0: none (default: %(default)s)"
     )
+    evaluating.add_argument(
+        "--other-packages", type=_names, default=testing.OTHER_PACKAGES, metavar="A,B,...",
+        help=f"the installed packages of the test on other code (default: {','.join(testing.OTHER_PACKAGES)})",
+    )  # fmt: skip
     evaluating.add_argument("--figure", type=Path, help="draw a held-out fragment's trees to this PNG")
     parsing = commands.add_parser("parse", help="parse a file of Python with a trained run's parser")
     parsing.add_argument("run", type=Path, help="the run directory")

@@ -73,10 +73,12 @@ class Run:
             if raw.pop("example") != "parsing":
                 raise ValueError("another example's run")
             stored = raw.pop("config")
+            if "train_packages" not in stored:
+                raise ValueError("a run of an older version, whose training fragments are drawn no more: train anew")
             config = Config(
                 **{**stored, "bands": tuple(Band(*b) for b in stored["bands"]),
                    "optimisation": Optimisation(**stored["optimisation"])}
-                | {key: tuple(stored[key]) for key in ("train_share", "kinds", "labels")}
+                | {key: tuple(stored[key]) for key in ("train_share", "kinds", "labels", "train_packages")}
             )
             return Run(**raw, config=config)
         except (ValueError, KeyError, TypeError, AttributeError) as error:

@@ -18,10 +18,7 @@ parser gets for free (the root spans the fragment) or nearly (a token's own node
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import itertools
-import tokenize
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -51,22 +48,10 @@ OTHER_PACKAGES = ("numpy", "scipy", "jax", "optax", "matplotlib")
 environment that runs it has."""
 
 
-def _package_files(packages: Iterable[str]) -> list[tuple[Path, str]]:
-    """Every ``.py`` file of the installed ``packages``, with its name (``package/relative/path.py``), sorted."""
-    found = []
-    for package in packages:
-        spec = importlib.util.find_spec(package)
-        if spec is None or spec.origin is None:
-            continue
-        root = Path(spec.origin).parent
-        found += [(path, f"{package}/{path.relative_to(root)}") for path in root.rglob("*.py")]
-    return sorted(found, key=lambda item: item[1])
-
-
 def other_files(seed: int, files: int = 300, packages: Sequence[str] = OTHER_PACKAGES) -> list[tuple[Path, str]]:
     """The files of ``other_code``'s test: ``files`` of the installed ``packages``' drawn at random
     (``default_rng([seed, 3])``), each with its name, in order."""
-    every = _package_files(packages)
+    every = syntax.package_files(packages)
     rng = np.random.default_rng([seed, 3])
     return [every[i] for i in np.sort(rng.choice(len(every), min(files, len(every)), replace=False))]
 
@@ -77,18 +62,15 @@ def other_code(
     """A test on code that is not the standard library: ``files`` files drawn at random (``default_rng([seed,
     3])``) from the installed ``packages``, their fragments in each band as ``population`` finds them (files
     that do not parse are skipped), then ``n`` of each band's at random (``batches.sample``): a sample of fragments
-    of a random sample of files."""
+    of a random sample of files. A ``ValueError`` names a package among ``config.train_packages``."""
+    trained = sorted(set(packages) & set(config.train_packages))
+    if trained:
+        raise ValueError(f"the test's packages {', '.join(trained)} are among the run's training packages")
     chosen = other_files(seed, files, packages)
     bands, low, high = config.bands, min(b.low for b in config.bands), max(b.high for b in config.bands)
     found: list[list[Fragment]] = [[] for _ in bands]
     for path, name in chosen:
-        try:
-            source = path.read_bytes().decode("utf-8")
-            tokens = syntax.tokens_of(source)
-            trees = syntax.statement_trees(ast.parse(source), tokens)
-        except (SyntaxError, ValueError, UnicodeDecodeError, tokenize.TokenError, RecursionError):
-            continue
-        for fragment in syntax.fragments_of(name, tokens, trees, low, high):
+        for fragment in syntax.file_fragments(path, name, low, high):
             for i, band in enumerate(bands):
                 if band.low <= len(fragment.tokens) <= band.high:
                     if fits(fragment.tree, band):
