@@ -290,7 +290,10 @@ def package_files(packages: Iterable[str]) -> list[tuple[Path, str]]:
     sorted; a ``ValueError`` naming one that is not installed."""
     found = []
     for package in packages:
-        spec = importlib.util.find_spec(package)
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):  # a dotted name whose parent is missing; an empty or relative name
+            spec = None
         if spec is None:
             raise ValueError(f"the package {package!r} is not installed here: install it or name another")
         if spec.submodule_search_locations is None:  # a module of one file

@@ -226,8 +226,9 @@ def test_packages_are_read_whole_or_refused_by_name() -> None:
     assert "typing_extensions.py" in names  # a module of one file: itself, not its folder's every file
     assert {name.split("/")[0] for name in names} == {"typing_extensions.py", "tqdm"}
     assert all(path.suffix == ".py" and path.is_file() for path, _ in files)
-    with pytest.raises(ValueError, match="the package 'no_such_package' is not installed"):
-        syntax.package_files(["tqdm", "no_such_package"])
+    for missing in ("no_such_package", "no_such_package.module", ".relative"):
+        with pytest.raises(ValueError, match=f"the package '{missing}' is not installed"):
+            syntax.package_files(["tqdm", missing])
     with pytest.raises(ValueError, match="the test's packages tqdm are among the run's training packages"):
         testing.other_code(
             parsing.Config(bands=BANDS, train_packages=("tqdm",)), 20, seed=0, files=5, packages=("tqdm",)
