@@ -6,6 +6,7 @@ from mutant_records import TA, mutant
 
 PARSING = "applicative/examples/parsing/"
 TEST_PARSING = TA + "test_parsing.py"
+TEST_TRAINING = TA + "test_parsing_testing.py::test_the_training_fragments_are_drawn_file_by_file"
 
 MUTANTS = [
     mutant("parsing-builder-unmasked", PARSING + "model.py",
@@ -33,17 +34,17 @@ MUTANTS = [
     mutant("training-every-fragment-of-a-file", PARSING + "batches.py",
            "min(config.per_file, len(found))", "len(found)",
            "training takes every fragment of a file, not at most per_file of them",
-           TA + "test_parsing_testing.py::test_the_training_fragments_are_drawn_file_by_file"),
+           TEST_TRAINING),
     mutant("training-packages-dropped", PARSING + "batches.py",
            'for name in library_files("train")] + syntax.package_files(config.train_packages)',
            'for name in library_files("train")]',
            "the training packages' files are not read",
-           TA + "test_parsing_testing.py::test_the_training_fragments_are_drawn_file_by_file"),
+           TEST_TRAINING),
     mutant("training-first-of-each-file", PARSING + "batches.py",
            "chosen = np.sort(rng.choice(len(found), min(config.per_file, len(found)), replace=False))",
            "chosen = np.arange(min(config.per_file, len(found)))",
            "a file's first fragments are taken, not a random few (its innermost statements alone)",
-           TA + "test_parsing_testing.py::test_the_training_fragments_are_drawn_file_by_file"),
+           TEST_TRAINING),
     mutant("test-sample-takes-the-first", PARSING + "batches.py",
            "chosen = np.sort(rng.choice(len(fragments), min(n, len(fragments)), replace=False))",
            "chosen = np.arange(min(n, len(fragments)))",
