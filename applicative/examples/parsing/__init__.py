@@ -43,7 +43,17 @@ from applicative.examples.parsing.model import (
     read,
     sinusoids,
 )
-from applicative.examples.parsing.runs import PER_EPOCH, STEPS, BandResult, Result, Run, evaluate, load, train
+from applicative.examples.parsing.runs import (
+    PER_EPOCH,
+    STEPS,
+    VALIDATE_EVERY,
+    BandResult,
+    Result,
+    Run,
+    evaluate,
+    load,
+    train,
+)
 from applicative.examples.parsing.source import Parsed, compared, parse_source, render, unread
 
 __all__ = [
@@ -54,6 +64,7 @@ __all__ = [
     "PER_EPOCH",
     "POSITION_FEATURES",
     "STEPS",
+    "VALIDATE_EVERY",
     "Band",
     "BandResult",
     "Batch",

@@ -9,7 +9,8 @@ the held-out files against the right-branching tree and the seq2seq baseline, re
 A run directory is every model's (``applicative.training``): ``config.json`` holds ``Run`` (the steps, the
 seed, the steps an epoch and the ``Config`` with the vocabularies the data gave, so the directory alone says
 how to rebuild the parser and its data), ``checkpoint.npz`` the parameters, the optimiser's state, the losses
-and the held-out curve (the teacher-forced loss on fixed minibatches of the held-out fragments, every epoch).
+and the held-out curve (the teacher-forced loss on fixed minibatches of the held-out fragments, every
+``VALIDATE_EVERY`` epochs).
 The seq2seq baseline (``seq2seq.train``) trains beside it, into the run's ``seq2seq`` folder (a run of its own,
 resumed with the parser's); ``evaluate`` leaves it out.
 """
@@ -43,10 +44,15 @@ from applicative.training import Drawn, Learner, fit, restore
 from applicative.training.files import CHECKPOINT, CONFIG, holding_run
 from applicative.training.steps import make_update
 
-__all__ = ["PER_EPOCH", "STEPS", "BandResult", "Result", "Run", "evaluate", "held_out_loss", "learner", "load", "train"]
+__all__ = [
+    "PER_EPOCH", "STEPS", "VALIDATE_EVERY", "BandResult", "Result", "Run", "evaluate", "held_out_loss", "learner",
+    "load", "train",
+]  # fmt: skip
 
-STEPS = 5000  # the default run's training steps: about 14 minutes of training on a 2-core CPU
-PER_EPOCH = 100  # steps an epoch: a line, a checkpoint, a held-out loss
+STEPS = 5000  # the default run's training steps: 13 minutes of training, 17 in all, on a 2-core CPU
+PER_EPOCH = 100  # steps an epoch: a line, a checkpoint
+VALIDATE_EVERY = 5  # epochs between held-out losses (and the last): one takes 6 s on a 2-core CPU, 5 minutes of
+# the default run if every epoch had one
 
 
 @dataclass(frozen=True)
@@ -164,16 +170,18 @@ def train(
     resume: bool = False,
     seconds: float | None = None,
     per_epoch: int = PER_EPOCH,
+    validate_every: int = VALIDATE_EVERY,
 ) -> tuple[Parser, Config, Result]:
     """Train the parser ``steps`` batches (and the seq2seq baseline ``seq2seq_steps``, the same by
     default; 0: no baseline) on the training files' fragments, then test both and the
     right-branching tree on the held-out files' fragments, band by band. Returns the parser, the
     config with its vocabularies, and the result.
 
-    The parser trains through ``fit`` into the run directory ``out`` (None: a temporary one): a line, a
-    checkpoint and a held-out loss every ``per_epoch`` steps; ``resume`` continues the run there (with the
-    same settings: others are refused), ``seconds`` is a budget (the run stops, checkpointed, at the first
-    epoch's end past it; nothing is tested then, and ``Result.steps`` says where it stopped). SIGTERM
+    The parser trains through ``fit`` into the run directory ``out`` (None: a temporary one): a line and a
+    checkpoint every ``per_epoch`` steps, a held-out loss every ``validate_every`` epochs and at the last;
+    ``resume`` continues the run there (with the same settings: others are refused), ``seconds`` is a budget
+    (the run stops, checkpointed, at the first epoch's end past it; nothing is tested then, and
+    ``Result.steps`` says where it stopped). SIGTERM
     checkpoints and raises ``Preempted``. ValueError: no step, a share for each band missing, no training
     fragment in the bands."""
     if steps < 1:
@@ -197,7 +205,8 @@ def train(
         state = fit(
             model, opt, Drawn(Minibatches(pooled, shares, config), per_epoch), directory,
             description=Run(steps, seed, per_epoch, config).description(), steps=steps, seed=seed, resume=resume,
-            progress=progress, validate=(lambda p: held_out_loss(p, held)) if any(held) else None, seconds=seconds,
+            progress=progress, validate=(lambda p: held_out_loss(p, held)) if any(held) else None,
+            validate_every=validate_every, seconds=seconds,
         )  # fmt: skip
     compilations = make_update(model, opt, seed)._cache_size()  # type: ignore[attr-defined]
     parser, trained = state.model, tuple(len(p) for p in pooled)
