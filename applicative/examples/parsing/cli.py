@@ -102,7 +102,7 @@ class Flags:
 
     steps: int = setting(STEPS, help="training steps")
     seed: int = setting(0, help="random seed")
-    per_epoch: int = setting(PER_EPOCH, help="steps an epoch: a line, a checkpoint, a held-out loss")
+    per_epoch: int = setting(PER_EPOCH, help="steps an epoch: a line, a checkpoint (a held-out loss every fifth)")
     train_fragments: int = setting(_D.train_fragments, help="training fragments, all bands together")
     per_file: int = setting(_D.per_file, help="training fragments of one file at most, 0: all of them")
     train_packages: tuple[str, ...] = setting(
