@@ -181,9 +181,8 @@ def train(
     checkpoint every ``per_epoch`` steps, a held-out loss every ``validate_every`` epochs and at the last;
     ``resume`` continues the run there (with the same settings: others are refused), ``seconds`` is a budget
     (the run stops, checkpointed, at the first epoch's end past it; nothing is tested then, and
-    ``Result.steps`` says where it stopped). SIGTERM
-    checkpoints and raises ``Preempted``. ValueError: no step, a share for each band missing, no training
-    fragment in the bands."""
+    ``Result.steps`` says where it stopped). SIGTERM checkpoints and raises ``Preempted``. ValueError: no
+    step, a share for each band missing, no training fragment in the bands."""
     if steps < 1:
         raise ValueError(f"parsing: training needs at least one step, got {steps}")
     if len(config.train_share) != len(config.bands):
