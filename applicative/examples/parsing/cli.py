@@ -35,7 +35,7 @@ from applicative.examples.parsing.batches import Data, load_data
 from applicative.examples.parsing.decoding import parse
 from applicative.examples.parsing.figure import plot
 from applicative.examples.parsing.model import Config, Parser
-from applicative.examples.parsing.runs import PER_EPOCH, STEPS, Result, Run, evaluate, load, train
+from applicative.examples.parsing.runs import PER_EPOCH, STEPS, VALIDATE_EVERY, Result, Run, evaluate, load, train
 from applicative.examples.parsing.source import Parsed, compared, decoded, parse_source, sources, unread
 from applicative.examples.parsing.testing import Measured
 from applicative.examples.trees import LIBRARY
@@ -102,7 +102,9 @@ class Flags:
 
     steps: int = setting(STEPS, help="training steps")
     seed: int = setting(0, help="random seed")
-    per_epoch: int = setting(PER_EPOCH, help="steps an epoch: a line, a checkpoint (a held-out loss every fifth)")
+    per_epoch: int = setting(
+        PER_EPOCH, help=f"steps an epoch: a line, a checkpoint (a held-out loss every {VALIDATE_EVERY} epochs)"
+    )
     train_fragments: int = setting(_D.train_fragments, help="training fragments, all bands together")
     per_file: int = setting(_D.per_file, help="training fragments of one file at most, 0: all of them")
     train_packages: tuple[str, ...] = setting(
