@@ -248,6 +248,11 @@ def nodes(tree: Node) -> Iterator[Node]:
         yield from nodes(child)
 
 
+def size(tree: Node) -> int:
+    """The number of nodes of a tree (of its binarised shape's leaves)."""
+    return 1 + sum(map(size, tree.children))
+
+
 def depth(tree: Node) -> int:
     """The number of nodes on the longest path from the root (1 for a node without children)."""
     return 1 + max((depth(c) for c in tree.children), default=0)

@@ -92,7 +92,7 @@ def test_real_fragments_nest_and_every_token_has_one_owner() -> None:
         assert sorted(owner) == list(range(len(fragment.tokens)))  # each token owned exactly once
         assert fragment.tree.span == (0, len(fragment.tokens) - 1)
         leaves = len(jax.tree_util.tree_leaves(syntax.binarised(fragment.tree), is_leaf=lambda s: s is None))
-        assert leaves == sum(1 for _ in syntax.nodes(fragment.tree))
+        assert leaves == sum(1 for _ in syntax.nodes(fragment.tree)) == syntax.size(fragment.tree)
 
 
 def test_every_f_string_has_its_tree_on_every_python() -> None:

@@ -9,7 +9,10 @@ import gzip
 import itertools
 import json
 import sysconfig
+import threading
+import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -30,11 +33,21 @@ def fragments() -> list[Fragment]:
 def test_the_population_is_every_fragment_of_a_band_that_fits_it(
     fragments: list[Fragment], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    def read(low: int, high: int, side: str) -> Iterator[Fragment]:
+        asked.append((low, high, side))
+        return iter(fragments)
+
+    def cleared() -> None:
+        batches._population.cache_clear()
+        batches.held.cache_clear()
+
+    asked: list[tuple[int, int, str]] = []
     monkeypatch.setenv(batches.CACHE, str(tmp_path))
-    monkeypatch.setattr(syntax, "fragments", lambda low, high, side: iter(fragments))
+    monkeypatch.setattr(syntax, "fragments", read)
     config = parsing.Config(bands=BANDS)
-    batches._population.cache_clear()
+    cleared()
     found = batches.population(config, "all")
+    assert asked == [(1, batches.CEILING, "all")]  # every fragment a band within the ceiling could hold
     for band, members in zip(BANDS, found, strict=True):
         expected = [f for f in fragments if band.low <= len(f.tokens) <= band.high and batches.fits(f.tree, band)]
         assert members == expected
@@ -42,8 +55,12 @@ def test_the_population_is_every_fragment_of_a_band_that_fits_it(
     # kept on disk: the next process reads it back whole, and reads no file
     (kept,) = tmp_path.glob("population-all-*.json.gz")
     monkeypatch.setattr(syntax, "fragments", lambda low, high, side: pytest.fail("a file read"))
-    batches._population.cache_clear()
+    cleared()
     assert batches.population(config, "all") == found
+    # other bands within the ceiling are read from the same file: the bands filter it
+    cleared()
+    (one,) = batches.population(parsing.Config(bands=BANDS[1:]), "all")
+    assert one == [f for f in fragments if len(f.tokens) >= BANDS[1].low and batches.fits(f.tree, BANDS[1])]
     # a truncated file, or one whose fragments were altered, is made anew (here: of the first 100 fragments)
     first = fragments[:100]
     monkeypatch.setattr(syntax, "fragments", lambda low, high, side: iter(first))
@@ -52,13 +69,36 @@ def test_the_population_is_every_fragment_of_a_band_that_fits_it(
     groups[0][0][1][0] = "altered"  # a token kind of the first fragment, under the header of the whole
     for damaged in (kept.read_bytes()[:-20], gzip.compress(header + b"\n" + json.dumps(groups).encode())):
         kept.write_bytes(damaged)
-        batches._population.cache_clear()
+        cleared()
         assert batches.population(config, "all") == [[f for f in band if f in first] for band in found]
-    # other bands are another population, in another file
-    batches._population.cache_clear()
-    batches.population(parsing.Config(bands=BANDS[:1]), "all")
+    # a band above the ceiling reads fragments as long as its own, kept in another file
+    asked.clear()
+    monkeypatch.setattr(syntax, "fragments", read)
+    cleared()
+    above = parsing.Band(65, batches.CEILING + 88, 2 * batches.CEILING)
+    batches.population(parsing.Config(bands=(*BANDS, above)), "all")
+    assert asked == [(1, batches.CEILING + 88, "all")]
     assert len(list(tmp_path.glob("population-all-*.json.gz"))) == 2
-    batches._population.cache_clear()
+    cleared()
+
+
+def test_fragments_two_processes_ask_for_at_once_are_made_once(fragments: list[Fragment], tmp_path: Path) -> None:
+    made: list[int] = []
+
+    def make() -> tuple[tuple[Fragment, ...], ...]:
+        made.append(1)
+        time.sleep(0.5)  # the other asks meanwhile, and waits for these
+        return (tuple(fragments[:50]),)
+
+    path = tmp_path / "kept" / "population-test-0.json.gz"
+    got: list[tuple[tuple[Fragment, ...], ...]] = []
+    both = [threading.Thread(target=lambda: got.append(batches.cached(path, "key", make))) for _ in range(2)]
+    for thread in both:
+        thread.start()
+    for thread in both:
+        thread.join()
+    assert made == [1]
+    assert got == [(tuple(fragments[:50]),)] * 2
 
 
 def test_the_sample_is_a_reference_draw_from_each_band(fragments: list[Fragment]) -> None:

@@ -5,7 +5,7 @@ the teacher-forced minibatches that ``applicative.training.fit`` trains on.
     training(config, seed)                 the training fragments: of the standard library's training files
                                            (and of the packages named), all or a few of each file's
     population(config, side), sample(population, n, seed)   every fragment of a side in each band; n drawn
-                                           (kept on disk, under ``$APPLICATIVE_CACHE``: ``cached``)
+                                           (``held``'s fragments of a side, kept on disk: ``cached``)
     pools(data, config)                    the training fragments of each band that fit it
     with_vocabularies(config, fragments)   ``config`` with the fragments' token kinds and labels
     Minibatches(pools, shares, config)     ``Drawn``'s draw: step s's minibatch from (seed, s)
@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
+from filelock import FileLock
 
 from applicative.examples import syntax
 from applicative.examples.parsing import model
@@ -58,13 +59,16 @@ from applicative.training.files import atomic_file
 
 __all__ = [
     "CACHE",
+    "CEILING",
     "Data",
     "Host",
     "Minibatches",
     "band_of",
     "cached",
     "fits",
+    "held",
     "held_out",
+    "laid_out",
     "load_data",
     "make_batch",
     "nesting",
@@ -157,9 +161,13 @@ def token_inputs(fragments: Sequence[Fragment], kinds: dict[str, int], capacity:
 
 
 def fits(tree: Node, band: Band) -> bool:
-    """Whether a tree's layout fits the band's node capacity and a layout's depth."""
-    depths = dyadic.depths_of(syntax.binarised(tree))
-    return len(depths) <= band.nodes and max(depths) <= dyadic.MAX_DEPTH
+    """Whether a tree's layout fits the band's node capacity and a layout's depth (``laid_out``)."""
+    return syntax.size(tree) <= band.nodes and laid_out(tree)
+
+
+def laid_out(tree: Node) -> bool:
+    """Whether a tree's layout, its binarised shape, is at most ``dyadic.MAX_DEPTH`` deep."""
+    return max(dyadic.depths_of(syntax.binarised(tree))) <= dyadic.MAX_DEPTH
 
 
 def _tags(row: np.ndarray, node: Node) -> None:
@@ -235,28 +243,51 @@ def training(config: Config, seed: int = 0) -> tuple[Fragment, ...]:
 
 def population(config: Config, side: Side = "test") -> list[list[Fragment]]:
     """Every fragment of ``side``'s files (``syntax.fragments``, in sorted file order) in each of ``config``'s
-    bands (the first band that holds its size) whose tree fits the band. Read once a process for each bands
-    and side (the held-out files' take about half a minute), and kept on disk for the next process
-    (``cached``, under ``$APPLICATIVE_CACHE``, else ~/.cache/applicative)."""
+    bands (the first band that holds its size) whose tree fits the band: ``held(side, ceiling)``'s fragments,
+    the bands a filter over them, so that every set of bands within ``CEILING`` tokens reads one population."""
     return [list(found) for found in _population(config.bands, side)]
 
 
 CACHE = "APPLICATIVE_CACHE"
 """The environment variable naming the folder where the populations are kept (default ~/.cache/applicative)."""
 
+CEILING = 512
+"""The most tokens of the fragments a population holds (``Config``'s largest band's), or a band's above it."""
+
 
 @functools.lru_cache(maxsize=4)
 def _population(bands: tuple[Band, ...], side: Side) -> tuple[tuple[Fragment, ...], ...]:
+    found: list[list[Fragment]] = [[] for _ in bands]
+    with _uncollected():
+        for fragment in held(side, max(CEILING, *(b.high for b in bands))):
+            index = band_of(fragment, bands)
+            if index is not None and syntax.size(fragment.tree) <= bands[index].nodes:  # and laid_out: fits
+                found[index].append(fragment)
+    return tuple(tuple(f) for f in found)
+
+
+@functools.lru_cache(maxsize=2)
+def held(side: Side, ceiling: int) -> tuple[Fragment, ...]:
+    """Every fragment of 1 to ``ceiling`` tokens of ``side``'s files whose layout is ``laid_out`` (within a
+    band's depth), in ``syntax.fragments``'s order. Read once a process (the held-out files' take about half
+    a minute) and kept on disk for the next (``cached``, under ``$APPLICATIVE_CACHE``, else
+    ~/.cache/applicative); a process that finds another making it waits for it, then reads it."""
     files = [(name, (LIBRARY / name).stat()) for name in library_files(side)]
     modules = (syntax, sys.modules[__name__], model, trees_data, dyadic)  # the code that reads and keeps them
     code = b"".join(Path(m.__file__ or "").read_bytes() for m in modules)
     key = hashlib.sha256(
-        json.dumps([sys.version, str(LIBRARY), repr(bands), side, [(n, f.st_size, f.st_mtime_ns) for n, f in files]])
-        .encode()
+        json.dumps(
+            [sys.version, str(LIBRARY), ceiling, side, [(n, f.st_size, f.st_mtime_ns) for n, f in files]]
+        ).encode()
         + code
     ).hexdigest()
     folder = Path(os.environ.get(CACHE) or Path.home() / ".cache" / "applicative")
-    return cached(folder / f"population-{side}-{key[:16]}.json.gz", key, lambda: _found(bands, side))
+
+    def make() -> tuple[tuple[Fragment, ...]]:
+        return (tuple(f for f in syntax.fragments(1, ceiling, side) if laid_out(f.tree)),)
+
+    (fragments,) = cached(folder / f"population-{side}-{key[:16]}.json.gz", key, make)
+    return fragments
 
 
 def cached(
@@ -265,7 +296,16 @@ def cached(
     """The groups of fragments kept at ``path`` if its file was written for ``key`` and holds them whole
     (a SHA-256 of its fragments checked); else ``make()``'s, kept there (atomically) for the next process.
     ``key`` names everything the fragments depend on: for a population, the Python, its files' names,
-    sizes and times, the bands and the code that reads them, so that a change of any makes it anew."""
+    sizes and times, the most tokens and the code that reads them, so that a change of any makes it anew.
+    One process makes them at a time (a lock beside the file): another waits, then reads them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(path.with_name(path.name + ".lock")):
+        return _read_or_make(path, key, make)
+
+
+def _read_or_make(
+    path: Path, key: str, make: Callable[[], tuple[tuple[Fragment, ...], ...]]
+) -> tuple[tuple[Fragment, ...], ...]:
     try:
         with gzip.open(path, "rb") as file, _uncollected():
             header, text = file.read().split(b"\n", 1)
@@ -277,7 +317,6 @@ def cached(
     with _uncollected():
         groups = make()
         text = json.dumps([[[f.name, f.tokens, _list(f.tree)] for f in group] for group in groups]).encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(path) as raw, gzip.open(raw, "wb") as file:
         file.write(json.dumps({"key": key, "sha256": hashlib.sha256(text).hexdigest()}).encode() + b"\n" + text)
     return groups
@@ -304,17 +343,6 @@ def _list(node: Node) -> list[Any]:
 def _node(item: list[Any]) -> Node:
     label, first, last, children = item
     return Node(label, (first, last), tuple(map(_node, children)))
-
-
-def _found(bands: tuple[Band, ...], side: Side) -> tuple[tuple[Fragment, ...], ...]:
-    found: list[list[Fragment]] = [[] for _ in bands]
-    for fragment in syntax.fragments(min(b.low for b in bands), max(b.high for b in bands), side):
-        for i, band in enumerate(bands):
-            if band.low <= len(fragment.tokens) <= band.high:
-                if fits(fragment.tree, band):
-                    found[i].append(fragment)
-                break
-    return tuple(tuple(f) for f in found)
 
 
 def sample(population: Sequence[Sequence[Fragment]], n: int, seed: int) -> list[list[Fragment]]:
