@@ -240,6 +240,14 @@ def test_a_killed_run_resumes_bit_for_bit_and_reads_back(tmp_path: Path) -> None
     report = evaluate(tmp_path / "b")
     assert (report.steps, report.of, report.test, report.trivial) == (10, 10, straight.test, straight.trivial)
     assert [epoch for epoch, _ in report.held_out] == [1, 2, 3]
+    # the benchmark's model selection: best.npz, the state of the first lowest validation error, alike resumed
+    errors = [error for _, error in report.held_out]
+    first_lowest = errors.index(min(errors))
+    chosen = evaluate(tmp_path / "b", best=True)
+    assert chosen.best
+    assert chosen.held_out == report.held_out[: first_lowest + 1]
+    assert chosen.steps == (first_lowest + 1) * TINY.train_samples // TINY.batch if first_lowest < 2 else 10
+    assert chosen == evaluate(tmp_path / "a", best=True)._replace(seconds=chosen.seconds)
     # the run's answer on a graph of the user's: a BFS tree's pointers, one a node, into the nodes
     pi = answer(tmp_path / "b", 5, [(0, 1), (1, 2), (3, 4)], source=0)["pi"]
     assert pi.shape == (5,)
@@ -262,6 +270,8 @@ def test_the_command_line_trains_evaluates_plots_and_answers(
     evaluated = capsys.readouterr().out.splitlines()
     assert evaluated[0].startswith("topological_sort: 8 steps")
     assert evaluated[1].startswith("test (4 graphs of 24 nodes): ")
+    assert main(["evaluate", str(run), "--best"]) == 0
+    assert capsys.readouterr().out.startswith("topological_sort: the state of the best validation score, after step ")
     assert main(["plot", str(run)]) == 0
     assert (run / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["answer", str(run), "--nodes", "3", "--edges", "0-1,1-2"]) == 0

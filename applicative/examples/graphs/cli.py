@@ -3,7 +3,8 @@
     train --algorithm NAME --out DIR [--resume] [--seconds S] [--quiet] [--steps N] [--seed S] [--config JSON]
                        a run into DIR (``training.train``: a line an epoch with the validation error, a checkpoint
                        an epoch), then its score on the benchmark's test set; --config: fields of ``Config``
-    evaluate DIR       the run in DIR read back and tested again
+    evaluate DIR [--best]   the run in DIR read back and tested again: its last state, or with --best the
+                       state of its best validation score (the benchmark's model selection)
     plot DIR           DIR/loss.png: the loss a step and the validation errors
     answer DIR --nodes N --edges "0-1,1-2" [--source S]   the run's outputs on a graph of yours
 
@@ -52,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings.add_flags(learn, Run)
     check = commands.add_parser("evaluate", help="the test score of the run in DIR")
     check.add_argument("run", type=Path, help="the run's directory")
+    check.add_argument("--best", action="store_true", help="test the state of the best validation score")
     draw = commands.add_parser("plot", help="DIR/loss.png: the loss a step and the validation errors")
     draw.add_argument("run", type=Path, help="the run's directory")
     ask = commands.add_parser("answer", help="the run's outputs on a graph of yours")
@@ -72,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(line)
             return command.UNFINISHED if result.steps < run.steps else None
         elif args.command == "evaluate":
-            for line in report_lines(evaluate(args.run)):
+            for line in report_lines(evaluate(args.run, args.best)):
                 print(line)
         elif args.command == "answer":
             for name, value in answer(args.run, args.nodes, args.edges, args.source).items():

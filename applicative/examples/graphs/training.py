@@ -1,7 +1,7 @@
 """Training and testing a CLRS graph task through the learning layer (``applicative.training.fit``).
 
     train(algorithm, steps, seed, config, out)   a run into ``out`` (None: a temporary directory): ``Result``
-    evaluate(directory)               a finished (or stopped) run read back (``restore``), tested again
+    evaluate(directory, best)         a finished (or stopped) run read back (``restore``), tested again
     predict(directory, edges, ...)    the run's answer on a user's graph
     lines(result), report_lines(report)   what the command line prints
 
@@ -12,8 +12,9 @@ set (32 graphs of 64 nodes of seed 3), out of distribution; each epoch (``train_
 prints the score on its validation set (32 graphs of 16 nodes of seed 2), kept in the checkpoint. Beside the
 model's score, the trivial answer's: every node pointing to itself, every mask empty (a mask_one on node 0).
 A run is a directory of ``fit``'s: config.json (``describe``: the algorithm, the steps, the seed, the epoch and
-every field of ``Config``) and checkpoint.npz; stopped (a kill, SIGTERM, ``seconds``) and resumed, it repeats an
-uninterrupted one bit for bit.
+every field of ``Config``), checkpoint.npz, and best.npz, the state of its best validation score (the benchmark's
+model selection: ``evaluate(directory, best=True)``); stopped (a kill, SIGTERM, ``seconds``) and resumed, it
+repeats an uninterrupted one bit for bit.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class Result(NamedTuple):
 
 class Report(NamedTuple):
     algorithm: str
-    steps: int
+    steps: int  # of the state tested
     of: int
     test: float
     test_interval: Interval
@@ -90,6 +91,7 @@ class Report(NamedTuple):
     held_out: tuple[tuple[int, float], ...]
     seconds: float
     tested: str
+    best: bool = False  # the state of the best validation score (best.npz), not the last
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +224,8 @@ def train(
     progress: bool = False,
 ) -> Result:
     """Train the task ``algorithm`` for ``steps`` minibatches (``training_data``) into ``out`` (an epoch: a
-    checkpoint, a line and the validation score), then score it on the test set.
+    checkpoint, a line and the validation score; best.npz at each new best score), then score its last state on
+    the test set.
     ValueError naming an algorithm the benchmark does not have."""
     if algorithm not in clrs.ALGORITHMS:
         raise ValueError(f"{algorithm!r} is not one of the benchmark's graph algorithms: {', '.join(clrs.ALGORITHMS)}")
@@ -239,7 +242,7 @@ def train(
 
     state = fit(model, optimiser(config), training_data(algorithm, config, sets["train"]), out,
                 description=describe(algorithm, steps, seed, config), steps=steps, seed=seed, resume=resume,
-                progress=progress, log=log, validate=held_out, seconds=seconds)  # fmt: skip
+                progress=progress, log=log, validate=held_out, keep_best=True, seconds=seconds)  # fmt: skip
     return Result(
         algorithm,
         *_tested(state.model, config, algorithm, sets["test"]),
@@ -260,22 +263,24 @@ def tested(config: Config) -> str:
     return f"{config.test_samples} graphs of {config.test_nodes} nodes{clrs30}"
 
 
-def restored(directory: Path) -> tuple[State[GraphModel], str, int, int, Config]:
-    """The run in ``directory`` read back: its state and its (algorithm, steps, seed, config)."""
+def restored(directory: Path, best: bool = False) -> tuple[State[GraphModel], str, int, int, Config]:
+    """The run in ``directory`` read back: its state (last, or of its best validation score) and its
+    (algorithm, steps, seed, config)."""
     run = settings(read_config(directory))
     algorithm, steps, seed, config = run.algorithm, run.steps, run.seed, run.config
-    state = restore(directory, learner(config, algorithm), optimiser(config), seed)
+    state = restore(directory, learner(config, algorithm), optimiser(config), seed, best=best)
     return state, algorithm, steps, seed, config
 
 
-def evaluate(directory: Path) -> Report:
-    """The run in ``directory``, tested again on the benchmark's test set."""
+def evaluate(directory: Path, best: bool = False) -> Report:
+    """The run in ``directory``, tested again on the benchmark's test set: its last state or, with ``best``, the
+    state of its best validation score (best.npz, the benchmark's model selection), its step that state's."""
     with holding_run(directory):
-        state, algorithm, steps, _, config = restored(directory)
+        state, algorithm, steps, _, config = restored(directory, best)
     test = clrs.sample(algorithm, config.test_nodes, config.test_samples, 3)
     score, spread = _tested(state.model, config, algorithm, test)
     held_out, baseline = tuple(state.held_out), trivial(algorithm, test)
-    return Report(algorithm, state.step, steps, score, spread, baseline, held_out, state.seconds, tested(config))
+    return Report(algorithm, state.step, steps, score, spread, baseline, held_out, state.seconds, tested(config), best)
 
 
 def answer(directory: Path, nodes: int, edges: Sequence[tuple[int, int]], source: int = -1,
@@ -322,8 +327,11 @@ def lines(result: Result) -> Iterator[str]:
 
 
 def report_lines(report: Report) -> Iterator[str]:
-    stopped = "" if report.steps == report.of else f" (stopped: --resume goes on to {report.of})"
-    yield f"{report.algorithm}: {report.steps} steps in {report.seconds:.1f} s of training{stopped}"
+    if report.best:
+        yield f"{report.algorithm}: the state of the best validation score, after step {report.steps} of {report.of}"
+    else:
+        stopped = "" if report.steps == report.of else f" (stopped: --resume goes on to {report.of})"
+        yield f"{report.algorithm}: {report.steps} steps in {report.seconds:.1f} s of training{stopped}"
     low, high = report.test_interval
     yield (f"test ({report.tested}): {report.test:.4f} (95% interval {low:.4f}-{high:.4f}; trivial answer "
            f"{report.trivial:.4f})")  # fmt: skip
