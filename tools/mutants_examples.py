@@ -60,7 +60,7 @@ MUTANTS = [
            "a kept population is read back whatever it was written for, altered or not",
            TA + "test_parsing_testing.py"),
     mutant("population-cache-key-without-ceiling", PARSING + "batches.py",
-           "json.dumps([sys.version, str(LIBRARY), ceiling, side,", "json.dumps([sys.version, str(LIBRARY), side,",
+           "[sys.version, str(LIBRARY), ceiling, side,", "[sys.version, str(LIBRARY), side,",
            "the fragments of a band above the ceiling are read from the file of those within it",
            TA + "test_parsing_testing.py"),
     mutant("population-cache-unlocked", PARSING + "batches.py",

@@ -99,6 +99,11 @@ def test_fragments_two_processes_ask_for_at_once_are_made_once(fragments: list[F
         thread.join()
     assert made == [1]
     assert got == [(tuple(fragments[:50]),)] * 2
+    # once kept, they are read without the lock (a folder others can only read serves them too)
+    lock = path.with_name(path.name + ".lock")
+    lock.unlink(missing_ok=True)  # (filelock leaves it on Unix)
+    assert batches.cached(path, "key", lambda: pytest.fail("made again")) == got[0]
+    assert not lock.exists()
 
 
 def test_the_sample_is_a_reference_draw_from_each_band(fragments: list[Fragment]) -> None:

@@ -297,29 +297,33 @@ def cached(
     (a SHA-256 of its fragments checked); else ``make()``'s, kept there (atomically) for the next process.
     ``key`` names everything the fragments depend on: for a population, the Python, its files' names,
     sizes and times, the most tokens and the code that reads them, so that a change of any makes it anew.
-    One process makes them at a time (a lock beside the file): another waits, then reads them."""
+    One process makes them at a time (a lock beside the file, taken only to make them): another waits, then
+    reads them."""
+    if (kept := _kept(path, key)) is not None:
+        return kept
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(path.with_name(path.name + ".lock")):
-        return _read_or_make(path, key, make)
+        if (kept := _kept(path, key)) is not None:  # made by the process that held the lock before
+            return kept
+        with _uncollected():
+            groups = make()
+            text = json.dumps([[[f.name, f.tokens, _list(f.tree)] for f in group] for group in groups]).encode()
+        with atomic_file(path) as raw, gzip.open(raw, "wb") as file:
+            file.write(json.dumps({"key": key, "sha256": hashlib.sha256(text).hexdigest()}).encode() + b"\n" + text)
+    return groups
 
 
-def _read_or_make(
-    path: Path, key: str, make: Callable[[], tuple[tuple[Fragment, ...], ...]]
-) -> tuple[tuple[Fragment, ...], ...]:
+def _kept(path: Path, key: str) -> tuple[tuple[Fragment, ...], ...] | None:
+    """The groups kept at ``path`` for ``key``; None if the file is absent, truncated, altered or another's."""
     try:
         with gzip.open(path, "rb") as file, _uncollected():
             header, text = file.read().split(b"\n", 1)
             if json.loads(header) == {"key": key, "sha256": hashlib.sha256(text).hexdigest()}:
                 return tuple(tuple(Fragment(name, tuple(tokens), _node(tree)) for name, tokens, tree in group)
                              for group in json.loads(text))  # fmt: skip
-    except (OSError, EOFError, ValueError, KeyError, TypeError):  # absent, truncated or altered: made anew
+    except (OSError, EOFError, ValueError, KeyError, TypeError):
         pass
-    with _uncollected():
-        groups = make()
-        text = json.dumps([[[f.name, f.tokens, _list(f.tree)] for f in group] for group in groups]).encode()
-    with atomic_file(path) as raw, gzip.open(raw, "wb") as file:
-        file.write(json.dumps({"key": key, "sha256": hashlib.sha256(text).hexdigest()}).encode() + b"\n" + text)
-    return groups
+    return None
 
 
 @contextlib.contextmanager
