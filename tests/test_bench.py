@@ -500,8 +500,7 @@ def test_mutants_lists_the_mutants(shared: Path) -> None:
     assert len(listed) >= 10
     for cells in listed:
         assert (ROOT / cells[1]).is_file(), cells
-        assert re.fullmatch(r"yes|stale|ambiguous \(\d+\)", cells[2]), cells
-    assert sum(cells[2] == "yes" for cells in listed) > len(listed) / 2
+        assert cells[2] == "yes", cells  # each curated mutant's snippet found once: none gone stale unnoticed
 
 
 def test_site_describes_itself_without_a_browser(shared: Path) -> None:
