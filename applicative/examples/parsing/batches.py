@@ -162,7 +162,11 @@ def token_inputs(fragments: Sequence[Fragment], kinds: dict[str, int], capacity:
 
 def fits(tree: Node, band: Band) -> bool:
     """Whether a tree's layout fits the band's node capacity and a layout's depth (``laid_out``)."""
-    return syntax.size(tree) <= band.nodes and laid_out(tree)
+    return _within(tree, band) and laid_out(tree)
+
+
+def _within(tree: Node, band: Band) -> bool:
+    return syntax.size(tree) <= band.nodes
 
 
 def laid_out(tree: Node) -> bool:
@@ -251,8 +255,8 @@ def population(config: Config, side: Side = "test") -> list[list[Fragment]]:
 CACHE = "APPLICATIVE_CACHE"
 """The environment variable naming the folder where the populations are kept (default ~/.cache/applicative)."""
 
-CEILING = 512
-"""The most tokens of the fragments a population holds (``Config``'s largest band's), or a band's above it."""
+CEILING = max(band.high for band in Config().bands)
+"""The most tokens of the fragments a population holds (512, ``Config``'s largest band's), or a band's above it."""
 
 
 @functools.lru_cache(maxsize=4)
@@ -261,7 +265,7 @@ def _population(bands: tuple[Band, ...], side: Side) -> tuple[tuple[Fragment, ..
     with _uncollected():
         for fragment in held(side, max(CEILING, *(b.high for b in bands))):
             index = band_of(fragment, bands)
-            if index is not None and syntax.size(fragment.tree) <= bands[index].nodes:  # and laid_out: fits
+            if index is not None and _within(fragment.tree, bands[index]):  # held's are laid_out: they fit
                 found[index].append(fragment)
     return tuple(tuple(f) for f in found)
 
