@@ -209,9 +209,7 @@ def fit(
 
 
 @contextlib.contextmanager
-def opening(
-    out: Path, description: str, *, resume: bool, check: Callable[[], None] | None = None
-) -> Iterator[bytes]:
+def opening(out: Path, description: str, *, resume: bool, check: Callable[[], None] | None = None) -> Iterator[bytes]:
     """For this block, the run directory ``out`` held (``processes.owning``) and its run opened: on every process,
     the checkpoint to resume (``opened``, after ``check()`` on the owner), or b"" for a run that starts at step 0.
     A new run's directory is made with its config.json (``description``) in one go, which SIGTERM does not cut
@@ -255,11 +253,12 @@ def run_from(plan: Plan[P], out: Path, state: State[P], *, resume: bool, progres
     and a task's with its own run format (``funcformer.learning.train``) after it checked its own. A run that
     starts at step 0 (not ``resume``) writes a step-0 checkpoint first."""
     if not resume:
-        if is_owner():
-            save(out, plan.description, state, fitted=plan.fitted)  # a run killed before its first interval resumes
-            write_history(out, state, plan.per_epoch)
-        holder = out if is_owner() else "process 0"
-        note(f"{holder} holds the run's {CONFIG} and its step-0 checkpoint: --resume continues it")
+        with deferred():  # the checkpoint and the note saying so, together: a stop between names no older state
+            if is_owner():
+                save(out, plan.description, state, fitted=plan.fitted)  # a run killed before its first interval resumes
+                write_history(out, state, plan.per_epoch)
+            holder = out if is_owner() else "process 0"
+            note(f"{holder} holds the run's {CONFIG} and its step-0 checkpoint: --resume continues it")
     return _steps(plan, out, state, progress)
 
 

@@ -96,7 +96,10 @@ def _handle(number: int, frame: FrameType | None) -> None:
 @contextlib.contextmanager
 def stopping() -> Iterator[None]:
     """For this block, SIGTERM raises ``Stopped`` (in the main thread; elsewhere the block runs as it is), nothing
-    being saved yet (``note``). The handler before it is restored at the block's end."""
+    being saved yet (``note``); an error that ends the block after SIGTERM came is that ``Stopped`` too (code on
+    its way made it another error: an import it cut short), its message naming the error, unless it is a stop
+    itself (an ``exit_status`` of 75: the loop's ``Preempted``). The handler before it is restored at the block's
+    end."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -106,6 +109,14 @@ def stopping() -> Iterator[None]:
     _state.early = _sigterm.carried()
     try:
         yield
+    except Exception as error:
+        if not _state.received or getattr(error, "exit_status", None) == Stopped.exit_status:
+            raise  # no SIGTERM came, or the error is a stop itself (the loop's ``Preempted``)
+        # the Stopped SIGTERM raised, which code on its way turned into an error of its own (an import it cut
+        # short raises CPython's TypeError "expected a message argument")
+        stopped = _stop()
+        stopped.args = (f"{stopped} (on its way: {type(error).__name__}: {error})",)
+        raise stopped from error
     finally:
         signal.signal(signal.SIGTERM, previous)
         _state.received = _state.early = False

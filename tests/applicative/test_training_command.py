@@ -271,3 +271,42 @@ def test_a_deferred_block_is_not_cut_by_sigterm(capsys: pytest.CaptureFixture[st
     assert command.run("prog", "train", block) == 75
     assert done == [True]
     assert "stopped by SIGTERM" in capsys.readouterr().err
+
+
+def test_sigterm_turned_into_another_error_on_its_way_still_stops_with_75(capsys: pytest.CaptureFixture[str]) -> None:
+    """An import that SIGTERM's ``Stopped`` cut short may raise an error of CPython's own instead (a TypeError,
+    "expected a message argument", seen once in CI at the step-0 checkpoint), which was reported as bad input
+    with status 1."""
+
+    def action() -> None:
+        try:
+            _sigterm()
+        except stopping.Stopped:
+            raise TypeError("expected a message argument") from None
+
+    assert command.run("prog", "train", action) == 75
+    assert capsys.readouterr().err == (
+        "prog train: stopped by SIGTERM: nothing saved yet: run the same command again (on its way: TypeError: "
+        "expected a message argument)\n"
+    )
+    assert command.run("prog", "train", lambda: int("x")) == 1  # an error with no SIGTERM is still the error
+    assert capsys.readouterr().err == "prog train: error: invalid literal for int() with base 10: 'x'\n"
+
+
+def test_sigterm_while_the_step_0_checkpoint_is_written_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the step-0 checkpoint was written and its note not yet, the message said "no checkpoint yet"."""
+    written = checkpoints.write_history  # what the loop calls
+
+    def write_history(directory: Path, state: checkpoints.State[Params], per_epoch: int) -> None:
+        written(directory, state, per_epoch)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(training_loop, "write_history", write_history)
+    assert command.run("prog", "train", lambda: _fit(tmp_path)) == 75
+    assert int(np.load(tmp_path / "checkpoint.npz")["step"]) == 0
+    assert capsys.readouterr().err == (
+        f"prog train: stopped by SIGTERM: {tmp_path} holds the run's config.json and its step-0 checkpoint: "
+        "--resume continues it\n"
+    )
