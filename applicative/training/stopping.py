@@ -115,7 +115,7 @@ def stopping() -> Iterator[None]:
         # the Stopped SIGTERM raised, which code on its way turned into an error of its own (an import it cut
         # short raises CPython's TypeError "expected a message argument")
         stopped = _stop()
-        stopped.args = (f"{stopped} (on its way: {type(error).__name__}: {error})",)
+        stopped.args = (f"stopped by SIGTERM (on its way: {type(error).__name__}: {error}): {_state.saved}",)
         raise stopped from error
     finally:
         signal.signal(signal.SIGTERM, previous)

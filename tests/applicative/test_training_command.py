@@ -286,8 +286,8 @@ def test_sigterm_turned_into_another_error_on_its_way_still_stops_with_75(capsys
 
     assert command.run("prog", "train", action) == 75
     assert capsys.readouterr().err == (
-        "prog train: stopped by SIGTERM: nothing saved yet: run the same command again (on its way: TypeError: "
-        "expected a message argument)\n"
+        "prog train: stopped by SIGTERM (on its way: TypeError: expected a message argument): nothing saved yet: run "
+        "the same command again\n"
     )
     assert command.run("prog", "train", lambda: int("x")) == 1  # an error with no SIGTERM is still the error
     assert capsys.readouterr().err == "prog train: error: invalid literal for int() with base 10: 'x'\n"
