@@ -590,19 +590,21 @@ def test_the_command_line_trains_evaluates_and_plots_a_run_and_refuses_to_overwr
 @pytest.mark.slow  # two processes, each compiling: CI runs it
 def test_sigterm_stops_the_command_line_with_75_and_resume_finishes(tmp_path: Path) -> None:
     out, root = tmp_path / "run", str(Path(__file__).parents[2])
-    flags = [*TINY_FLAGS, "--steps", "400"]  # argparse: the last --steps counts; steps to spare for a late signal
+    # argparse: the last --steps and --per-epoch count; steps to spare for a late signal, 20 epochs (each its
+    # held-out loss)
+    flags = [*TINY_FLAGS, "--steps", "400", "--per-epoch", "20"]
     env = {**os.environ, "PYTHONPATH": root, "PYTHONUNBUFFERED": "1"}
     command = [sys.executable, "-m", "applicative.examples.parsing", "train", "--out", str(out), *flags]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert process.stdout is not None
     for line in process.stdout:
-        if line.startswith("epoch 1/200"):
+        if line.startswith("epoch 1/20:"):
             process.send_signal(signal.SIGTERM)
             break
     _, err = process.communicate(timeout=300)
     assert process.returncode == 75, err
     stopped = len(history(out)[0])
-    assert 2 <= stopped < 400
+    assert 20 <= stopped < 400
     assert f"stopped by SIGTERM after step {stopped}, checkpointed there" in err
     finished = subprocess.run([*command, "--resume"], capture_output=True, text=True, env=env, timeout=300)
     assert finished.returncode == 0, finished.stderr

@@ -200,19 +200,19 @@ def test_the_command_line_trains_evaluates_and_plots(tmp_path: Path, capsys: pyt
 @pytest.mark.slow  # two processes, each parsing and compiling: about 20 s
 def test_sigterm_stops_the_command_line_checkpointed_and_resume_finishes(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "applicative.examples.trees", "train", "--out", str(tmp_path), "--quiet",
-               "--steps", "400", "--per-epoch", "2", "--config", json.dumps(dataclasses.asdict(TINY))]  # fmt: skip
+               "--steps", "400", "--per-epoch", "20", "--config", json.dumps(dataclasses.asdict(TINY))]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
         assert run.stdout is not None
         for line in run.stdout:
-            if line.startswith("epoch 1/200"):
+            if line.startswith("epoch 1/20:"):
                 run.send_signal(signal.SIGTERM)
                 break
         _, err = run.communicate(timeout=120)
     assert run.returncode == 75, err
     assert "python -m applicative.examples.trees train: stopped by SIGTERM after step " in err
     stopped = restored(tmp_path)[0].step
-    assert 2 <= stopped < 400
+    assert 20 <= stopped < 400
     finished = subprocess.run([*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr
     assert len(restored(tmp_path)[0].losses) == 400
