@@ -65,8 +65,8 @@ def saved() -> str:
     return _state.saved
 
 
-def _stop() -> Stopped:
-    stopped = Stopped(f"stopped by SIGTERM: {_state.saved}")
+def _stop(how: str = "") -> Stopped:
+    stopped = Stopped(f"stopped by SIGTERM{how}: {_state.saved}")
     stopped.here = True
     return stopped
 
@@ -97,7 +97,7 @@ def _handle(number: int, frame: FrameType | None) -> None:
 def stopping() -> Iterator[None]:
     """For this block, SIGTERM raises ``Stopped`` (in the main thread; elsewhere the block runs as it is), nothing
     being saved yet (``note``); an error that ends the block after SIGTERM came is that ``Stopped`` too (code on
-    its way made it another error: an import it cut short), its message naming the error, unless it is a stop
+    its way made it another error: an import it interrupted), its message naming the error, unless it is a stop
     itself (an ``exit_status`` of 75: the loop's ``Preempted``). The handler before it is restored at the block's
     end."""
     if threading.current_thread() is not threading.main_thread():
@@ -112,11 +112,9 @@ def stopping() -> Iterator[None]:
     except Exception as error:
         if not _state.received or getattr(error, "exit_status", None) == Stopped.exit_status:
             raise  # no SIGTERM came, or the error is a stop itself (the loop's ``Preempted``)
-        # the Stopped SIGTERM raised, which code on its way turned into an error of its own (an import it cut
-        # short raises CPython's TypeError "expected a message argument")
-        stopped = _stop()
-        stopped.args = (f"stopped by SIGTERM (on its way: {type(error).__name__}: {error}): {_state.saved}",)
-        raise stopped from error
+        # the Stopped SIGTERM raised, which code on its way turned into an error of its own (CPython's import
+        # machinery raises TypeError "expected a message argument" where it could not make an ImportError's)
+        raise _stop(f" (on its way: {type(error).__name__}: {error})") from error
     finally:
         signal.signal(signal.SIGTERM, previous)
         _state.received = _state.early = False

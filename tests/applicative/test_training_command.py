@@ -274,9 +274,9 @@ def test_a_deferred_block_is_not_cut_by_sigterm(capsys: pytest.CaptureFixture[st
 
 
 def test_sigterm_turned_into_another_error_on_its_way_still_stops_with_75(capsys: pytest.CaptureFixture[str]) -> None:
-    """An import that SIGTERM's ``Stopped`` cut short may raise an error of CPython's own instead (a TypeError,
-    "expected a message argument", seen once in CI at the step-0 checkpoint), which was reported as bad input
-    with status 1."""
+    """Code that SIGTERM's ``Stopped`` interrupts may raise an error of its own instead: CPython's import machinery
+    raises TypeError "expected a message argument" where it could not make an ImportError's (met once in CI,
+    SIGTERM at the step-0 checkpoint), which was reported as bad input with status 1."""
 
     def action() -> None:
         try:
