@@ -312,7 +312,9 @@ def cached(
         with _uncollected():
             groups = make()
             text = json.dumps([[[f.name, f.tokens, _list(f.tree)] for f in group] for group in groups]).encode()
-        with atomic_file(path) as raw, gzip.open(raw, "wb") as file:
+        # zlib's default level, not gzip's 9: the held-out population (64 MiB of JSON) in 1.8 s where 7.3, 6.3 MiB
+        # where 5.8, read back as fast
+        with atomic_file(path) as raw, gzip.open(raw, "wb", compresslevel=6) as file:
             file.write(json.dumps({"key": key, "sha256": hashlib.sha256(text).hexdigest()}).encode() + b"\n" + text)
     return groups
 
