@@ -97,7 +97,7 @@ def _handle(number: int, frame: FrameType | None) -> None:
 def stopping() -> Iterator[None]:
     """For this block, SIGTERM raises ``Stopped`` (in the main thread; elsewhere the block runs as it is), nothing
     being saved yet (``note``); an error that ends the block after SIGTERM came is that ``Stopped`` too (code on
-    its way made it another error: an import it interrupted), its message naming the error, unless it is a stop
+    its way made it another error: CPython's imports can), its message naming the error, unless it is a stop
     itself (an ``exit_status`` of 75: the loop's ``Preempted``). The handler before it is restored at the block's
     end."""
     if threading.current_thread() is not threading.main_thread():
