@@ -14,7 +14,8 @@ Applicative, Counit) unless its class says otherwise in ``laws_claimed``
 exactly the claimed ones and, for a ``Dense`` structure of scalars, its hook
 (``check_dense``: the fast paths against the generic definitions), and returns
 their names. A failure names the law, states it as an equation and shows the
-drawn inputs and both sides.
+drawn inputs and both sides. ``drawn(strategy)`` is one example, drawn as ``check_laws`` draws its
+first (not shrunk, as ``hypothesis.find`` would: seconds for a structure).
 
 A strategy yields triples ``(x, y, z)`` of structures that can be paired (same
 brand, same size for a Vec) holding elements of any type the maps accept (the
@@ -50,6 +51,7 @@ from applicative.laws._structure import Maps as Maps
 from applicative.laws._structure import Triple as Triple
 from applicative.laws._structure import check_law as check_law
 from applicative.laws._structure import claimed_laws as claimed_laws
+from applicative.laws._structure import drawn as drawn
 from applicative.laws._structure import leafwise as leafwise
 from applicative.laws._suite import check_laws as check_laws
 
@@ -68,6 +70,7 @@ __all__ = [
     "check_laws",
     "claimed_laws",
     "default_tolerance",
+    "drawn",
     "leafwise",
     "rounded_products",
 ]

@@ -12,11 +12,10 @@ structures); nothing after it runs.
 
 from __future__ import annotations
 
-import hypothesis
 import hypothesis.strategies as st
 
 from applicative.laws._dense import DENSE_LAWS, _dense_scalars, check_dense
-from applicative.laws._structure import _NO_SHRINK, Maps, Triple, check_law, claimed_laws
+from applicative.laws._structure import Maps, Triple, check_law, claimed_laws, drawn
 
 __all__ = ["check_laws"]
 
@@ -33,7 +32,7 @@ def check_laws(
     """Check every law the structures claim (``claimed_laws`` of the first one drawn) on ``max_examples``
     triples and, for a ``Dense`` structure of scalars, its hook (``check_dense``, on ``dense_examples``
     triples: each runs eleven operations both ways); return the names of the laws checked."""
-    first = hypothesis.find(structures, lambda _: True, settings=hypothesis.settings(database=None, phases=_NO_SHRINK))
+    first = drawn(structures)
     claimed = claimed_laws(first[0])
     for law in claimed:
         check_law(law, structures, maps=maps, rtol=rtol, atol=atol, max_examples=max_examples)

@@ -2,9 +2,8 @@
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
-import hypothesis
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import jax
@@ -59,22 +58,12 @@ def test_structure_laws(instance: str, run: str) -> None:
     assert checked == tuple(law for law in laws.LAWS if law not in not_claimed) + dense
 
 
-T = TypeVar("T")
-_FIRST = (hypothesis.Phase.generate,)
-
-
-def _drawn(strategy: st.SearchStrategy[T]) -> T:
-    """An example the strategy draws, not shrunk: ``hypothesis.find``'s shrinking of an example that any
-    example satisfies took 17 s of Quantum's draws."""
-    return hypothesis.find(strategy, lambda _: True, settings=hypothesis.settings(database=None, phases=_FIRST))
-
-
 def test_quantum_passes_its_laws_with_64_bit_types_off() -> None:
     """JAX's default: outcomes float32, amplitudes complex64 (the suite runs under x64). Distribution
     shares the construction and merging checked here."""
     strategy, maps = strategies.INSTANCES["Quantum"]
     with jax.enable_x64(False):
-        example = _drawn(strategy())
+        example = laws.drawn(strategy())
         dtypes = {leaf.dtype for leaf in jax.tree_util.tree_leaves(example)}
         assert dtypes == {np.dtype(np.float32), np.dtype(np.complex64)}
         checked = laws.check_laws(strategy(), maps=maps, max_examples=8)
@@ -95,7 +84,7 @@ def test_the_laws_take_structures_of_any_element_the_strategy_draws(elements: st
         triples, maps = strategies.matrix_triples(), laws.Maps()
     else:
         triples, maps = strategies.cheb_vec_triples().map(outer), strategies.AFFINE
-    x = _drawn(triples)[0]
+    x = laws.drawn(triples)[0]
     assert isinstance(cast(Dense[Any, Any], x).elements(), Vec)
     assert laws.check_laws(triples, maps=maps, max_examples=5) == laws.LAWS
 
@@ -251,7 +240,7 @@ def test_default_tolerances_follow_the_dtype() -> None:
 @pytest.mark.slow
 def test_float32_structures_pass_the_laws_with_the_default_tolerances() -> None:
     float32 = strategies.vec_triples().map(lambda t: jax.tree_util.tree_map(lambda a: a.astype(np.float32), t))
-    example = _drawn(float32)
+    example = laws.drawn(float32)
     assert {leaf.dtype for leaf in jax.tree_util.tree_leaves(example)} == {np.dtype(np.float32)}
     assert "counit additivity" in laws.check_laws(float32, max_examples=4)
 
