@@ -19,7 +19,9 @@ A field's flag is its name with dashes (``per_epoch``: ``--per-epoch``), of its 
 choices), a record (a JSON object of some of its fields, over its default: ``--config '{"processor": "max"}'``;
 or, its setting marked ``flat``, a flag for each of its fields and of the records within it:
 ``--learning-rate``), a ``dict`` (a JSON object) or any other (a JSON value, which the record's ``__post_init__``
-checks); a setting's ``parse`` reads its text in place of its type. The defaults are the record's, or an
+checks); a setting's ``parse`` reads its text in place of its type. In a record's JSON (a flag's, a
+config.json's) a field of a ``Literal``, ``int``, ``float``, ``str`` or ``bool`` holds a value of its type (an int
+is a float), or a ValueError names the setting. The defaults are the record's, or an
 instance's given to ``add_flags`` and ``chosen`` (a task's own). The rule of ``--resume``, one for every command
 line: the run's own settings are read back from the run, and a flag given beside ``--resume`` must agree with
 them: ``chosen`` refuses a disagreement with a ValueError naming each setting, its value in the run and the
@@ -199,7 +201,7 @@ def chosen(
         elif isinstance(ours, dict) and isinstance(value, dict):  # (a key given, not every key)
             differ += [_differ(f"{flag.name} {key}", ours.get(key), v) for key, v in value.items()]
         else:
-            differ.append(_differ(flag.name, ours, _typed(flag.kind, value)))
+            differ.append(_differ(flag.name, ours, _typed(flag.kind, value, flag.name)))
     if differing := [line for line in differ if line]:
         raise ValueError(f"--resume continues {where} with its own settings; given otherwise: {'; '.join(differing)}")
     return saved
@@ -224,23 +226,30 @@ def _over(default: Any, value: Any, flag: _Flag) -> Any:
     """``value`` given for ``flag``'s setting: a record's fields given as a dict, over its ``default`` (a field it
     does not have named); any other value as its type holds it (``_typed``)."""
     if not (dataclasses.is_dataclass(default) and isinstance(value, dict)):
-        return _typed(flag.kind, value)
+        return _typed(flag.kind, value, flag.name)
     kinds = typing.get_type_hints(type(default))
     if unknown := sorted(set(value) - set(kinds)):
         raise ValueError(f"{flag.name}: {type(default).__name__} has no field {', '.join(unknown)} "
                          f"(its fields: {', '.join(sorted(kinds))})")  # fmt: skip
     record = typing.cast("DataclassInstance", default)
-    return dataclasses.replace(record, **{key: _typed(kinds[key], v) for key, v in value.items()})
+    return dataclasses.replace(record, **{key: _typed(kinds[key], v, f"{flag.name} {key}") for key, v in value.items()})
 
 
-def _typed(kind: Any, value: object) -> object:
-    """``value`` read from JSON as a field of type ``kind`` holds it: a record from its object, a tuple from a list."""
+def _typed(kind: Any, value: object, name: str) -> object:
+    """``value`` read from JSON as a field of type ``kind`` holds it: a record from its object, a tuple from a list.
+    ValueError naming the setting (``name``) where a ``Literal``'s value is not one of its choices, or where an
+    ``int``, ``float``, ``str`` or ``bool`` is given a value of another type (an int is a float)."""
     if dataclasses.is_dataclass(kind) and isinstance(value, dict):
         return from_dict(kind, value)  # type: ignore[arg-type]  # (a dataclass type)
     if typing.get_origin(kind) is tuple and isinstance(value, list):
         parts = typing.get_args(kind)
         each = [parts[0]] * len(value) if parts[-1:] == (Ellipsis,) else list(parts)
-        return tuple(_typed(part, v) for part, v in zip(each, value, strict=False))
+        return tuple(_typed(part, v, name) for part, v in zip(each, value, strict=False))
+    if typing.get_origin(kind) is Literal and value not in (choices := typing.get_args(kind)):
+        raise ValueError(f"{name}: {json.dumps(value)} is not one of {', '.join(json.dumps(c) for c in choices)}")
+    scalar = {int: (int,), float: (int, float), str: (str,), bool: (bool,)}.get(kind)
+    if scalar is not None and (not isinstance(value, scalar) or (kind is not bool and isinstance(value, bool))):
+        raise ValueError(f"{name}: {json.dumps(value)} is not a{'n' if kind is int else ''} {kind.__name__}")
     return value
 
 
@@ -261,6 +270,7 @@ def from_dict(record: type[R], data: Mapping[str, object], *, besides: tuple[str
     if unknown := sorted(set(data) - set(kinds) - set(besides)):
         raise ValueError(f"{record.__name__} has no field {', '.join(unknown)} (its fields: {', '.join(kinds)})")
     try:
-        return record(**{name: _typed(kind, data[name]) for name, kind in kinds.items() if name in data})
+        present = {name: data[name] for name in kinds if name in data}
+        return record(**{name: _typed(kinds[name], v, f"{record.__name__}.{name}") for name, v in present.items()})
     except TypeError as error:
         raise ValueError(f"not the settings of a run ({error})") from None

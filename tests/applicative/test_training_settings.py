@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from typing import Literal
+import re
+from typing import Any, Literal
 
 import pytest
 
@@ -171,3 +172,47 @@ def test_a_setting_none_by_default_reads_its_type_and_a_mapping_is_compared_key_
     assert chosen(Loose, args, saved) is saved  # the keys given agree; the others are the run's
     with pytest.raises(ValueError, match=r"given otherwise: --extra depth: 2 in the run, 4 given$"):
         chosen(Loose, parser.parse_args(["--extra", '{"depth": 4, "width": 8}']), saved)
+
+
+@dataclasses.dataclass(frozen=True)
+class Typed:
+    shape: Literal["round", "square"] = "round"
+    count: int = 1
+    rate: float = 0.5
+    on: bool = False
+    sizes: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Holds:
+    typed: Typed = setting(Typed(), help="fields of Typed as JSON")
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"shape": "oval"}, 'shape: "oval" is not one of "round", "square"'),
+        ({"count": "3"}, 'count: "3" is not an int'),
+        ({"count": 2.5}, "count: 2.5 is not an int"),
+        ({"count": True}, "count: true is not an int"),
+        ({"rate": "fast"}, 'rate: "fast" is not a float'),
+        ({"on": 1}, "on: 1 is not a bool"),
+        ({"sizes": [4, "7"]}, 'sizes: "7" is not an int'),
+    ],
+)
+def test_a_value_its_field_cannot_hold_is_refused_naming_the_setting(fields: dict[str, Any], error: str) -> None:
+    """A JSON object of a record's fields (a flag's, a config.json's) holds each field's type: a ``Literal``'s
+    choices, an int (not a bool), a float (an int too), a string, a bool; else a ValueError names the setting."""
+    parser = argparse.ArgumentParser(prog="prog")
+    add_flags(parser, Holds)
+    args = parser.parse_args(["--typed", json.dumps(fields)])
+    with pytest.raises(ValueError, match=f"^--typed {re.escape(error)}$"):
+        chosen(Holds, args)  # a new run
+    with pytest.raises(ValueError, match=f"^--typed {re.escape(error)}$"):
+        chosen(Holds, args, Holds(), "runs/x")  # a resumed one
+    with pytest.raises(ValueError, match=f"^Typed\\.{re.escape(error)}$"):
+        from_dict(Holds, {"typed": fields})  # config.json
+    good = {"shape": "square", "count": 3, "rate": 1, "on": True, "sizes": [4, 7]}
+    held = Typed("square", 3, 1.0, True, (4, 7))
+    assert chosen(Holds, parser.parse_args(["--typed", json.dumps(good)])).typed == held
+    assert from_dict(Holds, {"typed": good}) == Holds(held)
