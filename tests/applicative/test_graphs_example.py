@@ -38,7 +38,16 @@ from applicative.examples.graphs.model import (
     steps_on,
 )
 from applicative.examples.graphs.model import _process as process
-from applicative.examples.graphs.training import answer, describe, evaluate, settings, train, training_data, trivial
+from applicative.examples.graphs.training import (
+    answer,
+    describe,
+    evaluate,
+    optimiser,
+    settings,
+    train,
+    training_data,
+    trivial,
+)
 from applicative.stacked import element
 from applicative.training import Drawn
 from applicative.training.files import CONFIG
@@ -517,3 +526,30 @@ def test_an_overrun_trains_each_graph_for_steps_of_its_own_and_tests_with_steps_
     np.testing.assert_allclose(float(losses(model, config, "bfs", inputs, targets)), np.mean(each), **float32(1e-6))
     tested = predict(model, Config(**small, steps=2), "bfs", inputs._replace(extra=inputs.extra * 0))
     np.testing.assert_array_equal(np.asarray(predict(model, config, "bfs", inputs)["pi"]), np.asarray(tested["pi"]))
+
+
+@pytest.mark.parametrize("decay", ["none", "cosine"])
+def test_the_optimiser_is_adam_clipped_at_norm_1_at_a_constant_or_cosine_decayed_rate(decay: str) -> None:
+    """Float64 numpy's Adam (beta 0.9 and 0.999, epsilon 1e-8) on gradients clipped to norm 1, at the rate
+    ``learning_rate`` or, with ``decay="cosine"``, learning_rate (1 + cos(pi k / steps)) / 2 at step k: 0 at
+    the run's last step's end."""
+    steps, rate = 5, 0.1
+    transform = optimiser(Config(learning_rate=rate, decay=cast(Any, decay)), steps)
+    rng = np.random.default_rng(0)
+    params = {"a": np.zeros(3), "b": np.zeros((2, 2))}
+    state = transform.init(params)
+    m = {k: np.zeros_like(v) for k, v in params.items()}
+    v = {k: np.zeros_like(x) for k, x in params.items()}
+    for k in range(steps):
+        grads = {"a": rng.normal(size=3) * (k + 1), "b": rng.normal(size=(2, 2))}  # norms above 1 and below
+        norm = np.sqrt(sum(np.sum(g**2) for g in grads.values()))
+        clipped = {key: g / max(1.0, norm) for key, g in grads.items()}
+        at = rate * (1 + np.cos(np.pi * k / steps)) / 2 if decay == "cosine" else rate
+        updates, state = transform.update(grads, state, params)
+        for key, g in clipped.items():
+            m[key] = 0.9 * m[key] + 0.1 * g
+            v[key] = 0.999 * v[key] + 0.001 * g**2
+            step = -at * (m[key] / (1 - 0.9 ** (k + 1))) / (np.sqrt(v[key] / (1 - 0.999 ** (k + 1))) + 1e-8)
+            np.testing.assert_allclose(np.asarray(updates[key]), step, rtol=1e-10, atol=1e-14)
+    with pytest.raises(ValueError, match="decay"):
+        settings(describe("bfs", 10, 0, Config()).replace('"decay": "none"', '"decay": "linear"'))

@@ -106,6 +106,7 @@ class Config:
     triplets: int = 0  # with processor="max": the features of each pair's triplet messages (Triplets; 0: none)
     batch: int = 16
     learning_rate: float = 1e-3
+    decay: Literal["none", "cosine"] = "none"  # the learning rate constant, or cosine-decayed to 0 over the steps
     train_samples: int = 1000  # CLRS-30's training set: the first 1000 graphs of 16 nodes of seed 1 (an epoch's)
     train_nodes: int = 16
     test_nodes: int = 64

@@ -118,9 +118,14 @@ def settings(description: str) -> Run:
     return from_dict(Run, run, besides=("example",))
 
 
-def optimiser(config: Config) -> optax.GradientTransformation:
-    """Adam at ``learning_rate``, gradients clipped at norm 1."""
-    return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(config.learning_rate))
+def optimiser(config: Config, steps: int) -> optax.GradientTransformation:
+    """Adam at ``learning_rate``, gradients clipped at norm 1; with ``decay="cosine"`` the rate falls from
+    ``learning_rate`` at step 0 to 0 at step ``steps`` (the run's), as half a cosine."""
+    rate = config.learning_rate
+    return optax.chain(
+        optax.clip_by_global_norm(1.0),
+        optax.adam(optax.cosine_decay_schedule(rate, steps) if config.decay == "cosine" else rate),
+    )
 
 
 def _sets(algorithm: str, config: Config) -> dict[str, list[clrs.Sample]]:
@@ -240,7 +245,7 @@ def train(
     def held_out(m: GraphModel) -> float:
         return 1.0 - _score(m, config, algorithm, sets["validation"])
 
-    state = fit(model, optimiser(config), training_data(algorithm, config, sets["train"]), out,
+    state = fit(model, optimiser(config, steps), training_data(algorithm, config, sets["train"]), out,
                 description=describe(algorithm, steps, seed, config), steps=steps, seed=seed, resume=resume,
                 progress=progress, log=log, validate=held_out, keep_best=True, seconds=seconds)  # fmt: skip
     return Result(
@@ -268,7 +273,7 @@ def restored(directory: Path, best: bool = False) -> tuple[State[GraphModel], st
     (algorithm, steps, seed, config)."""
     run = settings(read_config(directory))
     algorithm, steps, seed, config = run.algorithm, run.steps, run.seed, run.config
-    state = restore(directory, learner(config, algorithm), optimiser(config), seed, best=best)
+    state = restore(directory, learner(config, algorithm), optimiser(config, steps), seed, best=best)
     return state, algorithm, steps, seed, config
 
 
