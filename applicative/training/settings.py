@@ -21,8 +21,8 @@ or, its setting marked ``flat``, a flag for each of its fields and of the record
 ``--learning-rate``), a ``dict`` (a JSON object) or any other (a JSON value, which the record's ``__post_init__``
 checks); a setting's ``parse`` reads its text in place of its type. In a record's JSON (a flag's, a
 config.json's) a field of a ``Literal``, ``int``, ``float``, ``str`` or ``bool`` holds a value of its type (an int
-is a float), or a ValueError names the setting. The defaults are the record's, or an
-instance's given to ``add_flags`` and ``chosen`` (a task's own). The rule of ``--resume``, one for every command
+is a float), or a ValueError names the setting. The defaults are the record's, or an instance's given to
+``add_flags`` and ``chosen`` (a task's own). The rule of ``--resume``, one for every command
 line: the run's own settings are read back from the run, and a flag given beside ``--resume`` must agree with
 them: ``chosen`` refuses a disagreement with a ValueError naming each setting, its value in the run and the
 value given. (Why not tyro or simple-parsing, which build command lines from dataclasses too: this rule needs
