@@ -1,7 +1,8 @@
 """The optimisers every model of the project trains with: one factory, two named schedules.
 
     warmup_cosine   Adam (AdamW with a weight decay) on a linear warm-up and a cosine decay to 1% of the
-                    peak, after clipping the gradient's global norm: the transformers' recipe
+                    peak (or another ``floor``), after clipping the gradient's global norm: the
+                    transformers' recipe
     step_decay      the FNO paper's: torch's Adam with an L2 weight decay (added to the gradient before the
                     moments, not AdamW's decoupled one) on StepLR, the rate times ``gamma`` every ``every``
                     epochs
@@ -31,18 +32,19 @@ def warmup_cosine(
     clip: float = 1.0,
     weight_decay: float = 0.0,
     mask: Callable[[Any], Any] | None = None,
+    floor: float = 0.01,
 ) -> optax.GradientTransformation:
     """Adam (AdamW when ``weight_decay`` > 0) on a linear warm-up from 0 over ``min(warmup, steps // 10)``
-    updates (a shortened run keeps most of its steps) and a cosine decay to ``learning_rate / 100`` at
-    update ``steps``, after clipping the gradient's global norm to ``clip`` (which tames the large
-    gradients of the first steps). ``mask`` (AdamW's): a function of the parameters giving a pytree of
+    updates (a shortened run keeps most of its steps) and a cosine decay to ``floor * learning_rate`` (by
+    default a hundredth) at update ``steps``, after clipping the gradient's global norm to ``clip`` (which
+    tames the large gradients of the first steps). ``mask`` (AdamW's): a function of the parameters giving a pytree of
     bools, True where the weight decay applies (default: everywhere)."""
     schedule = optax.warmup_cosine_decay_schedule(
         init_value=0.0,
         peak_value=learning_rate,
         warmup_steps=min(warmup, steps // 10),
         decay_steps=steps,
-        end_value=learning_rate / 100,
+        end_value=floor * learning_rate,
     )
     adam = optax.adamw(schedule, weight_decay=weight_decay, mask=mask) if weight_decay else optax.adam(schedule)
     return optax.chain(optax.clip_by_global_norm(clip), adam)

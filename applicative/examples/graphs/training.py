@@ -43,7 +43,7 @@ from applicative.examples.graphs.model import (
     most_extra,
     predict,
 )
-from applicative.training import Arrays, Drawn, Source, State, fit, restore
+from applicative.training import Arrays, Drawn, Source, State, fit, restore, warmup_cosine
 from applicative.training.files import holding_run, read_config
 from applicative.training.settings import from_dict, setting, to_dict
 
@@ -120,12 +120,11 @@ def settings(description: str) -> Run:
 
 def optimiser(config: Config, steps: int) -> optax.GradientTransformation:
     """Adam at ``learning_rate``, gradients clipped at norm 1; with ``decay="cosine"`` the rate falls from
-    ``learning_rate`` at step 0 to 0 at step ``steps`` (the run's), as half a cosine."""
-    rate = config.learning_rate
-    return optax.chain(
-        optax.clip_by_global_norm(1.0),
-        optax.adam(optax.cosine_decay_schedule(rate, steps) if config.decay == "cosine" else rate),
-    )
+    ``learning_rate`` at step 0 to 0 at step ``steps`` (the run's), as half a cosine (``warmup_cosine``, no
+    warm-up)."""
+    if config.decay == "cosine":
+        return warmup_cosine(steps, config.learning_rate, warmup=0, floor=0.0)
+    return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(config.learning_rate))
 
 
 def _sets(algorithm: str, config: Config) -> dict[str, list[clrs.Sample]]:
