@@ -48,7 +48,7 @@ from applicative.training.files import RunInUse, holding_run
 from applicative.training.hosting import split
 from applicative.training.lifeline import hold
 from applicative.training.rendezvous import SECRET, meet
-from applicative.training.stopping import raise_early
+from applicative.training.stopping import interrupt_swallowed, raise_early
 from applicative.training.stopping import received as stopped_before
 
 __all__ = ["agree", "from_owner", "initialize", "is_owner", "owning", "preemption"]
@@ -253,9 +253,18 @@ def preemption() -> Iterator[Callable[[int], bool]]:
     processes agree on the first step every one of them checks after it; every process must check every
     step it passes, in the same order). In one process, a handler of this block records SIGTERM (in the
     main thread; the handler before it is restored at the block's end), and one that reached the command line
-    before it (``stopping.received``) stops the run at its first check."""
+    before it (``stopping.received``) stops the run at its first check. A Ctrl-C whose ``KeyboardInterrupt`` was
+    swallowed on its way is raised again at the next check (``stopping.interrupt_swallowed``)."""
+
+    def checking(preempted: Callable[[int], bool]) -> Callable[[int], bool]:
+        def check(step: int) -> bool:
+            interrupt_swallowed()
+            return preempted(step)
+
+        return check
+
     if jax.process_count() > 1:
-        yield multihost_utils.reached_preemption_sync_point
+        yield checking(multihost_utils.reached_preemption_sync_point)
         return
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread alone
         yield lambda step: False
@@ -265,7 +274,7 @@ def preemption() -> Iterator[Callable[[int], bool]]:
         received.set()
     previous = signal.signal(signal.SIGTERM, lambda number, frame: received.set())
     try:
-        yield lambda step: received.is_set()
+        yield checking(lambda step: received.is_set())
     finally:
         signal.signal(signal.SIGTERM, previous)
 

@@ -8,7 +8,10 @@ raises ``Stopped`` in the main thread at once (at the end of the C call in progr
 command line turns into exit status 75 and its message (``command.run``): "stopped by SIGTERM: " and what is
 saved, as the code last said it (``note``: "nothing saved yet" until a run directory holds its config). A block
 that must not be cut in two (a run directory and its config.json, made together; a checkpoint and its note)
-runs in ``deferred()``, where a SIGTERM or a Ctrl-C waits for the block's end. Before a command line's first
+runs in ``deferred()``, where a SIGTERM or a Ctrl-C waits for the block's end. Ctrl-C (SIGINT, under Python's
+own handling of it) raises ``KeyboardInterrupt`` as Python would, and is recorded too: one that code on its way
+swallowed (a weakref callback or a destructor, where Python prints "Exception ignored" and goes on) is raised again
+at the loop's next step (``interrupt_swallowed``) or the block's end. Before a command line's first
 module is imported, ``applicative._sigterm`` stands in; for a run of several processes it carries the signal to
 the meeting (``raise_early``), which tells the other processes.
 
@@ -26,7 +29,17 @@ from types import FrameType
 
 from applicative import _sigterm
 
-__all__ = ["NOTHING_SAVED", "Stopped", "deferred", "note", "raise_early", "received", "saved", "stopping"]
+__all__ = [
+    "NOTHING_SAVED",
+    "Stopped",
+    "deferred",
+    "interrupt_swallowed",
+    "note",
+    "raise_early",
+    "received",
+    "saved",
+    "stopping",
+]
 
 NOTHING_SAVED = "nothing saved yet: run the same command again"
 
@@ -47,8 +60,9 @@ class _State(threading.local):
     saved = NOTHING_SAVED
     deferring = 0
     pending = False
-    interrupted = False
+    interrupted = False  # a Ctrl-C held by ``deferred``, raised at its end
     received = False
+    sigint = False  # a Ctrl-C reached this ``stopping`` block (``_interrupt``)
     early = False  # a SIGTERM came while the command imported its modules (``_sigterm.carried``)
 
 
@@ -93,23 +107,44 @@ def _handle(number: int, frame: FrameType | None) -> None:
     raise _stop()
 
 
+def _interrupt(number: int, frame: FrameType | None) -> None:
+    _state.sigint = True
+    if _state.deferring:
+        _state.interrupted = True
+        return
+    raise KeyboardInterrupt
+
+
+def interrupt_swallowed() -> None:
+    """Raise ``KeyboardInterrupt`` again where a Ctrl-C reached this ``stopping`` block and its own was swallowed
+    on its way (the run goes on past it): the loop asks at every step (``processes.preemption``)."""
+    if _state.sigint:
+        raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def stopping() -> Iterator[None]:
     """For this block, SIGTERM raises ``Stopped`` (in the main thread; elsewhere the block runs as it is), nothing
     being saved yet (``note``); an error that ends the block after SIGTERM came is that ``Stopped`` too (code on
     its way made it another error: CPython's imports can), its message naming the error, unless it is a stop
-    itself (an ``exit_status`` of 75: the loop's ``Preempted``). The handler before it is restored at the block's
-    end."""
+    itself (an ``exit_status`` of 75: the loop's ``Preempted``). Under Python's own handling of SIGINT, the block
+    records a Ctrl-C as it raises its ``KeyboardInterrupt``; an error or the block's end that follows a swallowed
+    one is that ``KeyboardInterrupt``. The handlers before it are restored at the block's end."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     note(NOTHING_SAVED)
-    _state.received = False
+    _state.received = _state.sigint = False
     previous = signal.signal(signal.SIGTERM, _handle)
+    python_sigint = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    previous_sigint = signal.signal(signal.SIGINT, _interrupt) if python_sigint else None
     _state.early = _sigterm.carried()
     try:
         yield
+        interrupt_swallowed()
     except Exception as error:
+        if _state.sigint:
+            raise KeyboardInterrupt from error
         if not _state.received or getattr(error, "exit_status", None) == Stopped.exit_status:
             raise  # no SIGTERM came, or the error is a stop itself (the loop's ``Preempted``)
         # the Stopped SIGTERM raised, which code on its way turned into an error of its own (CPython's import
@@ -117,7 +152,9 @@ def stopping() -> Iterator[None]:
         raise _stop(f" (on its way: {type(error).__name__}: {error})") from error
     finally:
         signal.signal(signal.SIGTERM, previous)
-        _state.received = _state.early = False
+        if previous_sigint is not None:
+            signal.signal(signal.SIGINT, previous_sigint)
+        _state.received = _state.early = _state.sigint = False
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -256,6 +257,68 @@ def test_a_sigterm_swallowed_on_its_way_stops_the_run_at_its_first_step(
 
     assert command.run("prog", "train", lambda: _fit(tmp_path, swallowing)) == 75
     assert capsys.readouterr().err.startswith("prog train: stopped by SIGTERM after step 1, checkpointed there")
+
+
+@pytest.mark.usefixtures("python_sigint")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_ctrl_c_swallowed_on_its_way_stops_the_run_at_its_next_step_with_130(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C's ``KeyboardInterrupt`` raised inside a weakref callback, which Python reports ("Exception ignored")
+    and swallows (met in CI: one of two processes trained on to its end and exited 0): the run stops at its next
+    step all the same, with 130 and what is saved."""
+
+    class Held:
+        pass
+
+    def validate(params: Params) -> float:
+        if not sent:
+            sent.append(True)
+            held = Held()
+            reference = weakref.ref(held, lambda _: _sigint())
+            del held  # the callback runs here: its KeyboardInterrupt goes no further
+            assert reference() is None
+        return float(params["p"]) ** 2
+
+    def action() -> None:
+        fit(learner(), optax.sgd(0.5), Arrays(INPUTS, INPUTS, 2), tmp_path, checkpoint_every=2,
+            description=json.dumps({"m": 1}), steps=12, progress=False, validate=validate)  # fmt: skip
+
+    sent: list[bool] = []
+    assert command.run("prog", "train", action) == command.INTERRUPTED
+    assert sent == [True]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert int(np.load(tmp_path / "checkpoint.npz")["step"]) == 2  # the one before validate's step
+    assert capsys.readouterr().err.endswith(
+        f"prog train: stopped by SIGINT (Ctrl-C): {tmp_path} holds the run's checkpoint at step 2 of 12: --resume "
+        "continues it\n"
+    )
+
+
+@pytest.mark.usefixtures("python_sigint")
+def test_a_ctrl_c_swallowed_or_turned_into_an_error_outside_the_loop_still_ends_the_command_with_130(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def swallowed() -> None:
+        with contextlib.suppress(KeyboardInterrupt):
+            _sigint()
+
+    def turned() -> None:
+        try:
+            _sigint()
+        except KeyboardInterrupt:
+            raise TypeError("expected a message argument") from None
+
+    for action in swallowed, turned:
+        assert command.run("prog", "train", action) == command.INTERRUPTED
+        assert capsys.readouterr().err == f"prog train: stopped by SIGINT (Ctrl-C): {stopping.NOTHING_SAVED}\n"
+    assert command.run("prog", "train", lambda: None) == 0  # the next command starts afresh
+
+
+def _sigint() -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)  # the handler raises before this ends
+    raise AssertionError("SIGINT did not interrupt the command")
 
 
 def test_a_deferred_block_is_not_cut_by_sigterm(capsys: pytest.CaptureFixture[str]) -> None:
