@@ -41,7 +41,9 @@ from tests.funcformer.test_processes import (
 )
 from tests.funcformer.test_rendezvous import ADVERSARIAL, free_port
 
-pytestmark = pytest.mark.processes  # JAX's distributed runtime: CI runs these in both environments
+# A test whose processes meet through JAX's distributed runtime is marked ``processes``: CI runs the slow ones in
+# both environments, the runtime differing from release to release (.ci/run). One that ends before JAX joins the
+# processes (stopped at the project's own meeting, or a process alone) is not: it runs in the newest one.
 
 SHORT = [*FLAGS, "--steps", "40"]  # the last --steps counts
 SECRET = "a secret the launcher gave every process"
@@ -77,6 +79,7 @@ def _step(directory: Path) -> int:
         return -1
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_random_and_adversarial_lines_at_the_port_change_nothing_and_the_run_trains(
     tmp_path: Path, running: list[subprocess.Popen[str]]
@@ -204,6 +207,7 @@ def test_sigterm_while_the_processes_meet_ends_every_process_that_came_with_75(
     _both_stopped(running, signalled, within=20)
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.parametrize("signalled", [0, 1])
 def test_sigterm_while_one_process_imports_ends_both_with_75_and_the_same_commands_run(
@@ -242,6 +246,7 @@ def test_sigterm_before_process_0_answered_ends_both_with_75_at_once(
     _both_stopped(running, 1, within=15)
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.parametrize("signalled", [0, 1])
 def test_sigterm_while_jax_joins_the_processes_ends_both_with_one_advice_that_works(
@@ -296,6 +301,7 @@ def _training(tmp_path: Path, running: list[subprocess.Popen[str]]) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.parametrize("killed", [1, 0])
 def test_a_process_killed_is_named_by_the_other_which_ends_within_seconds(
@@ -323,6 +329,7 @@ def test_a_process_killed_is_named_by_the_other_which_ends_within_seconds(
         assert any(line.endswith(f"train: {named}") for line in err.splitlines()), err  # a line of its own
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.parametrize("stopped", [1, 0])
 def test_a_process_stopped_by_sigstop_is_named_by_the_other_before_jaxs_heartbeat(
@@ -344,6 +351,7 @@ def test_a_process_stopped_by_sigstop_is_named_by_the_other_before_jaxs_heartbea
     assert err.strip().splitlines()[-1].endswith(named), err
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_a_stranger_registering_with_jaxs_coordinator_ends_the_run_named_and_resume_finishes_it(
     tmp_path: Path, running: list[subprocess.Popen[str]]
@@ -410,6 +418,7 @@ def _second_host() -> Iterator[tuple[str, str, list[str]]]:
         subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_a_lost_host_is_named_by_both_within_seconds_and_resume_finishes_the_run(
     tmp_path: Path, running: list[subprocess.Popen[str]]
@@ -450,6 +459,7 @@ def test_a_lost_host_is_named_by_both_within_seconds_and_resume_finishes_the_run
     assert not (tmp_path / "never").exists()
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_an_id_0_given_twice_is_named_at_once_and_the_run_of_the_first_goes_on(
     tmp_path: Path, running: list[subprocess.Popen[str]]

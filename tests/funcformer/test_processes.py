@@ -28,7 +28,9 @@ from funcformer.poisson import PROBLEM
 from tests.compiling import xla_flags
 from tests.funcformer.test_rendezvous import free_port
 
-pytestmark = pytest.mark.processes  # JAX's distributed runtime: CI runs these in both environments
+# A test whose processes meet through JAX's distributed runtime is marked ``processes``: CI runs the slow ones in
+# both environments, the runtime differing from release to release (.ci/run). One that ends before JAX joins the
+# processes (refused at the project's own meeting, or a process alone) is not: it runs in the newest one.
 
 ROOT = Path(__file__).parents[2]
 STEPS = 240
@@ -133,6 +135,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]
     return _checkpoint(root / "run")
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_two_processes_sharing_a_run_directory_train_as_one_process_with_two_devices(
     tmp_path: Path, reference: dict[str, np.ndarray], started: list[subprocess.Popen[str]]
@@ -149,6 +152,7 @@ def test_two_processes_sharing_a_run_directory_train_as_one_process_with_two_dev
     assert sorted(path.name for path in out.iterdir()) == written  # by process 0 alone
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_a_run_whose_processes_are_killed_resumes_to_the_uninterrupted_run_bit_for_bit(
     tmp_path: Path, reference: dict[str, np.ndarray], started: list[subprocess.Popen[str]]
@@ -180,6 +184,7 @@ def test_a_run_whose_processes_are_killed_resumes_to_the_uninterrupted_run_bit_f
     _assert_bitwise_equal(_checkpoint(owner), reference)
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_processes_whose_training_data_differ_are_refused_by_number(
     tmp_path: Path, started: list[subprocess.Popen[str]]
@@ -201,6 +206,7 @@ def test_processes_whose_training_data_differ_are_refused_by_number(
     assert sorted(path.name for path in out.iterdir()) == [".lock"]  # refused before anything is written
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_an_error_of_the_owner_reaches_every_process_at_once(
     tmp_path: Path, started: list[subprocess.Popen[str]]
@@ -233,6 +239,7 @@ def test_processes_asked_to_start_differently_are_refused_at_once_by_number(
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.parametrize("signalled", [0, 1])
 def test_sigterm_to_either_process_stops_both_after_one_step_and_the_run_resumes_bit_for_bit(
@@ -260,6 +267,7 @@ def test_sigterm_to_either_process_stops_both_after_one_step_and_the_run_resumes
     _assert_bitwise_equal(_checkpoint(out), reference)
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.usefixtures("python_sigint")
 @pytest.mark.parametrize("interrupted", [0, 1])
@@ -307,6 +315,7 @@ def _ignores_sigint(pid: int) -> bool:
     return bool(int(ignored, 16) & (1 << (signal.SIGINT - 1)))
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_an_error_of_one_process_alone_ends_the_other_within_seconds_naming_it(
     tmp_path: Path, started: list[subprocess.Popen[str]]
@@ -364,6 +373,7 @@ def test_a_start_that_cannot_complete_ends_in_time_naming_what_is_wrong(
     assert "Segmentation" not in "".join(err for _, _, err in results)
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_an_id_given_twice_after_the_run_met_is_named_at_once_and_the_run_goes_on(
     tmp_path: Path, started: list[subprocess.Popen[str]]
