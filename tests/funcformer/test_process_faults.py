@@ -41,9 +41,7 @@ from tests.funcformer.test_processes import (
 )
 from tests.funcformer.test_rendezvous import ADVERSARIAL, free_port
 
-# A test whose processes meet through JAX's distributed runtime is marked ``processes``: CI runs the slow ones in
-# both environments, the runtime differing from release to release (.ci/run). One that ends before JAX joins the
-# processes (stopped at the project's own meeting, or a process alone) is not: it runs in the newest one.
+# ``processes`` marks the tests whose processes reach JAX's distributed runtime (pyproject.toml says the rule)
 
 SHORT = [*FLAGS, "--steps", "40"]  # the last --steps counts
 SECRET = "a secret the launcher gave every process"

@@ -28,9 +28,7 @@ from funcformer.poisson import PROBLEM
 from tests.compiling import xla_flags
 from tests.funcformer.test_rendezvous import free_port
 
-# A test whose processes meet through JAX's distributed runtime is marked ``processes``: CI runs the slow ones in
-# both environments, the runtime differing from release to release (.ci/run). One that ends before JAX joins the
-# processes (refused at the project's own meeting, or a process alone) is not: it runs in the newest one.
+# ``processes`` marks the tests whose processes reach JAX's distributed runtime (pyproject.toml says the rule)
 
 ROOT = Path(__file__).parents[2]
 STEPS = 240
