@@ -231,7 +231,7 @@ MUTANTS = [
     mutant("laws-exact-one-more", LW,
            "(jnp.arange(axis.size) < exact)", "(jnp.arange(axis.size) <= exact)",
            "one coordinate beyond Axis.exact kept (a Cheb's product then truncated)",
-           TLW + "test_structure_laws[default-Cheb]"),
+           TLW + "test_the_dense_check_compares_a_chebyshev_function_on_its_exact_coordinates_only"),
     # Axis equality
     mutant("axis-eq-shape-ignored", PD,
            " or self.shape != other.shape:", ":",
