@@ -174,6 +174,17 @@ def test_no_training_step_is_written_outside_the_learning_layer() -> None:
     assert [call.split()[-1] for call in steps] == ["value_and_grad", "apply_updates"]  # the check sees the one step
 
 
+def test_every_command_line_ends_its_process_through_end_process() -> None:
+    """A command line's ``__main__`` ends with ``command.end_process`` (its objects left to the system, not swept
+    at shutdown): a ``sys.exit`` there would cost a parser's run 10 s after its last line."""
+    mains = sorted(p for package in ("applicative", "funcformer") for p in (ROOT / package).rglob("__main__.py"))
+    calls = {str(p.relative_to(ROOT)): _calls(p, ("end_process", "exit", "SystemExit")) for p in mains}
+    assert len(calls) >= 8  # the examples' five, the Funcformer's three (the package's own demo is not a command)
+    wrong = {path: found for path, found in calls.items() if path != "applicative/__main__.py"
+             and [call.split()[-1] for call in found] != ["end_process"]}  # fmt: skip
+    assert wrong == {}
+
+
 LIMIT = 450
 """Lines a module may have: one job, read in one sitting."""
 

@@ -1,9 +1,8 @@
 """``python -m funcformer.darcy {train,evaluate,plot}``: the Darcy task (``funcformer.learning.cli``)."""
 
-import sys
-
+from applicative.training.command import end_process
 from funcformer.darcy import PROBLEM
 from funcformer.learning.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main(PROBLEM))
+    end_process(main(PROBLEM))

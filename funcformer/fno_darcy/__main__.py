@@ -21,7 +21,6 @@ import argparse
 import dataclasses
 import functools
 import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -245,4 +244,4 @@ def _read(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    command.end_process(main())

@@ -8,6 +8,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 import weakref
 from collections.abc import Callable
@@ -72,6 +74,22 @@ def test_the_flags(tmp_path: Path) -> None:
     assert (args.out, args.resume, args.seconds, args.quiet) == (tmp_path, True, 2.5, True)
     with pytest.raises(SystemExit):
         parser.parse_args(["--out", str(tmp_path), "--seconds", "0"])
+
+
+def test_a_command_lines_process_ends_with_its_status_and_its_objects_frozen() -> None:
+    """``end_process``: the status, the handlers ``atexit`` runs and the streams flushed as by ``sys.exit``, every
+    object frozen before them (what the collector's sweeps at shutdown skip)."""
+    script = (
+        "import atexit, gc\n"
+        "from applicative.training.command import end_process\n"
+        "atexit.register(lambda: print(f'frozen {gc.get_freeze_count() > 10_000}'))\n"
+        "print('written', end=' ')\n"
+        "end_process(3)\n"
+    )
+    root = str(Path(__file__).parents[2])
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": root})  # fmt: skip
+    assert (ended.returncode, ended.stdout) == (3, "written frozen True\n"), ended.stderr
 
 
 def test_the_plot_reads_the_runs_history(tmp_path: Path) -> None:

@@ -1,8 +1,7 @@
 """``python -m applicative.examples.digits train|evaluate|plot``: ``training.main``'s command line."""
 
-import sys
-
 from applicative.examples.digits.training import main
+from applicative.training.command import end_process
 
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())

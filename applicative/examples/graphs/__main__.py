@@ -1,8 +1,7 @@
 """``python -m applicative.examples.graphs {train,evaluate,plot,answer}``: the CLRS graph tasks (``cli``)."""
 
-import sys
-
 from applicative.examples.graphs.cli import main
+from applicative.training.command import end_process
 
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())

@@ -1,6 +1,7 @@
 """``python -m applicative.examples.seq2seq train|evaluate|plot ...`` (``cli``)."""
 
 from applicative.examples.seq2seq.cli import main
+from applicative.training.command import end_process
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    end_process(main())

@@ -1,8 +1,7 @@
 """``python -m applicative.examples.trees {train,evaluate,plot}``: the trees example (``cli``)."""
 
-import sys
-
 from applicative.examples.trees.cli import main
+from applicative.training.command import end_process
 
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())
