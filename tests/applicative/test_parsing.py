@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import jax
@@ -264,29 +265,78 @@ def test_scores_count_labelled_spans_and_malformed_trees() -> None:
     assert rb == Node("R", (0, 2), (Node("X", (1, 2), (Node("X", (2, 2)),)),))
 
 
-def _tag_sequences(length: int) -> list[tuple[int, ...]]:
-    """Every sequence of tags in which no child begins with a continuation."""
+def _tag_sequences(tokens: Sequence[str]) -> list[tuple[int, ...]]:
+    """Every sequence of tags over ``tokens`` in which no child begins with a continuation and every child holds
+    each of its brackets with its match."""
     valid = []
-    for tags in itertools.product(range(3), repeat=length):
-        if all(not (t == parsing.CONTINUE and p == parsing.OWN) for p, t in itertools.pairwise((parsing.OWN, *tags))):
+    for tags in itertools.product(range(3), repeat=len(tokens)):
+        if any(t == parsing.CONTINUE and p == parsing.OWN for p, t in itertools.pairwise((parsing.OWN, *tags))):
+            continue
+        if all(_matched(tokens[first : last + 1]) for first, last in _spans(tags)):
             valid.append(tags)
     return valid
 
 
+def _spans(tags: Sequence[int], offset: int = 0) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for i, t in enumerate(tags):
+        if t == parsing.BEGIN:
+            spans.append((offset + i, offset + i))
+        elif t == parsing.CONTINUE:
+            spans[-1] = (spans[-1][0], offset + i)
+    return spans
+
+
+def _matched(tokens: Sequence[str]) -> bool:
+    """Each bracket with its match, by a stack."""
+    stack: list[str] = []
+    for token in tokens:
+        if token in "([{":
+            stack.append(token)
+        elif token in ")]}" and (not stack or "([{".index(stack.pop()) != ")]}".index(token)):
+            return False
+    return not stack
+
+
+def _nested(rng: np.random.Generator, length: int, brackets: bool) -> list[str]:
+    """``length`` tokens as Python's: names, commas and (if ``brackets``) brackets, each closing one its opener's."""
+    tokens, open_ = [], []
+    for _ in range(length):
+        choice = int(rng.integers(4 if brackets else 2))
+        if choice == 2:
+            open_.append(str(rng.choice(list("([{"))))
+            tokens.append(open_[-1])
+        elif choice == 3 and open_:
+            tokens.append(")]}"["([{".index(open_.pop())])
+        else:
+            tokens.append(["NAME", ","][choice % 2])
+    return tokens
+
+
 def test_children_are_the_most_likely_valid_tagging() -> None:
+    """Against every tagging of the span, on tokens holding brackets (no child may hold a bracket without its
+    match) and without."""
     rng = np.random.default_rng(0)
     for length in range(1, 7):
-        for _ in range(20):
+        for draw in range(20):
+            tokens = ["(", *_nested(rng, length, brackets=draw % 4 != 0), ")"]  # (the node's span: 1 ... length)
             scores = rng.normal(size=(3, length + 2)) * 3
             logp = scores[:, 1 : length + 1] - np.log(np.sum(np.exp(scores[:, 1 : length + 1]), axis=0))
-            best = max(_tag_sequences(length), key=lambda tags: sum(logp[t, i] for i, t in enumerate(tags)))
-            spans = []
-            for i, t in enumerate(best):
-                if t == parsing.BEGIN:
-                    spans.append((1 + i, 1 + i))
-                elif t == parsing.CONTINUE:
-                    spans[-1] = (spans[-1][0], 1 + i)
-            assert decoding.children(scores, (1, length)) == spans
+            valid = _tag_sequences(tokens[1 : length + 1])
+            best = max(valid, key=lambda tags: sum(logp[t, i] for i, t in enumerate(tags)))
+            assert decoding.children(scores, (1, length), tokens) == _spans(best, offset=1)
+
+
+def test_no_node_of_python_s_trees_holds_a_bracket_without_its_match_but_a_comprehension_s() -> None:
+    """The decode's rule on brackets holds in Python's own trees: the 34 nodes of 2.66 million that break it
+    (every held-out fragment's and other code's, measured) are comprehensions whose parenthesised iterable the
+    project's span of a ``comprehension`` cuts, and match cases."""
+    fragments = list(itertools.islice(syntax.fragments(1, 128, "test"), 2000))
+    broken = [
+        n.label for f in fragments for n in syntax.nodes(f.tree) if not _matched(f.tokens[n.span[0] : n.span[1] + 1])
+    ]
+    assert len(fragments) == 2000
+    assert set(broken) <= {"comprehension", "match_case"}
 
 
 def test_the_decode_rebuilds_python_s_tree_from_its_own_targets() -> None:
@@ -306,7 +356,7 @@ def test_the_decode_rebuilds_python_s_tree_from_its_own_targets() -> None:
                     batches._tags(row, node)
                     for tag in range(3):
                         scores[tag, slot] = np.where(row == tag, 10.0, 0.0)
-            grown = decoding.grown(tree, scores, round_)
+            grown = decoding.grown(tree, scores, round_, fragment.tokens)
             if grown == tree:
                 break
             tree = grown
@@ -387,9 +437,10 @@ def test_a_node_over_its_parent_s_span_gets_no_child_over_it_too() -> None:
     whole[parsing.BEGIN, :, 0] = 10.0
     whole[parsing.CONTINUE, :, 1:4] = 10.0
     root = Node("", (0, 3))
-    once = decoding.grown(root, whole, 0)
+    tokens = ["NAME"] * 8
+    once = decoding.grown(root, whole, 0, tokens)
     assert once == Node("", (0, 3), (Node("", (0, 3)),))
-    assert decoding.grown(once, whole, 1) == once
+    assert decoding.grown(once, whole, 1, tokens) == once
 
 
 def test_training_refuses_what_it_cannot_run() -> None:

@@ -9,7 +9,7 @@ trees example binarises syntax trees (a leaf per node, in preorder).
     model      the parser (``Parser``: a reader, a builder, a pointer), its settings (``Config``, ``Band``), its loss
     batches    the fragments in bands (``load_data``), trees as the builder sees them, the teacher-forced
                minibatches (``Minibatches``, drawn from (seed, step))
-    decoding   ``parse``: the tree grown top down, a level a round, each node's children by a Viterbi
+    decoding   ``parse``: the tree grown top down, a level a round, each node's children by dynamic programming
     source     ``parse_source``: a user's own code, a predicted tree a statement, beside Python's
     testing    the test: a random sample of every held-out file's fragments, figures with intervals
     runs       ``train`` through ``applicative.training.fit`` into a run directory, ``evaluate``, ``load``
