@@ -278,6 +278,7 @@ def _tag_sequences(tokens: Sequence[str]) -> list[tuple[int, ...]]:
 
 
 def _spans(tags: Sequence[int], offset: int = 0) -> list[tuple[int, int]]:
+    """The children's spans a sequence of tags gives, its first tag at token ``offset``."""
     spans: list[tuple[int, int]] = []
     for i, t in enumerate(tags):
         if t == parsing.BEGIN:
@@ -327,7 +328,7 @@ def test_children_are_the_most_likely_valid_tagging() -> None:
             assert decoding.children(scores, (1, length), tokens) == _spans(best, offset=1)
 
 
-def test_no_node_of_python_s_trees_holds_a_bracket_without_its_match_but_a_comprehension_s() -> None:
+def test_python_s_trees_keep_the_decode_s_rule_on_brackets_but_in_comprehensions_and_match_cases() -> None:
     """The decode's rule on brackets holds in Python's own trees: the 34 nodes of 2.66 million that break it
     (every held-out fragment's and other code's, measured) are comprehensions whose parenthesised iterable the
     project's span of a ``comprehension`` cuts, and match cases."""
