@@ -30,9 +30,8 @@ __all__ = ["children", "grown", "labelled", "parse"]
 
 
 OPENING, CLOSING = frozenset("([{"), frozenset(")]}")
-"""The brackets: a node's tokens hold each of theirs with its match (in Python's trees of the held-out files and
-other code, all but 34 of 2.66 million nodes on Python 3.11, 19 on 3.13: comprehensions whose parenthesised
-iterable the project's span of a ``comprehension`` cuts, and match cases)."""
+"""The brackets: a node's tokens hold each of theirs with its match, as in Python's trees but for a few
+comprehensions and match cases whose spans the project makes (docs/parsing.md, "The model", counts them)."""
 
 
 def children(scores: np.ndarray, span: tuple[int, int], tokens: Sequence[str]) -> list[tuple[int, int]]:
