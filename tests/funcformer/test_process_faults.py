@@ -38,6 +38,7 @@ from tests.funcformer.test_processes import (
     _finish,
     _kill,
     _start,
+    uninterrupted_run,
 )
 from tests.funcformer.test_rendezvous import ADVERSARIAL, free_port
 
@@ -111,10 +112,7 @@ def test_random_and_adversarial_lines_at_the_port_change_nothing_and_the_run_tra
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
     """The checkpoint of the short run on one process, uninterrupted."""
-    root = tmp_path_factory.mktemp("uninterrupted")
-    [(status, _, err)] = _finish([_start(["--out", str(root / "run"), *SHORT], root / "cache")])
-    assert status == 0, err
-    return _checkpoint(root / "run")
+    return uninterrupted_run(tmp_path_factory, "processes-short", SHORT)
 
 
 def _when(phase: str, out: Path, process: subprocess.Popen[str]) -> None:
@@ -281,11 +279,8 @@ def test_sigterm_while_jax_joins_the_processes_ends_both_with_one_advice_that_wo
 @pytest.fixture(scope="module")
 def on_two_devices(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
     """The checkpoint of FLAGS' run (240 steps) on one process with two devices, uninterrupted: what two
-    processes of one device each make, bit for bit."""
-    root = tmp_path_factory.mktemp("two devices")
-    [(status, _, err)] = _finish([_start(["--out", str(root / "run"), *FLAGS], root / "cache", devices=2)])
-    assert status == 0, err
-    return _checkpoint(root / "run")
+    processes of one device each make, bit for bit (test_processes.py's reference, the same run made once)."""
+    return uninterrupted_run(tmp_path_factory, "processes-reference", FLAGS, devices=2)
 
 
 def _training(tmp_path: Path, running: list[subprocess.Popen[str]]) -> None:

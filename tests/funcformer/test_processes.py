@@ -25,6 +25,7 @@ import pytest
 from applicative.training import processes
 from funcformer.learning import RunConfig
 from funcformer.poisson import PROBLEM
+from tests import once
 from tests.compiling import xla_flags
 from tests.funcformer.test_rendezvous import free_port
 
@@ -123,14 +124,24 @@ def _assert_bitwise_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) ->
     assert not differ, f"arrays differ: {differ}"
 
 
+def uninterrupted_run(
+    tmp_path_factory: pytest.TempPathFactory, name: str, arguments: Sequence[str], devices: int = 1
+) -> dict[str, np.ndarray]:
+    """The checkpoint of ``funcformer.poisson train ARGUMENTS`` on one process of ``devices`` devices,
+    uninterrupted: run once a test run under ``name`` (``tests/once.py``: the xdist workers and both of this
+    directory's process test files share it), read by each."""
+
+    def run(root: Path) -> None:
+        [(status, _, err)] = _finish([_start(["--out", str(root / "run"), *arguments], root / "cache", devices)])
+        assert status == 0, err
+
+    return _checkpoint(once.directory(tmp_path_factory, name, run) / "run")
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
     """The checkpoint of the run in one process with two devices, uninterrupted."""
-    root = tmp_path_factory.mktemp("reference")
-    process = _start(["--out", str(root / "run"), *FLAGS], root / "cache", devices=2)
-    [(status, _, err)] = _finish([process])
-    assert status == 0, err
-    return _checkpoint(root / "run")
+    return uninterrupted_run(tmp_path_factory, "processes-reference", FLAGS, devices=2)
 
 
 @pytest.mark.processes
