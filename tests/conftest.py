@@ -24,6 +24,7 @@ import jax
 import pytest
 from packaging.version import Version
 
+from tests import once
 from tests.applicative.tolerance import EMULATE_TF32, emulate_tf32
 from tests.budget import pytest_runtest_makereport  # noqa: F401  (the default run's time budget, a hook)
 from tests.compiling import compile_fast
@@ -37,6 +38,26 @@ if Version(version("jaxlib")) >= Version("0.12"):  # (the processes the tests st
     os.environ.update(JAX_COMPILATION_CACHE_DIR=CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
 if os.environ.get(EMULATE_TF32) == "1":
     emulate_tf32()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def made_early(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """What the run makes once (``tests/once.py``) and its tests will ask for, begun in threads as the run
+    starts: the site (test_site.py's ``site``) and mypy over users' scripts (``mypy_errors``). Made at the end of
+    the run, where those tests are collected, they held one xdist worker waiting 13-15 s for the other."""
+    needed = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
+    begun = []
+    if "site" in needed:
+        from tests import test_site
+
+        begun.append(once.begin(tmp_path_factory, "site", test_site.build))
+    if "mypy_errors" in needed:
+        from tests import users_mypy
+
+        begun.append(once.begin(tmp_path_factory, "users-mypy", users_mypy.check))
+    yield
+    for thread in begun:
+        thread.join()
 
 
 @pytest.fixture(scope="session")

@@ -115,15 +115,17 @@ class Site:
         return [page for page in self.pages if page.startswith("api/")]
 
 
+def build(out: Path) -> None:
+    """The site built into ``out`` as CI builds it."""
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)]
+    built = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr[-5000:]
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    """The site, built once a run (``tests/once.py``: the xdist workers share it) and parsed."""
-
-    def build(out: Path) -> None:
-        command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)]
-        built = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-        assert built.returncode == 0, built.stderr[-5000:]
-
+    """The site, built once a run (``tests/once.py``: the xdist workers share it, and the run begins it
+    early) and parsed."""
     out = once.directory(tmp_path_factory, "site", build)
     folders = {path.parent.relative_to(out).as_posix(): path for path in sorted(out.glob("**/index.html"))}
     return Site(out, {("" if folder == "." else f"{folder}/"): parse(path) for folder, path in folders.items()})

@@ -32,19 +32,20 @@ def scripts() -> dict[str, str]:
     return {name: text for group in groups for name, text in group.items()}
 
 
+def check(user: Path) -> None:
+    """Every script written into the directory ``user``, and mypy's output over them beside them."""
+    for name, text in scripts().items():
+        (user / name).write_text(text)
+    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--hide-error-context", "."]
+    result = subprocess.run(command, cwd=user, capture_output=True, text=True, check=False)
+    assert not result.stderr, result.stderr
+    assert "Cannot find implementation or library stub" not in result.stdout, result.stdout
+    assert "missing library stubs or py.typed marker" not in result.stdout, result.stdout
+    (user / OUTPUT).write_text(result.stdout)
+
+
 def output(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """mypy's output over every script, run once for the whole test run."""
-
-    def check(user: Path) -> None:
-        for name, text in scripts().items():
-            (user / name).write_text(text)
-        command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--hide-error-context", "."]
-        result = subprocess.run(command, cwd=user, capture_output=True, text=True, check=False)
-        assert not result.stderr, result.stderr
-        assert "Cannot find implementation or library stub" not in result.stdout, result.stdout
-        assert "missing library stubs or py.typed marker" not in result.stdout, result.stdout
-        (user / OUTPUT).write_text(result.stdout)
-
+    """mypy's output over every script, run once for the whole test run (begun early: tests/conftest.py)."""
     return (once.directory(tmp_path_factory, "users-mypy", check) / OUTPUT).read_text()
 
 
