@@ -24,7 +24,6 @@ import jax
 import pytest
 from packaging.version import Version
 
-from tests import once
 from tests.applicative.tolerance import EMULATE_TF32, emulate_tf32
 from tests.budget import pytest_runtest_makereport  # noqa: F401  (the default run's time budget, a hook)
 from tests.compiling import compile_fast
@@ -50,11 +49,11 @@ def made_early(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     if "site" in needed:
         from tests import test_site
 
-        begun.append(once.begin(tmp_path_factory, "site", test_site.build))
+        begun.append(test_site.begin(tmp_path_factory))
     if "mypy_errors" in needed:
         from tests import users_mypy
 
-        begun.append(once.begin(tmp_path_factory, "users-mypy", users_mypy.check))
+        begun.append(users_mypy.begin(tmp_path_factory))
     yield
     for thread in begun:
         thread.join()

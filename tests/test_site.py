@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +116,10 @@ class Site:
         return [page for page in self.pages if page.startswith("api/")]
 
 
+SITE = "site"
+"""The site's directory, built once a run (``tests/once.py``)."""
+
+
 def build(out: Path) -> None:
     """The site built into ``out`` as CI builds it."""
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)]
@@ -126,9 +131,14 @@ def build(out: Path) -> None:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
     """The site, built once a run (``tests/once.py``: the xdist workers share it, and the run begins it
     early) and parsed."""
-    out = once.directory(tmp_path_factory, "site", build)
+    out = once.directory(tmp_path_factory, SITE, build)
     folders = {path.parent.relative_to(out).as_posix(): path for path in sorted(out.glob("**/index.html"))}
     return Site(out, {("" if folder == "." else f"{folder}/"): parse(path) for folder, path in folders.items()})
+
+
+def begin(tmp_path_factory: pytest.TempPathFactory) -> threading.Thread:
+    """The ``site`` fixture's build begun in a thread (``once.begin``)."""
+    return once.begin(tmp_path_factory, SITE, build)
 
 
 def in_code(element: Element) -> bool:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from tests import once
 
+NAME = "users-mypy"
+"""The directory of the scripts and mypy's output, made once a run (``tests/once.py``)."""
 OUTPUT = "mypy.out"
 """mypy's output, written beside the scripts (a name no script has: it does not end in .py)."""
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(  \[[a-z-]+\])?$")
@@ -46,7 +49,12 @@ def check(user: Path) -> None:
 
 def output(tmp_path_factory: pytest.TempPathFactory) -> str:
     """mypy's output over every script, run once for the whole test run (begun early: tests/conftest.py)."""
-    return (once.directory(tmp_path_factory, "users-mypy", check) / OUTPUT).read_text()
+    return (once.directory(tmp_path_factory, NAME, check) / OUTPUT).read_text()
+
+
+def begin(tmp_path_factory: pytest.TempPathFactory) -> threading.Thread:
+    """``output``'s mypy run begun in a thread (``once.begin``)."""
+    return once.begin(tmp_path_factory, NAME, check)
 
 
 def errors(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], str]:
