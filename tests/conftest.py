@@ -42,8 +42,9 @@ if os.environ.get(EMULATE_TF32) == "1":
 @pytest.fixture(scope="session", autouse=True)
 def made_early(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """What the run makes once (``tests/once.py``) and its tests will ask for, begun in threads as the run
-    starts: the site (test_site.py's ``site``) and mypy over users' scripts (``mypy_errors``). Made at the end of
-    the run, where those tests are collected, they held one xdist worker waiting 13-15 s for the other."""
+    starts: the site (test_site.py's ``site``) and mypy over users' scripts (``mypy_errors``). Made when first asked,
+    at the run's end where those tests are collected, they held one xdist worker waiting for the other
+    (docs/install.md)."""
     needed = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
     begun = []
     if "site" in needed:
