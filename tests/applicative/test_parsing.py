@@ -329,7 +329,7 @@ def test_children_are_the_most_likely_valid_tagging() -> None:
 
 
 def test_python_s_trees_keep_the_decode_s_rule_on_brackets_but_in_comprehensions_and_match_cases() -> None:
-    """The decode's rule on brackets (``decoding.OPENING``) holds in Python's own trees, but for comprehensions
+    """The decode's rule on brackets (``decoding.children``) holds in Python's own trees, but for comprehensions
     whose parenthesised iterable the project's span of a ``comprehension`` cuts, and match cases."""
     fragments = list(itertools.islice(syntax.fragments(1, 128, "test"), 2000))
     broken = [

@@ -60,6 +60,8 @@ from applicative.training.files import atomic_file
 __all__ = [
     "CACHE",
     "CEILING",
+    "CLOSING",
+    "OPENING",
     "Data",
     "Host",
     "Minibatches",
@@ -128,7 +130,10 @@ def stack(items: Sequence[Host]) -> Nodes:
     return Nodes(layouts, first, last, depth, extras)  # type: ignore[arg-type]  # host arrays, moved by the step
 
 
-_OPENING, _CLOSING = {"(", "[", "{"}, {")", "]", "}"}
+OPENING, CLOSING = frozenset("([{"), frozenset(")]}")
+"""The bracket tokens: what ``nesting`` counts, and what the decode keeps whole in a node's children
+(``decoding.children``): a node's tokens hold each of theirs with its match, as in Python's trees but for a
+few comprehensions and match cases whose spans the project makes (docs/parsing.md, "The model", counts them)."""
 
 
 def nesting(tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -138,10 +143,10 @@ def nesting(tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     brackets, blocks = np.zeros(len(tokens), np.int64), np.zeros(len(tokens), np.int64)
     open_brackets = open_blocks = 0
     for t, kind in enumerate(tokens):
-        open_brackets += kind in _OPENING
+        open_brackets += kind in OPENING
         open_blocks += (kind == "INDENT") - (kind == "DEDENT")
         brackets[t], blocks[t] = open_brackets, open_blocks
-        open_brackets -= kind in _CLOSING
+        open_brackets -= kind in CLOSING
     return brackets, blocks
 
 

@@ -22,16 +22,11 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from applicative.examples.parsing.batches import fits, ids, nodes_of, stack, token_inputs
+from applicative.examples.parsing.batches import CLOSING, OPENING, fits, ids, nodes_of, stack, token_inputs
 from applicative.examples.parsing.model import BEGIN, CONTINUE, OWN, Band, Config, Parser, build, read
 from applicative.examples.syntax import Fragment, Node
 
 __all__ = ["children", "grown", "labelled", "parse"]
-
-
-OPENING, CLOSING = frozenset("([{"), frozenset(")]}")
-"""The brackets: a node's tokens hold each of theirs with its match, as in Python's trees but for a few
-comprehensions and match cases whose spans the project makes (docs/parsing.md, "The model", counts them)."""
 
 
 def children(scores: np.ndarray, span: tuple[int, int], tokens: Sequence[str]) -> list[tuple[int, int]]:
