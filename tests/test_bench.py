@@ -206,15 +206,26 @@ def test_graphs_times_attention_over_the_edges_beside_the_dense_mask(shared: Pat
             positive(memory_ratio)
 
 
-@pytest.mark.slow
-def test_trees_times_a_dense_tree_step_against_a_vec_step_materialised_and_in_chunks(shared: Path) -> None:
-    out = bench(shared, "trees.py", "--sizes", "8", "16", "--chunk", "3", "--time-up-to", "8")
+def logged(log: str, command: str) -> str:
+    """What the one check of ``bench/gpu.py``'s log whose command ends with ``command`` printed."""
+    found = [
+        part.partition("\n")[2]
+        for part in re.split(r"^\$ ", log, flags=re.M)
+        if part.partition("\n")[0].endswith(command)
+    ]
+    assert len(found) == 1, f"{len(found)} commands of the log end with {command!r}"
+    return found[0]
+
+
+def check_trees_table(out: str, leaves: str, timed: bool) -> None:
+    """``bench/trees.py``'s table at ``leaves`` leaves in chunks of 3: a row materialised and one in chunks,
+    each with its compile time and the two steps' memory, and, where ``timed``, the steps' times and ratio."""
     table = rows(out, "| leaves |")
-    assert [cells[:2] for cells in table] == [[n, a] for n in ("8", "16") for a in ("materialised", "chunks of 3")]
-    for leaves, _, compile_time, tree_step, vec_step, ratio, memory in table:
+    assert [cells[:2] for cells in table] == [[leaves, "materialised"], [leaves, "chunks of 3"]]
+    for _, _, compile_time, tree_step, vec_step, ratio, memory in table:
         duration(compile_time)
         assert re.fullmatch(rf"{NUMBER} / {NUMBER} GB", memory), memory
-        if leaves == "16":
+        if not timed:
             assert (tree_step, vec_step, ratio) == ("not timed", "", "")
             continue
         duration(tree_step)
@@ -390,6 +401,11 @@ def test_gpu_runs_every_check_at_a_tiny_size_and_writes_its_table(scales: Path, 
     assert re.fullmatch(rf"({part}; )+{part}", attention), attention
     assert attention.count("; ") == 7  # both sizes, each path but the fused one
     assert row(table, "bench/trees.py at 16 leaves")[3].count("not timed") == 2
+    log = (tmp_path / "log").read_text()
+    for leaves in ("8", "16"):  # the whole tables, in the log (the suite's only run of bench/trees.py)
+        check_trees_table(
+            logged(log, f"bench/trees.py --sizes {leaves} --chunk 3 --time-up-to 8"), leaves, leaves == "8"
+        )
     assert re.fullmatch(rf"float32: {NUMBER} s a step, accuracy {NUMBER}; bfloat16: {NUMBER} s a step, accuracy "
                         rf"{NUMBER}; bfloat16/float32 time {NUMBER}", row(table, "bench/precision.py")[3])  # fmt: skip
     graph = rf"\d+ nodes, \d+ edges, (sparse|dense): {NUMBER} ms, {NUMBER} MB"
@@ -398,7 +414,7 @@ def test_gpu_runs_every_check_at_a_tiny_size_and_writes_its_table(scales: Path, 
     for task in ("poisson", "darcy"):
         assert re.fullmatch(rf"test error mean {NUMBER}, median {NUMBER} \(8 samples\); 2 steps in {NUMBER} s",
                             row(table, task)[3])  # fmt: skip
-    assert len(re.findall(r"^\$ ", (tmp_path / "log").read_text(), re.M)) == 11  # each check's command
+    assert len(re.findall(r"^\$ ", log, re.M)) == 11  # each check's command
 
 
 # The training loop and the tasks' baselines, searches and checks
