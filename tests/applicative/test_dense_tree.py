@@ -421,9 +421,11 @@ def test_drawn_shapes_never_pass_the_deepest_layout_and_reach_it() -> None:
         DenseTree.stack(shape, np.zeros(len(dyadic.depths_of(shape))), 64)
 
     fits()
-    settings = hypothesis.settings(max_examples=1000, database=None)
+    # found, not shrunk: shrinking a shape once found took 4 of this test's 5 s and proves nothing more
+    settings = hypothesis.settings(max_examples=1000, database=None, phases=[hypothesis.Phase.generate])
     assert deepest(hypothesis.find(strategies.shapes(64), lambda s: deepest(s) >= 40, settings=settings)) >= 40
-    assert hypothesis.find(strategies.shapes(64, 6), lambda s: len(dyadic.depths_of(s)) == 64) == balanced(6)
+    full = hypothesis.find(strategies.shapes(64, 6), lambda s: len(dyadic.depths_of(s)) == 64, settings=settings)
+    assert full == balanced(6)
 
 
 def test_ordinary_arithmetic_adds_trees_through_pair() -> None:
