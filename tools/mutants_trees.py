@@ -207,7 +207,7 @@ MUTANTS = [
            "Axis.exact beyond the axis's size is accepted",
            TLW + "test_the_dense_check_refuses_an_exactness_beyond_the_axis"),
     mutant("laws-counit-unchecked", LW,
-           "        _check_counit(x, y, xyz, rtol, atol)\n", "",
+           "    _check_counit(x, y, xyz, rtol, atol)\n", "",
            "the counit's own laws are not checked first (a wrong counit blamed on the hook)",
            TLW + "test_the_dense_check_blames_a_wrong_counit_not_the_hook"),
     mutant("laws-mmt-one-matrix", LW,

@@ -52,7 +52,7 @@ from applicative.protocols.dense import Axis, Dense, to_array
 from applicative.protocols.integration import additivity_law, counit, homogeneity_law, pairing_law
 from applicative.stacked import to_host
 
-__all__ = ["DENSE_LAWS", "check_dense"]
+__all__ = ["DENSE_LAWS", "check_dense", "check_dense_on"]
 
 T = TypeVar("T")
 
@@ -126,33 +126,38 @@ def check_dense(
     @settings
     @hypothesis.given(structures)
     def run(xyz: Triple) -> None:
-        x, y, z = _one_shape(*xyz)
-        if (axes := _dense_scalars(x)) is None:
-            what = " x ".join(_levels(x)) or f"{type(x).__name__} (not Dense, or with no axes)"
-            raise TypeError(f"check_dense: a {what} is not a Dense structure of scalars (a structure of "
-                            "structures is checked through its elements' own strategy)")  # fmt: skip
-        for axis in axes:
-            _check_gram(axis)
-            _check_exact(axis)
-        _check_nodal(x, axes, xyz, rtol, atol)
-        _check_counit(x, y, xyz, rtol, atol)
-        ones = x.fmap(lambda a: jnp.ones_like(a))
-        through_gram = _dense("dot", lambda: dot(x, ones))
-        _agree("dense counit", "dot(x, fmap (const 1) x) through the Gram matrices", through_gram,
-               "counit(x)", counit(x), xyz, rtol, atol)  # fmt: skip
-        x, y, z = (_exact(v) for v in (x, y, z))
-        # the operands' size: an operation of degree k sums terms up to about largest^k
-        largest = max(float(jnp.max(jnp.abs(to_array(v)), initial=0.0)) for v in (x, y, z))
-        for op, (degree, compute) in _operations(x, y, z).items():
-            if op == "attention" and not all(axis.nodal for axis in axes):
-                _declined(op, compute)  # (its dense formula is for a measure that is a weight per position)
-                continue
-            with generic_only():
-                generic = compute()
-            _agree(f"dense {op}", f"{op} by the dense formula", _dense(op, compute), "its generic definition",
-                   generic, xyz, rtol, atol, terms=largest**degree)  # fmt: skip
+        check_dense_on(xyz, rtol=rtol, atol=atol)
 
     run()
+
+
+def check_dense_on(xyz: Triple, *, rtol: float | None, atol: float | None) -> None:
+    """Check the ``Dense`` hook on one triple, as ``check_dense`` does on each it draws."""
+    x, y, z = _one_shape(*xyz)
+    if (axes := _dense_scalars(x)) is None:
+        what = " x ".join(_levels(x)) or f"{type(x).__name__} (not Dense, or with no axes)"
+        raise TypeError(f"check_dense: a {what} is not a Dense structure of scalars (a structure of "
+                        "structures is checked through its elements' own strategy)")  # fmt: skip
+    for axis in axes:
+        _check_gram(axis)
+        _check_exact(axis)
+    _check_nodal(x, axes, xyz, rtol, atol)
+    _check_counit(x, y, xyz, rtol, atol)
+    ones = x.fmap(lambda a: jnp.ones_like(a))
+    through_gram = _dense("dot", lambda: dot(x, ones))
+    _agree("dense counit", "dot(x, fmap (const 1) x) through the Gram matrices", through_gram,
+           "counit(x)", counit(x), xyz, rtol, atol)  # fmt: skip
+    x, y, z = (_exact(v) for v in (x, y, z))
+    # the operands' size: an operation of degree k sums terms up to about largest^k
+    largest = max(float(jnp.max(jnp.abs(to_array(v)), initial=0.0)) for v in (x, y, z))
+    for op, (degree, compute) in _operations(x, y, z).items():
+        if op == "attention" and not all(axis.nodal for axis in axes):
+            _declined(op, compute)  # (its dense formula is for a measure that is a weight per position)
+            continue
+        with generic_only():
+            generic = compute()
+        _agree(f"dense {op}", f"{op} by the dense formula", _dense(op, compute), "its generic definition",
+               generic, xyz, rtol, atol, terms=largest**degree)  # fmt: skip
 
 
 def _operations(x: X, y: X, z: X) -> dict[str, tuple[int, Callable[[], object]]]:

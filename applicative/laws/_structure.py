@@ -18,7 +18,8 @@ drawn triple (x, y, z) and the element maps (``Maps``: f, g, and the Module the 
 A structure claims every law of the abstractions it implements unless its class says otherwise
 (``laws_claimed``, names from ``LAWS``: a ValueError names any other); ``claimed_laws`` reads the
 claim. ``check_law`` checks one law on ``max_examples`` triples (no shrinking: each JAX example is
-slow to trace, the failing one is reported as drawn); a failure is an AssertionError that names the
+slow to trace, the failing one is reported as drawn), ``check_law_on`` on one triple (``check_laws``
+checks every law on the same ``drawn_examples``); a failure is an AssertionError that names the
 law, states it as an equation and shows the drawn (x, y, z) and both sides (``assert_close``).
 """
 
@@ -39,7 +40,7 @@ from applicative.protocols.algebra import ARITHMETIC, Module
 from applicative.protocols.applicative import Applicative
 from applicative.protocols.integration import Counit, additivity_law, counit, homogeneity_law, pairing_law
 
-__all__ = ["LAWS", "Maps", "Triple", "check_law", "claimed_laws", "leafwise"]
+__all__ = ["LAWS", "Maps", "Triple", "check_law", "check_law_on", "claimed_laws", "drawn_examples", "leafwise"]
 
 # Law-test structures are existential in brand and element: Any is "some type".
 X = Applicative[Any, Any]
@@ -132,6 +133,21 @@ def drawn(strategy: st.SearchStrategy[S]) -> S:
     return hypothesis.find(strategy, lambda _: True, settings=hypothesis.settings(database=None, phases=_NO_SHRINK))
 
 
+def drawn_examples(strategy: st.SearchStrategy[S], count: int) -> list[S]:
+    """``count`` examples the strategy draws (fewer where it holds fewer), not shrunk: the triples
+    ``check_laws`` checks every law on, so that the laws share their examples' shapes (and JAX compiles
+    each operation once a shape, not once a law)."""
+    found: list[S] = []
+
+    @hypothesis.settings(max_examples=count, deadline=None, database=None, phases=_NO_SHRINK)
+    @hypothesis.given(strategy)
+    def draw(example: S) -> None:
+        found.append(example)
+
+    draw()
+    return found
+
+
 def check_law(
     law: str,
     structures: st.SearchStrategy[Triple],
@@ -143,19 +159,24 @@ def check_law(
 ) -> None:
     """Check one law on ``max_examples`` random triples. A failure raises an AssertionError that names
     the law, states it as an equation, and shows the drawn (x, y, z) and both sides."""
-    statement, equation = _laws(maps)[law]
-    where = f" ({_WHERE[law]})" if law in _WHERE else ""
 
     # No shrinking: each JAX example is slow to trace, and the failing one is reported as found.
     @hypothesis.settings(max_examples=max_examples, deadline=None, database=None, phases=_NO_SHRINK)
     @hypothesis.given(structures)
     def run(xyz: Triple) -> None:
-        lhs, rhs = equation(*xyz)
-        try:
-            assert_close(lhs, rhs, rtol=rtol, atol=atol, what=law)
-        except AssertionError as error:
-            equation_text = (statement.__doc__ or "").strip().rstrip(".")
-            failure = f"law {law!r} fails: {equation_text}{where}"
-            raise AssertionError(_report(failure, error, x=xyz[0], y=xyz[1], z=xyz[2], left=lhs, right=rhs)) from None
+        check_law_on(law, xyz, maps=maps, rtol=rtol, atol=atol)
 
     run()
+
+
+def check_law_on(law: str, xyz: Triple, *, maps: Maps, rtol: float | None, atol: float | None) -> None:
+    """Check one law on one triple, as ``check_law`` does on each it draws."""
+    statement, equation = _laws(maps)[law]
+    lhs, rhs = equation(*xyz)
+    try:
+        assert_close(lhs, rhs, rtol=rtol, atol=atol, what=law)
+    except AssertionError as error:
+        where = f" ({_WHERE[law]})" if law in _WHERE else ""
+        equation_text = (statement.__doc__ or "").strip().rstrip(".")
+        failure = f"law {law!r} fails: {equation_text}{where}"
+        raise AssertionError(_report(failure, error, x=xyz[0], y=xyz[1], z=xyz[2], left=lhs, right=rhs)) from None

@@ -1,9 +1,11 @@
 """The suite's entry point: ``check_laws``, every law a structure claims and, where it has one, its hook.
 
     check_laws(triples)   the laws the structures claim (``claimed_laws`` of the first one drawn, in
-                          ``LAWS`` order), each by ``check_law`` on ``max_examples`` triples, then, for
-                          a ``Dense`` structure of scalars, its hook (``check_dense``, on
-                          ``dense_examples`` triples); returns the names checked, the claimed laws
+                          ``LAWS`` order), each as ``check_law`` checks it, all on the same
+                          ``max_examples`` triples (drawn once: JAX compiles an operation once a shape,
+                          and the laws share their shapes), then, for
+                          a ``Dense`` structure of scalars, its hook (as ``check_dense`` checks it,
+                          on the first ``dense_examples`` of those triples); returns the names checked, the claimed laws
                           followed by ``DENSE_LAWS`` where the hook was checked
 
 A failure is the first check's AssertionError (each names its law, states it, shows the drawn
@@ -14,8 +16,8 @@ from __future__ import annotations
 
 import hypothesis.strategies as st
 
-from applicative.laws._dense import DENSE_LAWS, _dense_scalars, check_dense
-from applicative.laws._structure import Maps, Triple, check_law, claimed_laws, drawn
+from applicative.laws._dense import DENSE_LAWS, _dense_scalars, check_dense_on
+from applicative.laws._structure import Maps, Triple, check_law_on, claimed_laws, drawn_examples
 
 __all__ = ["check_laws"]
 
@@ -30,13 +32,15 @@ def check_laws(
     dense_examples: int = 5,
 ) -> tuple[str, ...]:
     """Check every law the structures claim (``claimed_laws`` of the first one drawn) on ``max_examples``
-    triples and, for a ``Dense`` structure of scalars, its hook (``check_dense``, on ``dense_examples``
-    triples: each runs eleven operations both ways); return the names of the laws checked."""
-    first = drawn(structures)
-    claimed = claimed_laws(first[0])
+    triples and, for a ``Dense`` structure of scalars, its hook (as ``check_dense`` does, on the first
+    ``dense_examples`` of them: each runs eleven operations both ways); return the names of the laws checked."""
+    triples = drawn_examples(structures, max(max_examples, dense_examples))
+    claimed = claimed_laws(triples[0][0])
     for law in claimed:
-        check_law(law, structures, maps=maps, rtol=rtol, atol=atol, max_examples=max_examples)
-    if _dense_scalars(first[0]) is None:
+        for xyz in triples[:max_examples]:
+            check_law_on(law, xyz, maps=maps, rtol=rtol, atol=atol)
+    if _dense_scalars(triples[0][0]) is None:
         return claimed
-    check_dense(structures, rtol=rtol, atol=atol, max_examples=dense_examples)
+    for xyz in triples[:dense_examples]:
+        check_dense_on(xyz, rtol=rtol, atol=atol)
     return claimed + DENSE_LAWS
