@@ -331,8 +331,8 @@ def test_the_fused_kernel_computes_the_dense_formula(
     # key left, padding: against the generic definition in float64, forward and gradient, under jit.
     run, x = FUSED_CASES[case]
     calls = fused_kernel(monkeypatch, implementation, dtype)
-    with generic_only():
-        spec = run(x, jnp.float64)
+    with generic_only():  # (under jit, a fresh function: one program, not an eager one an operation and shape)
+        spec = jax.jit(lambda x: run(x, jnp.float64))(x)
     fast = jax.jit(run, static_argnums=1)(x, dtype)
     assert calls == [implementation]
     for got, expected in zip(values(fast), values(spec), strict=True):
@@ -344,7 +344,7 @@ def test_the_fused_kernel_computes_the_dense_formula(
         return sum((jnp.sum(leaf * w) for leaf, w in zip(values(out), weights, strict=True)), jnp.zeros(()))
 
     with generic_only():
-        spec_grad = jax.grad(loss)(x.elements(), jnp.float64)
+        spec_grad = jax.jit(lambda elements: jax.grad(loss)(elements, jnp.float64))(x.elements())
     grad = jax.jit(jax.grad(loss), static_argnums=1)(x.elements(), dtype)
     for got, expected in zip(jax.tree_util.tree_leaves(grad), jax.tree_util.tree_leaves(spec_grad), strict=True):
         np.testing.assert_allclose(np.asarray(got, np.float64), expected, **near(expected, dtype))
@@ -424,9 +424,9 @@ def test_the_fused_kernel_serves_every_head_of_an_encoder_under_vmap(monkeypatch
     def loss(model: Any, xs: jax.Array) -> jax.Array:
         return jnp.sum(terms(model, xs))
 
-    with generic_only():
-        spec, spec_grad = jax.value_and_grad(loss)(encoder, xs)
-        scale = float(jnp.sum(jnp.abs(terms(encoder, xs))))
+    with generic_only():  # (under jit: one program, where eagerly each operation at each shape compiles)
+        spec, spec_grad = jax.jit(jax.value_and_grad(loss))(encoder, xs)
+        scale = float(jnp.sum(jnp.abs(jax.jit(terms)(encoder, xs))))
     calls = fused_kernel(monkeypatch, "xla", jnp.float32)
     fast, fast_grad = jax.jit(jax.value_and_grad(loss))(encoder, xs)
     assert calls == ["xla"]  # traced once, for every head and example
