@@ -1,12 +1,20 @@
-"""The order the tests are handed out in: ``tests/test_bench.py``'s first (the hook is loaded by tests/conftest.py).
+"""How the tests are handed out to pytest-xdist's workers (the hooks are loaded by tests/conftest.py).
 
-pytest-xdist hands the tests to its workers in the order they are collected (``--dist load``), and a worker
-that has run its last test waits for the others. The bench scripts' tests are the longest of CI's slow run
-(``bench/gpu.py --tiny`` about 45 s on this 2-core machine, ``bench/fno_darcy.py`` 20 s, each a process of
-its own), and they were collected last (``tests/test_*.py`` after ``tests/applicative/`` and
-``tests/funcformer/``): in the newest environment's slow run one worker ran the last three alone, 37 s after
-the other had ended. Handed out first, they are spread over the workers and the short tests fill in behind
-them. The rest keep their order (a module's tests together, as its fixtures want)."""
+A run ends when its last worker does, so each worker should run out of tests at about the same time:
+
+- **Work stealing.** xdist's default (``--dist load``) sends each worker chunks of tests ahead, and a
+  worker that has run its chunks waits while another runs the chunk it was sent last: in the README's run,
+  17 s of one worker's time at the end (the site's and the guides' tests, queued on the other).
+  ``--dist worksteal`` splits the tests between the workers and lets one that has run out take tests
+  still queued on another: both ended within 0.1 s of each other, and the run took 344 s where it had
+  taken 354 s (one after the other, from clean caches). ``-n`` asks for it; another ``--dist`` given on
+  the command line is kept.
+- **The bench scripts' tests first.** A test already running cannot be taken over: the longest of CI's slow
+  run are the bench scripts' (``bench/gpu.py --tiny`` about 45 s on this 2-core machine,
+  ``bench/fno_darcy.py`` 20 s, each a process of its own), and collected last (``tests/test_*.py`` after
+  ``tests/applicative/`` and ``tests/funcformer/``) they ran alone on one worker for the last 37 s of the
+  newest environment's slow run. Started first, the other workers have every other test to run beside them.
+  The rest keep their order (a module's tests together, as its fixtures want)."""
 
 from __future__ import annotations
 
@@ -18,3 +26,13 @@ FIRST = "test_bench.py"
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path.name != FIRST)  # (a stable sort: False, the bench's, first)
+
+
+@pytest.hookimpl(optionalhook=True)  # (a hook of xdist's, which a run without it does not know)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getoption("dist") != "load":  # another mode asked for: xdist makes its own
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    scheduler: object = WorkStealingScheduling(config, log)  # (xdist ships no types)
+    return scheduler
