@@ -2,11 +2,11 @@
 
     check_laws(triples)   the laws the structures claim (``claimed_laws`` of the first one drawn, in
                           ``LAWS`` order), each as ``check_law`` checks it, all on the same
-                          ``max_examples`` triples (drawn once: JAX compiles an operation once a shape,
-                          and the laws share their shapes), then, for
-                          a ``Dense`` structure of scalars, its hook (as ``check_dense`` checks it,
-                          on the first ``dense_examples`` of those triples); returns the names checked, the claimed laws
-                          followed by ``DENSE_LAWS`` where the hook was checked
+                          ``max_examples`` triples (drawn once: JAX compiles an operation once a
+                          shape, and the laws share their shapes), then, for a ``Dense`` structure of
+                          scalars, its hook (as ``check_dense`` checks it, on the first
+                          ``dense_examples`` of those triples); returns the names checked, the claimed
+                          laws followed by ``DENSE_LAWS`` where the hook was checked
 
 A failure is the first check's AssertionError (each names its law, states it, shows the drawn
 structures); nothing after it runs.

@@ -331,7 +331,7 @@ def test_the_fused_kernel_computes_the_dense_formula(
     # key left, padding: against the generic definition in float64, forward and gradient, under jit.
     run, x = FUSED_CASES[case]
     calls = fused_kernel(monkeypatch, implementation, dtype)
-    with generic_only():  # (under jit, a fresh function: one program, not an eager one an operation and shape)
+    with generic_only():  # (jit of a fresh function: one program, where eagerly each operation compiles)
         spec = jax.jit(lambda x: run(x, jnp.float64))(x)
     fast = jax.jit(run, static_argnums=1)(x, dtype)
     assert calls == [implementation]
@@ -424,7 +424,7 @@ def test_the_fused_kernel_serves_every_head_of_an_encoder_under_vmap(monkeypatch
     def loss(model: Any, xs: jax.Array) -> jax.Array:
         return jnp.sum(terms(model, xs))
 
-    with generic_only():  # (under jit: one program, where eagerly each operation at each shape compiles)
+    with generic_only():  # (under jit: one program, where eagerly each operation compiles)
         spec, spec_grad = jax.jit(jax.value_and_grad(loss))(encoder, xs)
         scale = float(jnp.sum(jnp.abs(jax.jit(terms)(encoder, xs))))
     calls = fused_kernel(monkeypatch, "xla", jnp.float32)
