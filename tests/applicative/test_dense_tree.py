@@ -276,7 +276,7 @@ def test_gradients_agree_with_the_specification() -> None:
     def loss(model: Any, tree: Any) -> jax.Array:
         return jnp.asarray(counit(model.encode(tree).fmap(lambda v: jnp.sum(jnp.sin(to_array(v))))))
 
-    dense, spec = jax.jit(jax.grad(loss))(ENCODER, x), jax.grad(loss)(ENCODER, xs)
+    dense, spec = jax.jit(jax.grad(loss))(ENCODER, x), jax.jit(jax.grad(loss))(ENCODER, xs)  # (spec: one program)
     laws.assert_close(dense, spec, **TOL, what="gradients")
     # With respect to the leaves (their values: a tree's shape is integers): the gradient of the
     # integral is each leaf's measure, 0 on padding.

@@ -268,10 +268,11 @@ def test_positional_encodings() -> None:
         return jnp.sum(to_array(enc(x)) ** 2)
 
     fixed = _encoder(9)
-    assert not np.any(to_array(jax.grad(loss)(fixed).embed.positions))
+    gradient = jax.jit(jax.grad(loss))  # (one program for each kind of positions, where eagerly ~100 compile)
+    assert not np.any(to_array(gradient(fixed).embed.positions))
     learned = nn.Encoder(nn.Embedding(fixed.embed.linear, fixed.embed.positions, learned=True), fixed.layers,
                          fixed.norm, fixed.unembed)  # fmt: skip
-    assert np.all(np.abs(to_array(jax.grad(loss)(learned).embed.positions)).sum(axis=1) > 0)
+    assert np.all(np.abs(to_array(gradient(learned).embed.positions)).sum(axis=1) > 0)
 
 
 def test_one_hot_tokens_and_bad_tokens() -> None:

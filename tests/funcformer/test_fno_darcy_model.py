@@ -133,15 +133,17 @@ def test_cross_attention_on_a_function_is_attention_at_its_points() -> None:
     assert isinstance(layer, CrossLayer)
     cross = CrossAttentionBlock(layer.cross.attention, None)  # no pre-norm: a norm's output is truncated to N
     tokens = np.random.default_rng(2).normal(size=(SMALL.tokens, SMALL.patch**2)).astype(np.float32)
-    memory = model.encoder.encode(Vec(Vec(jnp.asarray(tokens), Pixel, SMALL.patch**2), Patch, SMALL.tokens))
+    # (under jit: a program for each, where eagerly each operation compiles)
+    memory = jax.jit(model.encoder.encode)(Vec(Vec(jnp.asarray(tokens), Pixel, SMALL.patch**2), Patch, SMALL.tokens))
+    attend = jax.jit(lambda queries: cross(queries, memory))
     h = model.queries
     n, p, c = SMALL.n, SMALL.samples, SMALL.channels
-    on_function = np.asarray(to_array(cross(h, memory)), np.float64)
+    on_function = np.asarray(to_array(attend(h)), np.float64)
 
     x = np.cos(np.pi * (np.arange(p) + 0.5) / p)
     rows = np.einsum("pi,ijc->pjc", C.chebvander(x, n - 1), np.asarray(to_array(h), np.float64))
     sampled = Vec(Compose(Cheb(Vec(jnp.asarray(rows, jnp.float32), Channel, c), Y, n, p)), Sample, p)
-    at_points = np.asarray(to_array(cross(sampled, memory)), np.float64)
+    at_points = np.asarray(to_array(attend(sampled)), np.float64)
     back = np.linalg.inv(C.chebvander(x, p - 1))[:n]
     np.testing.assert_allclose(on_function, np.einsum("ip,pjc->ijc", back, at_points), **float32(1e-4, atol=1e-5))
 
