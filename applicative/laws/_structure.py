@@ -128,15 +128,15 @@ S = TypeVar("S")
 
 
 def drawn(strategy: st.SearchStrategy[S]) -> S:
-    """An example the strategy draws, as ``check_laws`` looks at its first: not shrunk (``hypothesis.find``
+    """An example the strategy draws, as ``check_laws`` draws its first: not shrunk (``hypothesis.find``
     shrinks what it finds, which for a structure takes seconds of draws: 17 s of a Quantum's)."""
-    return hypothesis.find(strategy, lambda _: True, settings=hypothesis.settings(database=None, phases=_NO_SHRINK))
+    return drawn_examples(strategy, 1)[0]
 
 
 def drawn_examples(strategy: st.SearchStrategy[S], count: int) -> list[S]:
-    """``count`` examples the strategy draws (fewer where it holds fewer), not shrunk: the triples
-    ``check_laws`` checks every law on, so that the laws share their examples' shapes (and JAX compiles
-    each operation once a shape, not once a law)."""
+    """``count`` examples the strategy draws (fewer where it holds fewer, at least one), not shrunk: the
+    triples ``check_laws`` checks every law on, so that the laws share their examples' shapes (and JAX
+    compiles each operation once a shape, not once a law)."""
     found: list[S] = []
 
     @hypothesis.settings(max_examples=count, deadline=None, database=None, phases=_NO_SHRINK)
