@@ -23,14 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-import hypothesis
 import hypothesis.strategies as st
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from applicative.laws._compare import _report, _shown, assert_close, default_tolerance
-from applicative.laws._structure import _NO_SHRINK, Triple, X, claimed_laws
+from applicative.laws._structure import Triple, X, claimed_laws, drawn_examples
 from applicative.linalg import (
     add,
     dot,
@@ -121,14 +120,8 @@ def check_dense(
     at the result's scale alone, since a sum that cancels, 1e-10 from terms of 1e6, rounds at the size of
     its terms (a Chebyshev integral of an odd function, exactly 0, is such a sum); rtol and atol
     ``default_tolerance`` of the dtype unless given."""
-    settings = hypothesis.settings(max_examples=max_examples, deadline=None, database=None, phases=_NO_SHRINK)
-
-    @settings
-    @hypothesis.given(structures)
-    def run(xyz: Triple) -> None:
+    for xyz in drawn_examples(structures, max_examples):
         check_dense_on(xyz, rtol=rtol, atol=atol)
-
-    run()
 
 
 def check_dense_on(xyz: Triple, *, rtol: float | None, atol: float | None) -> None:
