@@ -41,6 +41,9 @@ def begin(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[P
     ask for ``name`` begins it before they run (the worker that takes the lock first makes it; the other's
     thread waits for it). A failure is left to the test that asks, which makes it again and reports it."""
 
+    shared(tmp_path_factory)  # here, not in the thread: pytest makes the directory on the first ask, unlocked,
+    # and a test's fixture asking beside the thread's first ask failed with FileExistsError
+
     def made() -> None:
         with contextlib.suppress(Exception):
             directory(tmp_path_factory, name, make)

@@ -4,6 +4,7 @@ left to the test that asks."""
 import threading
 import uuid
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -56,3 +57,22 @@ def test_a_failure_of_what_was_begun_is_made_again_and_raised_by_the_test_that_a
         once.directory(tmp_path_factory, name, make)
     assert len(calls) == 2
     assert not (once.shared(tmp_path_factory) / f"{name}.done").exists()
+
+
+def test_begin_asks_for_the_runs_directory_before_its_thread_starts(tmp_path: Path) -> None:
+    """pytest makes a worker's temporary directory on the first ``getbasetemp`` (remove, then make, unlocked):
+    a test's fixture asking beside the begun thread's first ask failed with FileExistsError (CI, 2026-12-02).
+    The caller asks first, so the thread and every later test read the directory made."""
+    askers: list[threading.Thread] = []
+
+    class Factory:  # pytest's TempPathFactory as far as tests/once.py uses it
+        def getbasetemp(self) -> Path:
+            askers.append(threading.current_thread())
+            (tmp_path / "base").mkdir(exist_ok=True)
+            return tmp_path / "base"
+
+    made = threading.Event()
+    thread = once.begin(cast(pytest.TempPathFactory, Factory()), _name(), lambda out: made.set())
+    thread.join(10)
+    assert made.is_set()
+    assert askers[0] is threading.current_thread()
