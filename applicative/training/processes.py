@@ -46,7 +46,7 @@ from jaxlib import _jax
 
 from applicative.training.files import RunInUse, holding_run
 from applicative.training.hosting import split
-from applicative.training.lifeline import hold
+from applicative.training.lifeline import BEAT_EVERY, SILENT, hold
 from applicative.training.rendezvous import SECRET, meet
 from applicative.training.stopping import interrupt_swallowed, raise_early
 from applicative.training.stopping import received as stopped_before
@@ -59,6 +59,7 @@ ENVIRONMENT = {
     "process_id": "JAX_PROCESS_ID",
     "bind": "JAX_COORDINATOR_BIND_ADDRESS",
     "secret": SECRET,
+    "silent": "APPLICATIVE_SILENT",
 }
 """The environment variables ``initialize`` reads where an argument is None (the first is JAX's own)."""
 
@@ -76,6 +77,7 @@ def initialize(
     bind: str | None = None,
     start: str = "",
     secret: str | None = None,
+    silent: float | None = None,
 ) -> bool:
     """Join this process to a run on several (``jax.distributed.initialize``), before JAX uses a device.
 
@@ -94,7 +96,9 @@ def initialize(
     that differs) and which processes never came. Process 0's coordinator listens on ``bind`` (``host:port``;
     default ``$JAX_COORDINATOR_BIND_ADDRESS``, else the coordinator's own address, so that only the interface
     the others use is open; ``[::]:port`` for every interface). The meeting's connections then watch the
-    processes (``lifeline.hold``): when one dies, every other ends within seconds, naming it. ValueError for
+    processes (``lifeline.hold``): when one dies, every other ends within seconds, naming it, and one that sends
+    nothing for ``silent`` seconds (default ``$APPLICATIVE_SILENT``, else ``lifeline.SILENT``; more than
+    ``lifeline.BEAT_EVERY``) is taken as stopped or hung, named, and the others end. ValueError for
     a count below 1 or an id out of range, and for a run without a secret whose port is open beyond this host
     (process 0's ``bind``, the others' ``coordinator``, not a loopback address): closed by default, where a
     run on this host alone is only warned.
@@ -110,6 +114,11 @@ def initialize(
         raise ValueError(f"the process id must be in 0..{processes - 1} for {processes} processes, got {process_id}")
     if not timeout > 0:
         raise ValueError(f"the startup timeout must be positive, got {timeout} s")
+    silent = silent if silent is not None else _seconds(ENVIRONMENT["silent"], SILENT)
+    if not silent > BEAT_EVERY:
+        raise ValueError(
+            f"a process's silence must be longer than its beats' interval, {BEAT_EVERY:g} s, got {silent:g} s"
+        )
     connections: dict[int, socket.socket] = {}
     if coordinator is not None and processes is not None and process_id is not None:
         bind = bind or os.environ.get(ENVIRONMENT["bind"]) or coordinator
@@ -117,7 +126,7 @@ def initialize(
         if not key:
             _without_secret(bind if process_id == 0 else coordinator)
         connections = meet(coordinator, processes, process_id, start=start, timeout=timeout, bind=bind, secret=key)
-        hold(connections, process_id)
+        hold(connections, process_id, silent=silent)
     raise_early()  # (where no meeting raised it: JAX meets a cluster's processes)
     jax.distributed.initialize(
         coordinator, processes, process_id, initialization_timeout=math.ceil(timeout), coordinator_bind_address=bind
@@ -180,6 +189,16 @@ def _integer(name: str) -> int | None:
         return int(text)
     except ValueError:
         raise ValueError(f"${name} must be an integer, got {text!r}") from None
+
+
+def _seconds(name: str, default: float) -> float:
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"${name} must be a number of seconds, got {text!r}") from None
 
 
 def is_owner() -> bool:

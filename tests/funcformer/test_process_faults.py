@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from applicative.training.lifeline import SILENT
+from applicative.training.processes import ENVIRONMENT
 from tests.funcformer.test_processes import (
     FLAGS,
     STEPS,
@@ -326,19 +326,21 @@ def test_a_process_killed_is_named_by_the_other_which_ends_within_seconds(
 @pytest.mark.slow
 @pytest.mark.parametrize("stopped", [1, 0])
 def test_a_process_stopped_by_sigstop_is_named_by_the_other_before_jaxs_heartbeat(
-    stopped: int, tmp_path: Path, running: list[subprocess.Popen[str]]
+    stopped: int, tmp_path: Path, running: list[subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SIGSTOP (Ctrl-Z) to one process mid-run: the other ends with status 1 once it has heard nothing from it for
-    ``lifeline.SILENT`` (20 s), naming it, where JAX ended both at 62.7 s with raw "stopped sending heartbeats"
-    lines."""
+    ``$APPLICATIVE_SILENT`` seconds (``lifeline.SILENT``, 20 s, by default), naming it, where JAX ended both at
+    62.7 s with raw "stopped sending heartbeats" lines. 8 s here: the test's worker waits out the silence idle."""
+    silent = 8  # (a run that ignored the variable would wait lifeline.SILENT, 20 s: past the bound below)
+    monkeypatch.setenv(ENVIRONMENT["silent"], str(silent))
     _training(tmp_path, running)
     os.kill(running[stopped].pid, signal.SIGSTOP)
     began = time.monotonic()
     [(status, _, err)] = _finish([running[1 - stopped]])
-    assert SILENT - 1 < time.monotonic() - began < SILENT + 10
+    assert silent - 1 < time.monotonic() - began < silent + 10
     assert status == 1, err
     named = (
-        f"train: error: process {stopped} (at 127.0.0.1) of the run has sent nothing for {SILENT:.0f} s (stopped, or "
+        f"train: error: process {stopped} (at 127.0.0.1) of the run has sent nothing for {silent} s (stopped, or "
         f"hung): process {1 - stopped} stops too; continue the run from its last checkpoint with --resume"
     )
     assert err.strip().splitlines()[-1].endswith(named), err

@@ -456,6 +456,8 @@ def test_a_run_without_a_secret_open_beyond_this_host_is_refused_saying_how_to_g
         ((None, 0, None), {}, "the number of processes must be positive, got 0"),
         ((None, None, None), {"JAX_NUM_PROCESSES": "two"}, r"\$JAX_NUM_PROCESSES must be an integer, got 'two'"),
         ((None, None, None), {"JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "-1"}, "must be in 0..1 .* got -1"),
+        ((None, 2, 0), {"APPLICATIVE_SILENT": "soon"}, r"\$APPLICATIVE_SILENT must be a number of seconds, got 'soon'"),
+        ((None, 2, 0), {"APPLICATIVE_SILENT": "1"}, r"silence must be longer than its beats' interval, 1 s, got 1 s"),
     ],
 )
 def test_bad_process_settings_are_refused_by_name_before_jax_is_joined(
