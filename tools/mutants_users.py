@@ -145,7 +145,8 @@ MUTANTS = [
     mutant("silence-setting-unread", "applicative/training/processes.py",
            "        hold(connections, process_id, silent=silent)\n", "        hold(connections, process_id)\n",
            "$APPLICATIVE_SILENT is read and checked, but every run waits lifeline.SILENT",
-           TF + "test_process_faults.py::test_a_process_stopped_by_sigstop_is_named_by_the_other_before_jaxs_heartbeat"),
+           TF + "test_process_faults.py::"
+           "test_a_process_stopped_by_sigstop_is_named_by_the_other_before_jaxs_heartbeat"),
     mutant("lifeline-lost-host-retransmitted", "applicative/training/lifeline.py",
            "        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, round(UNANSWERED * 1000))\n", "",
            "a lost host is named only by its silence (20 s), where TCP retransmits to it for 15 minutes",
