@@ -37,6 +37,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import jax
 import numpy as np
@@ -50,6 +51,8 @@ from applicative.training.lifeline import BEAT_EVERY, SILENT, hold
 from applicative.training.rendezvous import SECRET, meet
 from applicative.training.stopping import interrupt_swallowed, raise_early
 from applicative.training.stopping import received as stopped_before
+
+_T = TypeVar("_T")
 
 __all__ = ["agree", "from_owner", "initialize", "is_owner", "owning", "preemption"]
 
@@ -104,8 +107,10 @@ def initialize(
     run on this host alone is only warned.
     """
     coordinator = coordinator or os.environ.get(ENVIRONMENT["coordinator"])
-    processes = processes if processes is not None else _integer(ENVIRONMENT["processes"])
-    process_id = process_id if process_id is not None else _integer(ENVIRONMENT["process_id"])
+    if processes is None:
+        processes = _from_environment(ENVIRONMENT["processes"], int, "an integer")
+    if process_id is None:
+        process_id = _from_environment(ENVIRONMENT["process_id"], int, "an integer")
     if (coordinator, processes, process_id) == (None, None, None) and not cluster:
         return False
     if processes is not None and processes < 1:
@@ -114,7 +119,9 @@ def initialize(
         raise ValueError(f"the process id must be in 0..{processes - 1} for {processes} processes, got {process_id}")
     if not timeout > 0:
         raise ValueError(f"the startup timeout must be positive, got {timeout} s")
-    silent = silent if silent is not None else _seconds(ENVIRONMENT["silent"], SILENT)
+    if silent is None:
+        silent = _from_environment(ENVIRONMENT["silent"], float, "a number of seconds")
+    silent = SILENT if silent is None else silent
     if not silent > BEAT_EVERY:
         raise ValueError(
             f"a process's silence must be longer than its beats' interval, {BEAT_EVERY:g} s, got {silent:g} s"
@@ -181,24 +188,16 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _integer(name: str) -> int | None:
+def _from_environment(name: str, parse: Callable[[str], _T], what: str) -> _T | None:
+    """The environment variable ``name`` read by ``parse``; None where it is not set; ValueError naming it and
+    ``what`` it must be where ``parse`` refuses it."""
     text = os.environ.get(name)
     if text is None:
         return None
     try:
-        return int(text)
+        return parse(text)
     except ValueError:
-        raise ValueError(f"${name} must be an integer, got {text!r}") from None
-
-
-def _seconds(name: str, default: float) -> float:
-    text = os.environ.get(name)
-    if text is None:
-        return default
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"${name} must be a number of seconds, got {text!r}") from None
+        raise ValueError(f"${name} must be {what}, got {text!r}") from None
 
 
 def is_owner() -> bool:
