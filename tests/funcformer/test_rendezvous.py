@@ -273,8 +273,7 @@ class _Host:
     def __init__(self, timeout: float = 10.0, processes: int = 2) -> None:
         self.port, self.error, self.met = free_port(), "not ended", dict[int, socket.socket]()
         self.thread = threading.Thread(target=self._meet, args=(timeout, processes))
-        self.thread.start()
-        time.sleep(0.1)
+        self.thread.start()  # (listening within milliseconds: ``connect`` tries again until it does)
 
     def _meet(self, timeout: float, processes: int) -> None:
         try:
@@ -294,7 +293,16 @@ class _Host:
         return time.monotonic() - began
 
     def connect(self) -> socket.socket:
-        return socket.create_connection(("127.0.0.1", self.port))
+        """A stranger's connection to process 0, once its thread listens: refused until then, and tried again
+        (where a fixed wait for the thread, 0.1 s a host, was most of the random-bytes test's time)."""
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                return socket.create_connection(("127.0.0.1", self.port))
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
 
 
 @pytest.fixture
