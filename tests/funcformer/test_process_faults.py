@@ -131,9 +131,9 @@ def _when(phase: str, out: Path, process: subprocess.Popen[str]) -> None:
 
 
 def _catches_sigterm(pid: int) -> bool:
-    """Whether process ``pid`` handles SIGTERM itself (Linux's /proc: the mask of the signals it catches). A fixed
-    0.1 s from its start was the test's wait: on a loaded machine the interpreter had not reached the library's
-    first import, and SIGTERM's default ended it with no word (status -15; CI, 2026-12-02)."""
+    """Whether process ``pid`` handles SIGTERM itself (Linux's /proc: the mask of the signals it catches): not a
+    fixed wait from its start, after which a loaded machine's interpreter may not have reached the library's first
+    import yet, and SIGTERM's default would end it with no word (status -15)."""
     with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as status:
         for line in status:
             if line.startswith("SigCgt:"):
