@@ -40,7 +40,7 @@ from tests.funcformer.test_processes import (
     _start,
     uninterrupted_run,
 )
-from tests.funcformer.test_rendezvous import ADVERSARIAL, free_port
+from tests.funcformer.test_rendezvous import ADVERSARIAL, connection, free_port
 
 # ``processes`` marks the tests whose processes reach JAX's distributed runtime (pyproject.toml says the rule)
 
@@ -63,12 +63,10 @@ def _several(port: int, i: int, timeout: float = 60, processes: int = 2) -> list
 
 
 def _listening(port: int) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return
-        time.sleep(0.05)
-    pytest.fail("process 0 never listened")
+    try:
+        connection(port, TIMEOUT).close()
+    except OSError:
+        pytest.fail("process 0 never listened")
 
 
 def _step(directory: Path) -> int:

@@ -37,6 +37,23 @@ def free_port() -> int:
         return port
 
 
+def connection(port: int, within: float = 5.0) -> socket.socket:
+    """A connection to 127.0.0.1:``port``, tried again every 5 ms while it fails (its listener not up yet), for
+    ``within`` seconds, then the last error; each try given 1 s (a full backlog drops a connection silently), the
+    connection made blocking."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            made = socket.create_connection(("127.0.0.1", port), timeout=1)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+        else:
+            made.settimeout(None)
+            return made
+
+
 def _meet(
     ids: Sequence[int],
     processes: int | Sequence[int],
@@ -293,16 +310,9 @@ class _Host:
         return time.monotonic() - began
 
     def connect(self) -> socket.socket:
-        """A stranger's connection to process 0, once its thread listens: refused until then, and tried again
-        (where a fixed wait for the thread, 0.1 s a host, was most of the random-bytes test's time)."""
-        deadline = time.monotonic() + 5
-        while True:
-            try:
-                return socket.create_connection(("127.0.0.1", self.port))
-            except ConnectionRefusedError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.005)
+        """A stranger's connection to process 0, once its thread listens (``connection``: no fixed wait for the
+        thread, 0.1 s a host, most of the random-bytes test's time)."""
+        return connection(self.port)
 
 
 @pytest.fixture
