@@ -421,8 +421,10 @@ def test_drawn_shapes_never_pass_the_deepest_layout_and_reach_it() -> None:
         DenseTree.stack(shape, np.zeros(len(dyadic.depths_of(shape))), 64)
 
     fits()
-    # found, not shrunk: shrinking a shape once found took 4 of this test's 5 s and proves nothing more
-    settings = hypothesis.settings(max_examples=1000, database=None, phases=[hypothesis.Phase.generate])
+    # found, not shrunk: shrinking a shape once found took 4 of this test's 5 s and proves nothing more; in the
+    # draws of a fixed seed, as one CI run's 1000 random draws held no shape 40 deep
+    settings = hypothesis.settings(max_examples=1000, database=None, phases=[hypothesis.Phase.generate],
+                                   derandomize=True)  # fmt: skip
     assert deepest(hypothesis.find(strategies.shapes(64), lambda s: deepest(s) >= 40, settings=settings)) >= 40
     full = hypothesis.find(strategies.shapes(64, 6), lambda s: len(dyadic.depths_of(s)) == 64, settings=settings)
     assert full == balanced(6)
