@@ -27,7 +27,11 @@ from packaging.version import Version
 from tests.applicative.tolerance import EMULATE_TF32, emulate_tf32
 from tests.budget import pytest_runtest_makereport  # noqa: F401  (the default run's time budget, a hook)
 from tests.compiling import compile_fast
-from tests.order import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: F401  (hooks: tests/order.py)
+from tests.order import (  # noqa: F401  (hooks: tests/order.py)
+    pytest_collection_modifyitems,
+    pytest_xdist_auto_num_workers,
+    pytest_xdist_make_scheduler,
+)
 
 compile_fast()  # (before anything starts JAX's backend, which reads XLA_FLAGS once)
 jax.config.update("jax_enable_x64", True)
