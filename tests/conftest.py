@@ -25,7 +25,10 @@ import pytest
 from packaging.version import Version
 
 from tests.applicative.tolerance import EMULATE_TF32, emulate_tf32
-from tests.budget import pytest_runtest_makereport  # noqa: F401  (the default run's time budget, a hook)
+from tests.budget import (  # noqa: F401  (hooks: what the default run holds, and its time budget)
+    pytest_itemcollected,
+    pytest_runtest_makereport,
+)
 from tests.compiling import compile_fast
 from tests.order import (  # noqa: F401  (hooks: tests/order.py)
     pytest_collection_modifyitems,

@@ -150,6 +150,7 @@ def script(monkeypatch: pytest.MonkeyPatch, name: str) -> ModuleType:
 # The generic code against hand-written jax.numpy
 
 
+@pytest.mark.end_to_end
 def test_funcformer_checks_the_generic_against_the_hand_written_funcformer_and_prints_the_ratio(
     shared: Path,
 ) -> None:
@@ -164,6 +165,7 @@ def test_funcformer_checks_the_generic_against_the_hand_written_funcformer_and_p
     assert last_line(out, "ratio generic/hand-written train step") == float(ratio)  # the largest of one
 
 
+@pytest.mark.end_to_end
 def test_transformer_checks_the_generic_against_the_hand_written_encoder_and_prints_the_ratios(shared: Path) -> None:
     out = bench(shared, "transformer.py", "--smoke")
     difference = re.search(rf"max gradient difference / max \|gradient\| = ({NUMBER})", out)
@@ -177,6 +179,7 @@ def test_transformer_checks_the_generic_against_the_hand_written_encoder_and_pri
     assert re.search(rf"^the generic model's host time per call over the hand-written one's: {host}$", out, re.M)
 
 
+@pytest.mark.end_to_end
 def test_attention_times_every_path_beside_the_fused_kernel(shared: Path) -> None:
     out = bench(shared, "attention.py", "--smoke", "--positions", "16", "64", "--function-up-to", "16")
     table = rows(out, "| positions | path |")
@@ -193,6 +196,7 @@ def test_attention_times_every_path_beside_the_fused_kernel(shared: Path) -> Non
             positive(memory_ratio)
 
 
+@pytest.mark.end_to_end
 def test_graphs_times_attention_over_the_edges_beside_the_dense_mask(shared: Path) -> None:
     out = bench(shared, "graphs.py", "--nodes", "16", "48", "--edges-per-node", "2", "--smoke")
     table = rows(out, "| nodes | edges |")
@@ -433,6 +437,7 @@ def test_init_times_the_blocks_against_a_draw_per_weight_in_fresh_processes(shar
     last_line(out, "ratio first call, per weight / blocks")
 
 
+@pytest.mark.end_to_end
 def test_training_loop_times_the_loop_against_its_steps_for_both_tasks(scales: Path) -> None:
     out = bench(scales, "training_loop.py", "--smoke")
     for task in ("Poisson", "Darcy"):
@@ -445,6 +450,7 @@ def test_training_loop_times_the_loop_against_its_steps_for_both_tasks(scales: P
     last_line(out, "ratio loop/step")
 
 
+@pytest.mark.end_to_end
 def test_precision_trains_in_float32_and_bfloat16_and_prints_the_ratio(shared: Path) -> None:
     out = bench(shared, "precision.py", "--smoke")
     table = rows(out, "| compute | seconds a step | test token accuracy |")
@@ -455,6 +461,7 @@ def test_precision_trains_in_float32_and_bfloat16_and_prints_the_ratio(shared: P
     last_line(out, "ratio bfloat16/float32 seconds a step")
 
 
+@pytest.mark.end_to_end
 def test_poisson_baselines_prints_its_three_tables(shared: Path) -> None:
     out = bench(shared, "poisson_baselines.py", "--smoke")
     accuracy = rows(out, "| predictor | mean | median | p95 | fit / training |")
@@ -468,6 +475,7 @@ def test_poisson_baselines_prints_its_three_tables(shared: Path) -> None:
     assert {cells[0] for cells in families} >= {"in_distribution", "slow_decay"}
 
 
+@pytest.mark.end_to_end
 def test_darcy_baselines_prints_its_tables(shared: Path) -> None:
     out = bench(shared, "darcy_baselines.py", "--smoke")
     accuracy = rows(out, "| predictor | mean | median | p95 |")
@@ -481,6 +489,7 @@ def test_darcy_baselines_prints_its_tables(shared: Path) -> None:
     assert "## Out of distribution, kappa with twice the amplitude" in out
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize(("script", "trial"), [("poisson_search.py", "12"), ("darcy_search.py", "7")])
 def test_search_trains_a_trial_and_prints_its_errors_and_time(scales: Path, script: str, trial: str) -> None:
     out = bench(scales, script, "--smoke", "--only", trial)

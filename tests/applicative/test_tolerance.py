@@ -82,6 +82,7 @@ def tf32_numpy(x: np.ndarray) -> np.ndarray:
     return np.ldexp(np.round(mantissa * 2.0**11) / 2.0**11, exponent)
 
 
+@pytest.mark.end_to_end
 def test_emulated_tf32_rounds_the_operands_of_default_precision_products_only() -> None:
     # In a process of its own: the emulation replaces the CPU's lowering for the rest of the process; on the
     # CPU, whatever device the suite has (an H200 computed this convolution in float32, not TF32).

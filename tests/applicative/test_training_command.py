@@ -76,6 +76,7 @@ def test_the_flags(tmp_path: Path) -> None:
         parser.parse_args(["--out", str(tmp_path), "--seconds", "0"])
 
 
+@pytest.mark.end_to_end
 def test_a_command_lines_process_ends_with_its_status_and_its_objects_frozen() -> None:
     """``end_process``: the status, the handlers ``atexit`` runs and the streams flushed as by ``sys.exit``, every
     object frozen before them (what the collector's sweeps at shutdown skip)."""

@@ -148,6 +148,7 @@ def test_the_drawn_minibatches_are_those_the_step_once_drew_inside_jit() -> None
     assert not np.array_equal(np.asarray(data.draw(3, 0)[1]), np.asarray(data.draw(3, 1)[1]))
 
 
+@pytest.mark.end_to_end
 def test_a_killed_run_resumed_repeats_the_uninterrupted_one_bit_for_bit(tmp_path: Path) -> None:
     def run(out: Path, resume: bool = False) -> None:
         train(TINY_STEPS, 1, TINY, out, per_epoch=TINY_EPOCH, resume=resume)
@@ -166,6 +167,7 @@ def test_a_killed_run_resumed_repeats_the_uninterrupted_one_bit_for_bit(tmp_path
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+@pytest.mark.end_to_end
 def test_the_command_line_trains_evaluates_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
     flags = ["--out", str(run), "--quiet", "--steps", str(TINY_STEPS), "--per-epoch", str(TINY_EPOCH), "--seed", "1",

@@ -87,6 +87,7 @@ def test_a_tiny_run_trains_evaluates_plots_and_serves_through_the_cli(
     )
 
 
+@pytest.mark.end_to_end
 def test_a_run_resumes_bitwise(tmp_path: Path) -> None:
     whole = train(RUN, tmp_path / "whole", progress=False)
     with _killed_after(3):

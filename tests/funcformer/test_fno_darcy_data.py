@@ -365,6 +365,7 @@ def test_generator_refuses_a_corrupt_shard_by_name(tmp_path: Path) -> None:
         load(out, "train", s=43)
 
 
+@pytest.mark.end_to_end
 def test_generator_on_processes_and_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two processes make the samples one process does; the command line makes them too, and refuses bad input."""
     tiny(tmp_path / "pool", workers=2, train=2, test=1)

@@ -329,6 +329,7 @@ def test_a_wrong_vit_setting_is_refused_by_name(fields: dict[str, object], messa
         ViTConfig(**fields)  # type: ignore[arg-type]
 
 
+@pytest.mark.end_to_end
 def test_the_default_recipe_and_command_train_the_best_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -30,6 +30,7 @@ def _source(cell: dict[str, Any]) -> str:
     return source if isinstance(source, str) else "".join(source)
 
 
+@pytest.mark.end_to_end
 def test_the_poisson_notebook_runs_and_its_checks_hold(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

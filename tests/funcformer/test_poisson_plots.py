@@ -200,6 +200,7 @@ def test_plot_loss_rejects_bad_inputs(
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.end_to_end
 def test_no_global_matplotlib_state(tmp_path: Path) -> None:
     """Plotting under a backend the user chose keeps it, and never imports pyplot."""
     script = f"""

@@ -325,6 +325,7 @@ def test_the_cache_holds_one_file_per_dataset_whatever_the_count(
         assert len(stored["inputs"]) == 9
 
 
+@pytest.mark.end_to_end
 def test_a_dataset_cached_by_one_process_is_read_by_another(tmp_path: Path) -> None:
     # The cache key names a digest of the data's code; it must not depend on what else a process has
     # imported (this one imported every test module, among them funcformer.poisson.families), or the

@@ -178,6 +178,7 @@ def test_load_solver_predicts_and_validates(tmp_path: Path) -> None:
         solver(np.full_like(f, np.nan))
 
 
+@pytest.mark.end_to_end
 def test_the_cli_trains_evaluates_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     flags = ["--steps", "4", "--batch", "4", "--train-size", "16", "--checkpoint-every", "2", "--warmup", "0"]

@@ -105,6 +105,7 @@ def test_a_run_in_another_processs_use_is_refused_at_once(
     assert sorted(path.name for path in held.iterdir()) == [LOCK]  # nothing written
 
 
+@pytest.mark.end_to_end
 def test_two_training_processes_never_share_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     first = subprocess.Popen(
