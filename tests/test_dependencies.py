@@ -91,22 +91,21 @@ def test_the_environment_under_test_is_admitted(name: str) -> None:
 @pytest.mark.end_to_end
 def test_the_docs_check_command_runs_both_checks() -> None:
     """docs/install.md's command for checking an install selects the jit regression tests and every test of
-    this file (a ``-k`` naming only the first deselected all of these) but those the README's run leaves out,
-    this one among them (a process of its own: end_to_end)."""
+    this file that the README's run holds (a ``-k`` naming only the first deselected all of these): the tests
+    pytest collects from this file alone, with the same options."""
     install = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
     (command,) = [
         line for line in install.splitlines() if line.startswith("python -m pytest") and "jit_regression" in line
     ]
-    arguments = shlex.split(command)[3:]
-    collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", *arguments],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout.splitlines()  # fmt: skip
-    ours = {line.split("::")[1].split("[")[0] for line in collected if line.startswith("tests/test_dependencies.py::")}
-    slow = {"slow", "end_to_end"}
-    mine = {
-        name for name, test in globals().items()
-        if name.startswith("test_") and not slow & {mark.name for mark in getattr(test, "pytestmark", [])}
-    }  # fmt: skip
-    assert ours == mine
+
+    def collect(*arguments: str) -> list[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", *arguments],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        ).stdout.splitlines()  # fmt: skip
+
+    collected = collect(*shlex.split(command)[3:])
+    this_file = "tests/test_dependencies.py::"
+    ours = {line for line in collected if line.startswith(this_file)}
+    assert ours == {line for line in collect("tests/test_dependencies.py") if line.startswith(this_file)}
     assert any("::test_jit_regression_" in line for line in collected)
